@@ -1,12 +1,33 @@
 //! The UOp IR: tinygrad's one graph representation, used for tensor graphs, kernels and linear
 //! programs alike, plus the machinery that rewrites it.
 //!
-//! Module map (filled in as the IR lands):
-//! - `ops`: the `Ops` enum and its groups (unary, binary, ALU, movement, reduce, ...).
-//! - `uop`: the hash-consed, immutable `UOp` node, toposort, substitution, printing.
-//! - `upat` / `matcher`: patterns and the op-indexed `PatternMatcher`.
-//! - `rewrite`: `graph_rewrite`, bottom-up or top-down, to a fixed point.
-//! - `symbolic`: integer range analysis (`vmin`/`vmax`) and the simplification rules.
-//! - `verify`: the per-stage spec each op's sources and argument must satisfy.
+//! Module map:
+//! - [`ops`]: the [`Ops`] enum, each op's source/argument contract, and the op groups.
+//! - [`arg`]: [`Arg`], the non-UOp payload of a node.
+//! - [`uop`]: the hash-consed, immutable [`UOp`] node; toposort, substitution, printing.
+//! - [`build`]: constructors and arithmetic (`&a + &b`, `x.idiv(4)`, `x.lt(y)`).
+//! - [`shape`]: tensor-level shapes derived from the graph.
+//! - [`upat`]: patterns ([`UPat`]), rules ([`rules!`]) and the op-indexed [`PatternMatcher`].
+//! - [`rewrite`]: [`graph_rewrite`], to a fixed point, memoized, iterative.
+//! - [`render`]: an infix printer for expressions.
 //!
-//! This crate knows nothing about tensors or devices.
+//! This crate knows nothing about tensors or devices, and has no `unsafe`.
+
+#![forbid(unsafe_code)]
+
+pub mod arg;
+pub mod build;
+pub mod ops;
+pub mod render;
+pub mod rewrite;
+pub mod shape;
+pub mod uop;
+pub mod upat;
+
+pub use arg::{Arg, AxisKind, Opaque};
+pub use build::IntoUOp;
+pub use ops::{NUM_OPS, Ops};
+pub use rewrite::{RewriteError, graph_rewrite, try_graph_rewrite, try_graph_rewrite_limit};
+pub use tinygrad_dtype::{ConstValue, DType};
+pub use uop::{UOp, interned_count};
+pub use upat::{Captures, IntoRewrite, IntoUPat, PatternMatcher, Rule, UPat};

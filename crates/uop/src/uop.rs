@@ -1,0 +1,340 @@
+//! [`UOp`]: an immutable, hash-consed IR node `(op, dtype, src, arg)`.
+//!
+//! Structurally equal nodes are the same allocation: building a node looks it up in a global
+//! interner first. So `==` and hashing are pointer-cheap, common sub-expressions are shared for
+//! free, and memo tables keyed by `UOp` work across passes. The interner holds weak references
+//! only: a node is freed when the last `UOp` handle to it drops, and its interner entry with it.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+
+use tinygrad_dtype::DType;
+
+use crate::{Arg, Ops};
+
+/// The shared node behind a [`UOp`] handle.
+pub struct UOpNode {
+    /// The operation.
+    pub op: Ops,
+    /// The result dtype.
+    pub dtype: DType,
+    /// The sources (inputs).
+    pub src: Box<[UOp]>,
+    /// The payload.
+    pub arg: Arg,
+    /// Structural hash (from op, dtype, arg and the sources' hashes): stable across runs.
+    hash: u64,
+    /// Lazily computed facts about this node (integer bounds, shape) cached by upper modules.
+    pub(crate) cache: NodeCache,
+}
+
+/// Per-node caches. Not part of a node's identity.
+#[derive(Default)]
+pub(crate) struct NodeCache {
+    /// `(vmin, vmax)` of integer/bool nodes, see `symbolic`.
+    #[allow(dead_code)] // filled in by the symbolic layer
+    pub(crate) bounds: OnceLock<(i64, i64)>,
+    /// The tensor-level shape, see [`UOp::shape`].
+    pub(crate) shape: OnceLock<Option<Arc<[usize]>>>,
+}
+
+/// A handle to a hash-consed IR node. Cloning is an `Arc` clone; equality is pointer equality.
+#[derive(Clone)]
+pub struct UOp(Arc<UOpNode>);
+
+const SHARDS: usize = 16;
+
+type Bucket = Vec<Weak<UOpNode>>;
+
+/// The global interner: structural hash -> live nodes with that hash, sharded to cut contention.
+fn interner() -> &'static [Mutex<HashMap<u64, Bucket>>; SHARDS] {
+    static INTERNER: OnceLock<[Mutex<HashMap<u64, Bucket>>; SHARDS]> = OnceLock::new();
+    INTERNER.get_or_init(|| std::array::from_fn(|_| Mutex::new(HashMap::new())))
+}
+
+fn shard(hash: u64) -> &'static Mutex<HashMap<u64, Bucket>> {
+    &interner()[(hash as usize) % SHARDS]
+}
+
+/// Number of live interned nodes (all shards). For tests and debugging.
+pub fn interned_count() -> usize {
+    interner()
+        .iter()
+        .map(|s| {
+            let map = s.lock().unwrap_or_else(|e| e.into_inner());
+            map.values()
+                .map(|b| b.iter().filter(|w| w.strong_count() > 0).count())
+                .sum::<usize>()
+        })
+        .sum()
+}
+
+fn structural_hash(op: Ops, dtype: DType, src: &[UOp], arg: &Arg) -> u64 {
+    // SipHash with fixed keys: the same graph hashes the same in every run, so hashes can key
+    // on-disk caches.
+    #[allow(deprecated)]
+    let mut h = std::hash::SipHasher::new();
+    op.hash(&mut h);
+    dtype.hash(&mut h);
+    arg.hash(&mut h);
+    src.len().hash(&mut h);
+    for s in src {
+        s.0.hash.hash(&mut h);
+    }
+    h.finish()
+}
+
+impl UOp {
+    /// Builds (or finds) the node `(op, dtype, src, arg)`.
+    pub fn new(op: Ops, dtype: DType, src: impl Into<Vec<UOp>>, arg: Arg) -> UOp {
+        let src: Vec<UOp> = src.into();
+        let hash = structural_hash(op, dtype, &src, &arg);
+        let mut map = shard(hash).lock().unwrap_or_else(|e| e.into_inner());
+        let bucket = map.entry(hash).or_default();
+        for w in bucket.iter() {
+            if let Some(n) = w.upgrade()
+                && n.op == op
+                && n.dtype == dtype
+                && n.arg == arg
+                && n.src.len() == src.len()
+                && n.src.iter().zip(&src).all(|(a, b)| Arc::ptr_eq(&a.0, &b.0))
+            {
+                return UOp(n);
+            }
+        }
+        let node = Arc::new(UOpNode {
+            op,
+            dtype,
+            src: src.into_boxed_slice(),
+            arg,
+            hash,
+            cache: NodeCache::default(),
+        });
+        bucket.retain(|w| w.strong_count() > 0);
+        bucket.push(Arc::downgrade(&node));
+        UOp(node)
+    }
+
+    /// The operation.
+    #[inline]
+    pub fn op(&self) -> Ops {
+        self.0.op
+    }
+
+    /// The result dtype.
+    #[inline]
+    pub fn dtype(&self) -> DType {
+        self.0.dtype
+    }
+
+    /// The sources.
+    #[inline]
+    pub fn src(&self) -> &[UOp] {
+        &self.0.src
+    }
+
+    /// Source `i`.
+    ///
+    /// # Panics
+    /// If there is no source `i` (the message names the op).
+    #[inline]
+    pub fn s(&self, i: usize) -> &UOp {
+        self.0.src.get(i).unwrap_or_else(|| {
+            panic!(
+                "{}: has {} sources, asked for source {i}",
+                self.op(),
+                self.src().len()
+            )
+        })
+    }
+
+    /// The argument.
+    #[inline]
+    pub fn arg(&self) -> &Arg {
+        &self.0.arg
+    }
+
+    /// The structural hash (stable across runs for the same graph).
+    #[inline]
+    pub fn structural_hash(&self) -> u64 {
+        self.0.hash
+    }
+
+    /// The node behind the handle.
+    pub fn node(&self) -> &UOpNode {
+        &self.0
+    }
+
+    pub(crate) fn cache(&self) -> &NodeCache {
+        &self.0.cache
+    }
+
+    /// The same node with other sources (a new or found node; `self` if unchanged).
+    pub fn with_src(&self, src: impl Into<Vec<UOp>>) -> UOp {
+        let src: Vec<UOp> = src.into();
+        if src.len() == self.src().len() && src.iter().zip(self.src()).all(|(a, b)| a == b) {
+            return self.clone();
+        }
+        UOp::new(self.op(), self.dtype(), src, self.arg().clone())
+    }
+
+    /// The same node with another argument.
+    pub fn with_arg(&self, arg: Arg) -> UOp {
+        UOp::new(self.op(), self.dtype(), self.src().to_vec(), arg)
+    }
+
+    /// The same node with another dtype.
+    pub fn with_dtype(&self, dtype: DType) -> UOp {
+        UOp::new(self.op(), dtype, self.src().to_vec(), self.arg().clone())
+    }
+
+    /// All nodes reachable from `self`, each once, sources before their users (`self` last).
+    pub fn toposort(&self) -> Vec<UOp> {
+        self.toposort_filtered(|_| true)
+    }
+
+    /// Like [`Self::toposort`], but does not descend into nodes for which `enter` is false
+    /// (those nodes are still listed).
+    pub fn toposort_filtered(&self, enter: impl Fn(&UOp) -> bool) -> Vec<UOp> {
+        let mut out = Vec::new();
+        let mut seen: HashMap<UOp, bool> = HashMap::new();
+        let mut stack: Vec<(UOp, bool)> = vec![(self.clone(), false)];
+        while let Some((n, children_done)) = stack.pop() {
+            if children_done {
+                out.push(n);
+                continue;
+            }
+            if seen.contains_key(&n) {
+                continue;
+            }
+            seen.insert(n.clone(), true);
+            stack.push((n.clone(), true));
+            if enter(&n) {
+                for s in n.src().iter().rev() {
+                    if !seen.contains_key(s) {
+                        stack.push((s.clone(), false));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// For every node reachable from `self`, the nodes that use it (its consumers).
+    pub fn children_map(&self) -> HashMap<UOp, Vec<UOp>> {
+        let mut map: HashMap<UOp, Vec<UOp>> = HashMap::new();
+        for n in self.toposort() {
+            map.entry(n.clone()).or_default();
+            for s in n.src() {
+                let users = map.entry(s.clone()).or_default();
+                if !users.contains(&n) {
+                    users.push(n.clone());
+                }
+            }
+        }
+        map
+    }
+
+    /// Whether `other` is reachable from `self` (including `self == other`).
+    pub fn has_parent(&self, other: &UOp) -> bool {
+        self.toposort().contains(other)
+    }
+
+    /// Replaces nodes per `map` everywhere in the graph below `self` (rebuilding users).
+    pub fn substitute(&self, map: &HashMap<UOp, UOp>) -> UOp {
+        let mut done: HashMap<UOp, UOp> = HashMap::new();
+        for n in self.toposort_filtered(|n| !map.contains_key(n)) {
+            let new = if let Some(r) = map.get(&n) {
+                r.clone()
+            } else {
+                let src: Vec<UOp> = n.src().iter().map(|s| done[s].clone()).collect();
+                n.with_src(src)
+            };
+            done.insert(n, new);
+        }
+        done[self].clone()
+    }
+
+    /// A multi-line listing: one line per node in topological order, shared sub-graphs once.
+    pub fn pretty(&self) -> String {
+        let nodes = self.toposort();
+        let ids: HashMap<&UOp, usize> = nodes.iter().enumerate().map(|(i, n)| (n, i)).collect();
+        let mut out = String::new();
+        for (i, n) in nodes.iter().enumerate() {
+            let srcs: Vec<String> = n.src().iter().map(|s| format!("%{}", ids[s])).collect();
+            out.push_str(&format!(
+                "%{i:<3} = {:<14} {:<16}",
+                n.op().name(),
+                n.dtype().to_string()
+            ));
+            out.push_str(&format!(" ({})", srcs.join(", ")));
+            if !matches!(n.arg(), Arg::None) {
+                out.push_str(&format!(" {}", n.arg()));
+            }
+            out.push('\n');
+        }
+        out
+    }
+}
+
+impl Drop for UOpNode {
+    fn drop(&mut self) {
+        // Unregister: remove dead weak references in our bucket (ours among them).
+        {
+            let mut map = shard(self.hash).lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(bucket) = map.get_mut(&self.hash) {
+                bucket.retain(|w| w.strong_count() > 0);
+                if bucket.is_empty() {
+                    map.remove(&self.hash);
+                }
+            }
+        }
+        // Drop sources iteratively: a deep chain must not overflow the stack.
+        let mut stack: Vec<UOp> = std::mem::take(&mut self.src).into_vec();
+        while let Some(u) = stack.pop() {
+            if let Some(mut node) = Arc::into_inner(u.0) {
+                stack.extend(std::mem::take(&mut node.src).into_vec());
+            }
+        }
+    }
+}
+
+impl PartialEq for UOp {
+    #[inline]
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for UOp {}
+
+impl Hash for UOp {
+    #[inline]
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.0.hash);
+    }
+}
+
+impl fmt::Debug for UOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if f.alternate() {
+            return f.write_str(&self.pretty());
+        }
+        write!(f, "{}({}", self.op().name(), self.dtype())?;
+        if !matches!(self.arg(), Arg::None) {
+            write!(f, ", {}", self.arg())?;
+        }
+        for s in self.src() {
+            write!(f, ", {s:?}")?;
+        }
+        f.write_str(")")
+    }
+}
+
+impl fmt::Display for UOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&crate::render::render_expr(self))
+    }
+}
