@@ -78,7 +78,8 @@ pub fn least_upper_dtype(ds: &[DType]) -> DType {
         .expect("float64 is an ancestor of every non-void dtype")
 }
 
-/// `dt` itself if it is a float, else the least upper bound of `dt` and [`default_float`].
+/// `dt` (as a scalar dtype) if it is a float, else the least upper bound of `dt` and
+/// [`default_float`] (tinygrad's `least_upper_float`).
 pub fn least_upper_float(dt: DType) -> DType {
     if dt.is_float() {
         dt.scalar()

@@ -7,9 +7,11 @@
 //! - to an integer dtype: integers wrap to the width (two's complement); floats truncate toward
 //!   zero then wrap; floats outside the `i64` range saturate and NaN becomes 0 (the CPU backend's
 //!   saturating conversion does the same, so constant folding and kernels agree);
-//! - to a float dtype: round to nearest even in that format; overflow gives infinity (f16, bf16,
-//!   f32, f64, e5m2) or saturates to the largest finite value (e4m3, e5m2 for finite input, as
-//!   CUDA's `satfinite` and tinygrad do); NaN and infinities are preserved where the format has them.
+//! - to a float dtype: round to nearest even in that format (`bfloat16` rounds to `f32` first,
+//!   then to `bfloat16`, as tinygrad's `float_to_bf16` does); finite overflow gives infinity in
+//!   f16, bf16, f32 and f64 but saturates to the largest finite value in the fp8 formats (as CUDA's
+//!   `satfinite` and tinygrad do); NaN is preserved, and infinities are preserved where the format
+//!   has them (an infinity cast to e4m3, which has none, becomes NaN).
 
 use std::fmt;
 use std::hash::{Hash, Hasher};
@@ -140,7 +142,7 @@ impl ConstValue {
             (Scalar::Float32, ConstValue::Int(i)) => i as f32 as f64,
             (Scalar::Float32, ConstValue::UInt(u)) => u as f32 as f64,
             (Scalar::Float32, _) => self.as_f64() as f32 as f64,
-            (Scalar::Float16, _) => f16::from_f64(self.as_f64()).to_f64(),
+            (Scalar::Float16, _) => f64_to_f16(self.as_f64()).to_f64(),
             // tinygrad rounds to f32 first, then to bf16 (ties to even).
             (Scalar::BFloat16, _) => bf16::from_f32(self.as_f64() as f32).to_f64(),
             (Scalar::Fp8E4M3, _) => fp8_round(self.as_f64(), Fp8Format::E4M3),
@@ -151,7 +153,8 @@ impl ConstValue {
     }
 
     /// The little-endian bytes of this value stored as one `dt` element (after [`Self::cast`]):
-    /// `dt.itemsize()` bytes (`bool` is one byte, `index` eight).
+    /// `dt.itemsize()` bytes for a scalar dtype (`bool` is one byte, `index` eight). For a vector
+    /// dtype this is one lane, `dt.scalar().itemsize()` bytes.
     pub fn to_le_bytes(self, dt: DType) -> Vec<u8> {
         let v = self.cast(dt);
         match dt.kind() {
@@ -160,7 +163,7 @@ impl ConstValue {
             Scalar::Int16 | Scalar::UInt16 => (v.as_u64() as u16).to_le_bytes().to_vec(),
             Scalar::Int32 | Scalar::UInt32 => (v.as_u64() as u32).to_le_bytes().to_vec(),
             Scalar::Int64 | Scalar::UInt64 | Scalar::Index => v.as_u64().to_le_bytes().to_vec(),
-            Scalar::Float16 => f16::from_f64(v.as_f64()).to_le_bytes().to_vec(),
+            Scalar::Float16 => f64_to_f16(v.as_f64()).to_le_bytes().to_vec(),
             Scalar::BFloat16 => bf16::from_f64(v.as_f64()).to_le_bytes().to_vec(),
             Scalar::Float32 => (v.as_f64() as f32).to_le_bytes().to_vec(),
             Scalar::Float64 => v.as_f64().to_le_bytes().to_vec(),
@@ -207,6 +210,62 @@ impl ConstValue {
             Scalar::Void => unreachable!("checked above"),
         }
     }
+}
+
+/// Rounds an `f64` to the nearest `f16`, ties to even, in one step (as Python's
+/// `struct.pack('e', x)`, which tinygrad's `float_to_fp16` uses); overflow gives infinity with the
+/// sign of `x`, NaN stays NaN.
+///
+/// `half`'s `f16::from_f64` is not used: it either goes through `f32` (double rounding) or drops
+/// the low 32 mantissa bits before rounding, so inputs just above a halfway point (such as
+/// `1 + 2^-11 + 2^-40`) round down instead of up.
+fn f64_to_f16(x: f64) -> f16 {
+    let bits = x.to_bits();
+    let sign = ((bits >> 48) & 0x8000) as u16;
+    if x.is_nan() {
+        // A quiet NaN keeping the sign and the top payload bits.
+        return f16::from_bits(sign | 0x7e00 | ((bits >> 42) & 0x1ff) as u16);
+    }
+    if x.is_infinite() {
+        return f16::from_bits(sign | 0x7c00);
+    }
+    let biased = ((bits >> 52) & 0x7ff) as i32;
+    if biased == 0 {
+        // Zero or an f64 subnormal (below 2^-1022): rounds to a signed zero.
+        return f16::from_bits(sign);
+    }
+    let exp = biased - 1023;
+    // The 53-bit significand; the value is `sig * 2^(exp - 52)`.
+    let sig = (bits & ((1u64 << 52) - 1)) | (1u64 << 52);
+    // Keep 11 significant bits for a normal result; fewer below 2^-14, where f16's quantum is a
+    // fixed 2^-24.
+    let shift = if exp >= -14 {
+        42
+    } else {
+        42 + (-14 - exp) as u32
+    };
+    if shift > 53 {
+        // Below half the smallest subnormal (2^-25): rounds to zero.
+        return f16::from_bits(sign);
+    }
+    let half = 1u64 << (shift - 1);
+    let rem = sig & ((half << 1) - 1);
+    let mut q = sig >> shift;
+    if rem > half || (rem == half && q & 1 == 1) {
+        q += 1;
+    }
+    // Normal: exponent field `exp + 15` plus the mantissa `q - 2^10`, written as one addition so
+    // a rounding carry bumps the exponent. Subnormal: `q` itself (`q == 2^10` is the smallest
+    // normal).
+    let mag = if exp >= -14 {
+        (((exp + 14) as u64) << 10) + q
+    } else {
+        q
+    };
+    if mag >= 0x7c00 {
+        return f16::from_bits(sign | 0x7c00);
+    }
+    f16::from_bits(sign | mag as u16)
 }
 
 fn fp8_round(x: f64, f: Fp8Format) -> f64 {
