@@ -1,9 +1,18 @@
 //! Code generation: a kernel (UOps) becomes an optimized, target-neutral linear program, which a
-//! [renderer] per target turns into code.
+//! renderer per target turns into code.
 //!
-//! Module map (filled in as codegen lands):
-//! - `lower`: kernel -> loops, index math, loads, stores, accumulators.
-//! - `opt`: kernel optimizations (upcast, unroll, tiling, threads).
-//! - `decomp`: transcendentals as polynomials, emulated dtypes.
-//! - `linearize`: the flat program and its launch dimensions.
-//! - `renderer`: the `Renderer` trait and its Cranelift, PTX and WGSL implementations.
+//! Module map:
+//! - [`linearize`]: kernel AST -> flat program order with explicit loops and accumulators.
+//! - [`program`]: [`Program`] and [`to_program`], the pipeline from kernel AST to program.
+//! - [`renderer`]: the [`Renderer`] trait.
+//! - [`cranelift`]: the Cranelift renderer (CPU JIT).
+//! - [`decomp`]: transcendentals (`exp2`, `log2`, `sin`) as graphs of simple ALU ops.
+
+pub mod cranelift;
+pub mod decomp;
+pub mod linearize;
+pub mod program;
+pub mod renderer;
+
+pub use program::{Program, TargetCaps, to_program};
+pub use renderer::{RenderError, Renderer};

@@ -1,6 +1,20 @@
-//! The runtime: devices, buffers, allocators, compiling and launching kernels.
+//! The runtime: devices, buffers, compiling and launching kernels.
 //!
-//! Module map (filled in as the runtime lands):
-//! - `device`: the `Device` trait (allocate, copy in/out, compile, launch, synchronize).
-//! - `cpu`: the Cranelift JIT device with a compiled-kernel cache and a thread pool.
-//! - `reference`: `REF`, an interpreter of the linear program, the oracle for every backend.
+//! Module map:
+//! - [`buffer`]: [`Buffer`], a typed array on a device, and its handle inside `Buffer` UOps.
+//! - [`device`]: the [`Device`]/[`Kernel`] traits, the registry (`CPU`, `REF`; `DEV=`), `DEBUG`.
+//! - [`cpu`]: the Cranelift JIT device.
+//! - [`reference`]: `REF`, an interpreter of the linear program — the oracle for every backend.
+//! - [`realize`]: running a schedule with a compiled-kernel cache and `DEBUG` output.
+
+pub mod buffer;
+pub mod cpu;
+pub mod device;
+pub mod realize;
+pub mod reference;
+
+pub use buffer::{Buffer, BufferRef};
+pub use device::{
+    DEVICE_NAMES, Device, DeviceError, Kernel, debug_level, default_device, get_device,
+};
+pub use realize::{compile_count, get_kernel, run_schedule};

@@ -1,6 +1,137 @@
 //! The scheduler: turns a lazy tensor graph (UOps) into an ordered list of kernels.
 //!
-//! Module map (filled in as the scheduler lands):
-//! - `realize`: which nodes must become buffers (contiguous, multi-consumer, broadcast reduces).
-//! - `rangeify`: movement ops become index arithmetic on loop ranges; kernels are split out.
-//! - `memory`: buffer lifetimes and reuse.
+//! Module map:
+//! - [`rangeify`]: lowering one realized node into a kernel AST — movement ops become index
+//!   arithmetic on loop ranges, reductions become kernel `Reduce`s, inputs become `Load`s.
+//! - this file: [`create_schedule`] — which nodes become buffers (the realize decisions) and the
+//!   kernels that compute them, in dependency order.
+//!
+//! Realize decisions, following tinygrad's fusion behaviour:
+//! - the requested outputs (unless they already are a buffer or a reshape of one);
+//! - `Contiguous` nodes;
+//! - nodes with several consumers that contain a reduction (so it is not computed twice);
+//! - a reduction whose result is broadcast (`x - x.max(1, keepdim)`) or that sits inside another
+//!   reduction: it gets its own kernel (found while lowering the consumer).
+//!
+//! Everything else is fused: elementwise chains, movement ops (as index math), a reduction and
+//! the elementwise ops after it.
+
+pub mod rangeify;
+
+use std::collections::{HashMap, HashSet};
+
+use tinygrad_dtype::DType;
+use tinygrad_uop::{Arg, Ops, UOp};
+
+use rangeify::{Lowering, output_ranges, store_kernel};
+
+/// One kernel to run: its AST and the buffers bound to its global slots.
+#[derive(Clone, Debug)]
+pub struct ScheduleItem {
+    /// The kernel: `Sink(Store(Index(DefineGlobal(0), idx), value))`, reading `DefineGlobal(k)`.
+    pub ast: UOp,
+    /// `Buffer` UOps for each global slot (slot 0 is the output).
+    pub bufs: Vec<UOp>,
+}
+
+/// The result of scheduling: kernels in execution order, and what each realized tensor node
+/// becomes (a view of its buffer).
+#[derive(Debug, Default)]
+pub struct Schedule {
+    /// Kernels in dependency order.
+    pub items: Vec<ScheduleItem>,
+    /// For each realized node (outputs included): the buffer view that replaces it.
+    pub becomes: HashMap<UOp, UOp>,
+}
+
+/// Whether `u` is a buffer, or a chain of reshapes of one (already realized, nothing to run).
+pub fn is_buffer_view(u: &UOp) -> bool {
+    match u.op() {
+        Ops::Buffer => true,
+        Ops::Reshape => is_buffer_view(u.s(0)),
+        _ => false,
+    }
+}
+
+/// Schedules the kernels that compute `outputs`. `new_buffer(dtype, size)` must return a fresh
+/// `Buffer` UOp for each intermediate or output buffer.
+pub fn create_schedule(
+    outputs: &[UOp],
+    new_buffer: &mut dyn FnMut(DType, usize) -> UOp,
+) -> Schedule {
+    let sink = UOp::new(Ops::Sink, DType::VOID, outputs.to_vec(), Arg::None);
+    let topo = sink.toposort();
+    let children = sink.children_map();
+
+    let mut realize: HashSet<UOp> = HashSet::new();
+    let mut sched = Schedule::default();
+    for o in outputs {
+        if is_buffer_view(o) {
+            sched.becomes.insert(o.clone(), o.clone());
+        } else {
+            realize.insert(o.clone());
+        }
+    }
+    let mut has_reduce: HashMap<UOp, bool> = HashMap::new();
+    for n in &topo {
+        let below = n
+            .src()
+            .iter()
+            .any(|s| has_reduce.get(s).copied().unwrap_or(false));
+        has_reduce.insert(n.clone(), n.op() == Ops::ReduceAxis || below);
+        let consumers = children
+            .get(n)
+            .map_or(0, |c| c.iter().filter(|c| **c != sink).count());
+        let multi = consumers > 1;
+        if n.op() == Ops::Contiguous || (multi && has_reduce[n] && !is_buffer_view(n)) {
+            realize.insert(n.clone());
+        }
+    }
+
+    let mut done: HashMap<UOp, UOp> = HashMap::new(); // realized node -> its Buffer UOp
+    'restart: loop {
+        for n in &topo {
+            if !realize.contains(n) || done.contains_key(n) {
+                continue;
+            }
+            let shape = n.shape_vec();
+            let numel: usize = shape.iter().product();
+            let is_realized = |u: &UOp| u != n && realize.contains(u);
+            let ranges = output_ranges(&shape);
+            let n_ranges = ranges.iter().filter(|r| r.op() == Ops::Range).count();
+            let mut low = Lowering::new(&is_realized, numel, n_ranges);
+            let value = low.lower(n, &ranges, None, false);
+            if let Some(r) = low.found.take() {
+                realize.insert(r);
+                continue 'restart;
+            }
+            let buf = new_buffer(n.dtype(), numel);
+            if numel > 0 {
+                let ast = store_kernel(n.dtype(), &shape, &ranges, value);
+                let mut bufs = vec![buf.clone()];
+                bufs.extend(low.inputs.iter().map(|i| {
+                    if i.op() == Ops::Buffer {
+                        i.clone()
+                    } else {
+                        done[i].clone()
+                    }
+                }));
+                sched.items.push(ScheduleItem { ast, bufs });
+            }
+            let view = if shape.len() == 1 {
+                buf.clone()
+            } else {
+                UOp::new(
+                    Ops::Reshape,
+                    n.dtype(),
+                    vec![buf.clone()],
+                    Arg::shape(&shape),
+                )
+            };
+            sched.becomes.insert(n.clone(), view);
+            done.insert(n.clone(), buf);
+        }
+        break;
+    }
+    sched
+}

@@ -1,9 +1,35 @@
 //! tinygrad-rs: a lazy `Tensor` compiled into fused kernels, with tinygrad's API.
 //!
+//! ```
+//! use tinygrad_tensor::Tensor;
+//! let a = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[2, 2]);
+//! let b = (&a * 2.0 + 1.0).relu().sum(1isize);
+//! assert_eq!(b.to_vec::<f32>(), vec![8.0, 16.0]);
+//! ```
+//!
 //! This is the crate users depend on; it re-exports the whole API.
 //!
-//! Module map (filled in as the frontend lands):
-//! - `tensor`: the lazy `Tensor` and its creation, elementwise, movement and reduce ops.
-//! - `realize`: scheduling, compiling and running the graph behind a tensor.
+//! Module map:
+//! - [`tensor`]: [`Tensor`]: creation, realize, reading data, devices.
+//! - [`elementwise`]: math, comparisons, logic, casts, with broadcasting and promotion.
+//! - [`movement`]: reshape, permute, expand, pad, shrink, flip, cat, slicing — views, no copies.
+//! - [`reduce`]: sum/max/mean/var/argmax, softmax, matmul, cumsum.
+//! - [`operators`]: Rust operator overloading.
+//! - [`display`]: numpy-style printing.
+//! - [`element`]: Rust element types.
 
+pub mod display;
+pub mod element;
+pub mod elementwise;
+pub mod movement;
+pub mod operators;
+pub mod reduce;
+pub mod tensor;
+
+pub use element::Element;
+pub use elementwise::{IntoOperand, Operand, broadcast_shape};
+pub use half::{bf16, f16};
+pub use reduce::Axis;
+pub use tensor::{Tensor, TensorError};
 pub use tinygrad_dtype::{ConstValue, DType};
+pub use tinygrad_runtime::{DeviceError, compile_count, default_device, get_device};

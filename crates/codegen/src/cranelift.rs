@@ -1,0 +1,467 @@
+//! The Cranelift renderer: a [`Program`] becomes a Cranelift IR function
+//! `fn(bufs: *const *mut u8, start: i64, end: i64)` that runs the outermost output loop over
+//! `start..end` (so a launcher can split it across threads) and everything else in full.
+//!
+//! Semantics chosen to be total (no traps, no UB) and to match constant folding
+//! (`tinygrad_uop::exec_alu`): integer division/modulo by zero give 0, `MIN / -1` wraps,
+//! float -> int casts truncate and saturate to `i64` before wrapping to the target width,
+//! loads gated by a validity condition are not performed when it is false (they yield 0).
+
+use std::collections::HashMap;
+
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::{
+    AbiParam, Block, Function, InstBuilder, MemFlagsData, Signature, Type, UserFuncName, Value,
+    types,
+};
+use cranelift_codegen::isa::TargetFrontendConfig;
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
+use tinygrad_dtype::{ConstValue, DType, Scalar};
+use tinygrad_uop::{Arg, Ops, UOp};
+
+use crate::{Program, RenderError, Renderer, TargetCaps};
+
+/// Renders programs to Cranelift IR for the host CPU.
+#[derive(Clone, Copy)]
+pub struct CraneliftRenderer {
+    /// The host's calling convention and pointer width (from the JIT's ISA).
+    pub frontend: TargetFrontendConfig,
+}
+
+impl CraneliftRenderer {
+    /// A renderer for the target described by `frontend` (from the JIT's ISA).
+    pub fn new(frontend: TargetFrontendConfig) -> Self {
+        CraneliftRenderer { frontend }
+    }
+
+    /// The signature of every kernel: `(bufs: i64 ptr, start: i64, end: i64)`.
+    pub fn signature(&self) -> Signature {
+        let mut sig = Signature::new(self.frontend.default_call_conv);
+        for _ in 0..3 {
+            sig.params.push(AbiParam::new(types::I64));
+        }
+        sig
+    }
+}
+
+impl Renderer for CraneliftRenderer {
+    type Output = Function;
+
+    fn name(&self) -> &'static str {
+        "cranelift"
+    }
+
+    fn caps(&self) -> TargetCaps {
+        TargetCaps {
+            transcendentals: false,
+        }
+    }
+
+    fn render(&self, prog: &Program) -> Result<Function, RenderError> {
+        let err = |m: String| RenderError {
+            kernel: prog.name.clone(),
+            message: m,
+        };
+        let mut func = Function::with_name_signature(UserFuncName::user(0, 0), self.signature());
+        let mut fctx = FunctionBuilderContext::new();
+        let mut b = FunctionBuilder::new(&mut func, &mut fctx);
+        let entry = b.create_block();
+        b.append_block_params_for_function_params(entry);
+        b.switch_to_block(entry);
+        b.seal_block(entry);
+        let params = b.block_params(entry).to_vec();
+        let mut cx = Ctx {
+            b,
+            vals: HashMap::new(),
+            regs: HashMap::new(),
+            loops: Vec::new(),
+            bufs: params[0],
+            start: params[1],
+            end: params[2],
+            first_loop: true,
+        };
+        for u in &prog.uops {
+            cx.emit(u).map_err(err)?;
+        }
+        if !cx.loops.is_empty() {
+            return Err(err("unclosed loop".into()));
+        }
+        cx.b.ins().return_(&[]);
+        cx.b.finalize(self.frontend);
+        Ok(func)
+    }
+}
+
+struct LoopState {
+    header: Block,
+    exit: Block,
+    counter: Value,
+}
+
+struct Ctx<'a> {
+    b: FunctionBuilder<'a>,
+    vals: HashMap<UOp, Value>,
+    regs: HashMap<UOp, (Variable, Type)>,
+    loops: Vec<LoopState>,
+    bufs: Value,
+    start: Value,
+    end: Value,
+    first_loop: bool,
+}
+
+/// The Cranelift type holding a value of `dt` (bool is `i8` 0/1; pointers and index are `i64`).
+pub fn clif_type(dt: DType) -> Result<Type, String> {
+    if dt.is_ptr() {
+        return Ok(types::I64);
+    }
+    if dt.count() != 1 {
+        return Err(format!("vector dtype {dt} is not supported yet"));
+    }
+    Ok(match dt.kind() {
+        Scalar::Bool | Scalar::Int8 | Scalar::UInt8 => types::I8,
+        Scalar::Int16 | Scalar::UInt16 => types::I16,
+        Scalar::Int32 | Scalar::UInt32 => types::I32,
+        Scalar::Int64 | Scalar::UInt64 | Scalar::Index => types::I64,
+        Scalar::Float32 => types::F32,
+        Scalar::Float64 => types::F64,
+        other => {
+            return Err(format!(
+                "dtype {other:?} is not supported by the Cranelift renderer yet"
+            ));
+        }
+    })
+}
+
+impl<'a> Ctx<'a> {
+    fn i(&mut self) -> cranelift_frontend::FuncInstBuilder<'_, 'a> {
+        self.b.ins()
+    }
+
+    fn val(&mut self, u: &UOp) -> Result<Value, String> {
+        if let Some(v) = self.vals.get(u) {
+            return Ok(*v);
+        }
+        if u.op() == Ops::Const {
+            let v = self.constant(u)?;
+            self.vals.insert(u.clone(), v);
+            return Ok(v);
+        }
+        Err(format!("{} used before it is defined", u.op()))
+    }
+
+    fn constant(&mut self, u: &UOp) -> Result<Value, String> {
+        let c = u.as_const().ok_or("const without value")?;
+        let ty = clif_type(u.dtype())?;
+        Ok(match ty {
+            types::F32 => self.b.ins().f32const(c.as_f64() as f32),
+            types::F64 => self.b.ins().f64const(c.as_f64()),
+            _ => {
+                let bits = match c {
+                    ConstValue::UInt(x) => x as i64,
+                    other => other.as_i64(),
+                };
+                let bits = if ty == types::I64 {
+                    bits
+                } else {
+                    bits & ((1i64 << ty.bits()) - 1)
+                };
+                self.b.ins().iconst(ty, bits)
+            }
+        })
+    }
+
+    fn emit(&mut self, u: &UOp) -> Result<(), String> {
+        let v = match u.op() {
+            Ops::Const => self.constant(u)?,
+            Ops::DefineGlobal => {
+                let slot = u.arg().as_int().ok_or("DefineGlobal needs a slot")?;
+                let flags = MemFlagsData::trusted();
+                self.b
+                    .ins()
+                    .load(types::I64, flags, self.bufs, (slot * 8) as i32)
+            }
+            Ops::DefineReg => {
+                let ty = clif_type(u.dtype().base())?;
+                let var = self.b.declare_var(ty);
+                self.regs.insert(u.clone(), (var, ty));
+                return Ok(());
+            }
+            Ops::Range => return self.open_loop(u),
+            Ops::End => return self.close_loop(),
+            Ops::Index => {
+                if self.regs.contains_key(u.s(0)) {
+                    return Ok(()); // register access: handled by Load/Store
+                }
+                let base = self.val(u.s(0))?;
+                let idx = self.val(u.s(1))?;
+                let size = u.dtype().base().itemsize() as i64;
+                let off = if size == 1 {
+                    idx
+                } else {
+                    self.b.ins().imul_imm_s(idx, size)
+                };
+                self.b.ins().iadd(base, off)
+            }
+            Ops::Load => return self.load(u),
+            Ops::Store => return self.store(u),
+            Ops::Cast => self.cast(u)?,
+            Ops::Bitcast => {
+                let x = self.val(u.s(0))?;
+                let ty = clif_type(u.dtype())?;
+                self.b.ins().bitcast(ty, MemFlagsData::new(), x)
+            }
+            op if op.is_alu() => self.alu(u)?,
+            Ops::Sink | Ops::Noop => return Ok(()),
+            op => return Err(format!("{op} is not supported by the Cranelift renderer")),
+        };
+        self.vals.insert(u.clone(), v);
+        Ok(())
+    }
+
+    fn open_loop(&mut self, r: &UOp) -> Result<(), String> {
+        let size = self.val(r.s(0))?;
+        let (lo, hi) = if self.first_loop
+            && !matches!(r.arg(), Arg::Range(_, tinygrad_uop::AxisKind::Reduce))
+        {
+            // The outermost output loop runs over the launcher's [start, end) slice.
+            let hi = self.b.ins().smin(self.end, size);
+            (self.start, hi)
+        } else {
+            (self.b.ins().iconst(types::I64, 0), size)
+        };
+        self.first_loop = false;
+        let header = self.b.create_block();
+        let body = self.b.create_block();
+        let exit = self.b.create_block();
+        let counter = self.b.append_block_param(header, types::I64);
+        self.b.ins().jump(header, &[lo.into()]);
+        self.b.switch_to_block(header);
+        let go = self.b.ins().icmp(IntCC::SignedLessThan, counter, hi);
+        self.b.ins().brif(go, body, &[], exit, &[]);
+        self.b.switch_to_block(body);
+        self.b.seal_block(body);
+        self.vals.insert(r.clone(), counter);
+        self.loops.push(LoopState {
+            header,
+            exit,
+            counter,
+        });
+        Ok(())
+    }
+
+    fn close_loop(&mut self) -> Result<(), String> {
+        let l = self.loops.pop().ok_or("End without Range")?;
+        let next = self.b.ins().iadd_imm_s(l.counter, 1);
+        self.b.ins().jump(l.header, &[next.into()]);
+        self.b.seal_block(l.header);
+        self.b.switch_to_block(l.exit);
+        self.b.seal_block(l.exit);
+        Ok(())
+    }
+
+    fn load(&mut self, u: &UOp) -> Result<(), String> {
+        let index = u.s(0);
+        if let Some(&(var, _)) = self.regs.get(index.s(0)) {
+            let v = self.b.use_var(var);
+            self.vals.insert(u.clone(), v);
+            return Ok(());
+        }
+        let ty = clif_type(u.dtype())?;
+        let addr = self.val(index)?;
+        let flags = MemFlagsData::trusted();
+        let v = if index.src().len() > 2 {
+            // Gated load: only touch memory when the condition holds.
+            let cond = self.val(index.s(2))?;
+            let do_load = self.b.create_block();
+            let join = self.b.create_block();
+            let res = self.b.append_block_param(join, ty);
+            let zero = zero_of(&mut self.b, ty);
+            self.b.ins().brif(cond, do_load, &[], join, &[zero.into()]);
+            self.b.switch_to_block(do_load);
+            self.b.seal_block(do_load);
+            let loaded = self.b.ins().load(ty, flags, addr, 0);
+            self.b.ins().jump(join, &[loaded.into()]);
+            self.b.switch_to_block(join);
+            self.b.seal_block(join);
+            res
+        } else {
+            self.b.ins().load(ty, flags, addr, 0)
+        };
+        self.vals.insert(u.clone(), v);
+        Ok(())
+    }
+
+    fn store(&mut self, u: &UOp) -> Result<(), String> {
+        let index = u.s(0);
+        let value = self.val(u.s(1))?;
+        if let Some(&(var, _)) = self.regs.get(index.s(0)) {
+            self.b.def_var(var, value);
+            return Ok(());
+        }
+        let addr = self.val(index)?;
+        self.b.ins().store(MemFlagsData::trusted(), value, addr, 0);
+        Ok(())
+    }
+
+    fn cast(&mut self, u: &UOp) -> Result<Value, String> {
+        let from = u.s(0).dtype();
+        let to = u.dtype();
+        let x = self.val(u.s(0))?;
+        let (fty, tty) = (clif_type(from)?, clif_type(to)?);
+        if to.is_bool() {
+            return Ok(if from.is_float() {
+                let z = zero_of(&mut self.b, fty);
+                self.i().fcmp(FloatCC::NotEqual, x, z)
+            } else {
+                self.i().icmp_imm_s(IntCC::NotEqual, x, 0)
+            });
+        }
+        if from.is_float() && to.is_float() {
+            return Ok(match (fty.bits(), tty.bits()) {
+                (a, b) if a < b => self.i().fpromote(tty, x),
+                (a, b) if a > b => self.i().fdemote(tty, x),
+                _ => x,
+            });
+        }
+        if from.is_float() {
+            // truncate toward zero in i64 (saturating), then wrap to the target width
+            let wide = if to.kind() == Scalar::UInt64 {
+                let as_s = self.i().fcvt_to_sint_sat(types::I64, x);
+                let as_u = self.i().fcvt_to_uint_sat(types::I64, x);
+                let lim = if fty == types::F32 {
+                    self.i().f32const(9.223_372e18)
+                } else {
+                    self.i().f64const(9.223_372_036_854_776e18)
+                };
+                let big = self.i().fcmp(FloatCC::GreaterThanOrEqual, x, lim);
+                self.i().select(big, as_u, as_s)
+            } else {
+                self.i().fcvt_to_sint_sat(types::I64, x)
+            };
+            return Ok(if tty == types::I64 {
+                wide
+            } else {
+                self.i().ireduce(tty, wide)
+            });
+        }
+        // from int/bool
+        let signed = from.is_int() && !from.is_unsigned();
+        if to.is_float() {
+            return Ok(if signed {
+                self.i().fcvt_from_sint(tty, x)
+            } else {
+                self.i().fcvt_from_uint(tty, x)
+            });
+        }
+        Ok(match fty.bits().cmp(&tty.bits()) {
+            std::cmp::Ordering::Less if signed => self.i().sextend(tty, x),
+            std::cmp::Ordering::Less => self.i().uextend(tty, x),
+            std::cmp::Ordering::Greater => self.i().ireduce(tty, x),
+            std::cmp::Ordering::Equal => x,
+        })
+    }
+
+    fn alu(&mut self, u: &UOp) -> Result<Value, String> {
+        let op = u.op();
+        let srcs: Vec<Value> = u
+            .src()
+            .iter()
+            .map(|s| self.val(s))
+            .collect::<Result<_, _>>()?;
+        let in_dt = u.s(0).dtype();
+        let float = in_dt.is_float();
+        let unsigned = in_dt.is_unsigned() || in_dt.is_bool();
+        let ty = clif_type(in_dt)?;
+        let (a, b) = (srcs[0], srcs.get(1).copied().unwrap_or(srcs[0]));
+        Ok(match op {
+            Ops::Add if float => self.i().fadd(a, b),
+            Ops::Add => self.i().iadd(a, b),
+            Ops::Sub if float => self.i().fsub(a, b),
+            Ops::Sub => self.i().isub(a, b),
+            Ops::Mul if float => self.i().fmul(a, b),
+            Ops::Mul => self.i().imul(a, b),
+            Ops::Neg if float => self.i().fneg(a),
+            Ops::Neg => self.i().ineg(a),
+            Ops::FDiv => self.i().fdiv(a, b),
+            Ops::Recip => {
+                let one = if ty == types::F32 {
+                    self.i().f32const(1.0)
+                } else {
+                    self.i().f64const(1.0)
+                };
+                self.i().fdiv(one, a)
+            }
+            Ops::Sqrt => self.i().sqrt(a),
+            Ops::Trunc if float => self.i().trunc(a),
+            Ops::Trunc => a,
+            Ops::Max if float => self.i().fmax(a, b),
+            Ops::Max if unsigned => self.i().umax(a, b),
+            Ops::Max => self.i().smax(a, b),
+            Ops::IDiv | Ops::Mod if float => return Err(format!("{op} on float")),
+            Ops::IDiv | Ops::Mod => self.divmod(op, a, b, ty, unsigned),
+            Ops::CmpLt if float => self.i().fcmp(FloatCC::LessThan, a, b),
+            Ops::CmpLt if unsigned => self.i().icmp(IntCC::UnsignedLessThan, a, b),
+            Ops::CmpLt => self.i().icmp(IntCC::SignedLessThan, a, b),
+            Ops::CmpNe if float => self.i().fcmp(FloatCC::NotEqual, a, b),
+            Ops::CmpNe => self.i().icmp(IntCC::NotEqual, a, b),
+            Ops::CmpEq if float => self.i().fcmp(FloatCC::Equal, a, b),
+            Ops::CmpEq => self.i().icmp(IntCC::Equal, a, b),
+            Ops::And => self.i().band(a, b),
+            Ops::Or => self.i().bor(a, b),
+            Ops::Xor => self.i().bxor(a, b),
+            Ops::Shl => self.i().ishl(a, b),
+            Ops::Shr if unsigned => self.i().ushr(a, b),
+            Ops::Shr => self.i().sshr(a, b),
+            Ops::Where => self.i().select(srcs[0], srcs[1], srcs[2]),
+            Ops::MulAcc if float => self.i().fma(srcs[0], srcs[1], srcs[2]),
+            Ops::MulAcc => {
+                let m = self.i().imul(srcs[0], srcs[1]);
+                self.i().iadd(m, srcs[2])
+            }
+            op => {
+                return Err(format!(
+                    "{op} must be decomposed before Cranelift rendering"
+                ));
+            }
+        })
+    }
+
+    /// Total integer division/remainder: `x/0 = x%0 = 0`, `MIN/-1` wraps, never traps.
+    fn divmod(&mut self, op: Ops, a: Value, b: Value, ty: Type, unsigned: bool) -> Value {
+        let zero = self.i().iconst(ty, 0);
+        let one = self.i().iconst(ty, 1);
+        let is_zero = self.i().icmp_imm_s(IntCC::Equal, b, 0);
+        if unsigned {
+            let safe = self.i().select(is_zero, one, b);
+            let r = if op == Ops::IDiv {
+                self.i().udiv(a, safe)
+            } else {
+                self.i().urem(a, safe)
+            };
+            return self.i().select(is_zero, zero, r);
+        }
+        let is_m1 = self.i().icmp_imm_s(IntCC::Equal, b, -1);
+        let bad = self.i().bor(is_zero, is_m1);
+        let safe = self.i().select(bad, one, b);
+        let r = if op == Ops::IDiv {
+            self.i().sdiv(a, safe)
+        } else {
+            self.i().srem(a, safe)
+        };
+        let m1_res = if op == Ops::IDiv {
+            self.i().ineg(a)
+        } else {
+            zero
+        };
+        let r = self.i().select(is_m1, m1_res, r);
+        self.i().select(is_zero, zero, r)
+    }
+}
+
+fn zero_of(b: &mut FunctionBuilder<'_>, ty: Type) -> Value {
+    match ty {
+        types::F32 => b.ins().f32const(0.0),
+        types::F64 => b.ins().f64const(0.0),
+        _ => b.ins().iconst(ty, 0),
+    }
+}

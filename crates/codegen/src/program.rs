@@ -1,0 +1,63 @@
+//! [`Program`]: a linearized kernel ready for a renderer, and the pipeline that produces it.
+
+use tinygrad_dtype::DType;
+use tinygrad_uop::{Arg, Ops, UOp};
+
+use crate::linearize::{kernel_name, linearize};
+
+/// What a target can execute natively; the pipeline decomposes the rest.
+#[derive(Clone, Copy, Debug)]
+pub struct TargetCaps {
+    /// Native `Exp2`, `Log2` and `Sin` (else they become polynomials).
+    pub transcendentals: bool,
+}
+
+/// A kernel as a flat, ordered list of UOps with explicit loops, plus what a launcher needs.
+#[derive(Clone, Debug)]
+pub struct Program {
+    /// A readable name (`E_4_4`, `r_16_32`).
+    pub name: String,
+    /// The kernel AST the program was built from (its identity for caching).
+    pub ast: UOp,
+    /// The instructions, in execution order: `Range` opens a loop, `End` closes it.
+    pub uops: Vec<UOp>,
+    /// The element dtype of each global buffer slot (slot 0 is the output).
+    pub globals: Vec<DType>,
+    /// The size of the outermost output loop (what a launcher may split across threads), if the
+    /// kernel has any output loop.
+    pub outer_size: Option<usize>,
+}
+
+/// Lowers a kernel AST into a [`Program`] for a target with capabilities `caps`.
+pub fn to_program(ast: &UOp, caps: TargetCaps) -> Program {
+    let mut ast = ast.clone();
+    if !caps.transcendentals {
+        ast = tinygrad_uop::graph_rewrite(&ast, crate::decomp::decomp_rules(), &mut (), false);
+    }
+    let uops = linearize(&ast);
+    let mut globals: Vec<DType> = Vec::new();
+    for u in &uops {
+        if u.op() == Ops::DefineGlobal
+            && let Arg::Int(slot) = u.arg()
+        {
+            let slot = *slot as usize;
+            if globals.len() <= slot {
+                globals.resize(slot + 1, DType::VOID);
+            }
+            globals[slot] = u.dtype().base();
+        }
+    }
+    let outer_size = uops
+        .iter()
+        .find(|u| u.op() == Ops::Range)
+        .filter(|r| !matches!(r.arg(), Arg::Range(_, tinygrad_uop::AxisKind::Reduce)))
+        .and_then(|r| r.s(0).as_int())
+        .map(|s| s as usize);
+    Program {
+        name: kernel_name(&ast),
+        ast,
+        uops,
+        globals,
+        outer_size,
+    }
+}

@@ -1,0 +1,129 @@
+//! [`Buffer`]: a typed array on a device. Host devices (`CPU`, `REF`) keep it in 64-byte aligned
+//! host memory, allocated on first use (zeroed pages from the OS, so untouched memory is free).
+
+use std::any::Any;
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tinygrad_dtype::DType;
+use tinygrad_uop::{Arg, Opaque, Ops, UOp};
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Host memory backing a buffer (u64 words: 8-byte aligned, zero-initialized).
+pub type HostMem = Vec<u64>;
+
+/// A buffer of `size` elements of `dtype` on a device.
+pub struct Buffer {
+    id: u64,
+    /// The device name (`CPU`, `REF`).
+    pub device: Arc<str>,
+    /// Element dtype.
+    pub dtype: DType,
+    /// Number of elements.
+    pub size: usize,
+    mem: Mutex<Option<HostMem>>,
+}
+
+impl Buffer {
+    /// A new, not yet allocated buffer.
+    pub fn new(device: &str, dtype: DType, size: usize) -> Arc<Buffer> {
+        Arc::new(Buffer {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            device: device.into(),
+            dtype,
+            size,
+            mem: Mutex::new(None),
+        })
+    }
+
+    /// Size in bytes.
+    pub fn nbytes(&self) -> usize {
+        self.size * self.dtype.itemsize()
+    }
+
+    /// Process-unique id.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Locks the memory, allocating (zeroed) on first use.
+    pub fn lock(&self) -> MutexGuard<'_, Option<HostMem>> {
+        let mut g = self.mem.lock().unwrap_or_else(|e| e.into_inner());
+        if g.is_none() {
+            *g = Some(vec![0u64; self.nbytes().div_ceil(8)]);
+        }
+        g
+    }
+
+    /// Copies `bytes` (exactly [`Self::nbytes`]) into the buffer.
+    ///
+    /// # Panics
+    /// If the length is wrong.
+    pub fn copy_in(&self, bytes: &[u8]) {
+        assert_eq!(
+            bytes.len(),
+            self.nbytes(),
+            "Buffer::copy_in: {} bytes into a buffer of {} {} ({} bytes)",
+            bytes.len(),
+            self.size,
+            self.dtype,
+            self.nbytes()
+        );
+        let mut g = self.lock();
+        let mem = g.as_mut().expect("allocated by lock");
+        bytemuck::cast_slice_mut::<u64, u8>(mem)[..bytes.len()].copy_from_slice(bytes);
+    }
+
+    /// The buffer's contents as little-endian bytes.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let g = self.lock();
+        let mem = g.as_ref().expect("allocated by lock");
+        bytemuck::cast_slice::<u64, u8>(mem)[..self.nbytes()].to_vec()
+    }
+
+    /// The `Buffer` UOp that stands for this buffer in graphs.
+    pub fn uop(self: &Arc<Self>) -> UOp {
+        UOp::new(
+            Ops::Buffer,
+            self.dtype,
+            vec![],
+            Arg::Buffer(self.size, Arc::new(BufferRef(self.clone()))),
+        )
+    }
+
+    /// The buffer behind a `Buffer` UOp.
+    pub fn of(u: &UOp) -> Option<Arc<Buffer>> {
+        match u.arg() {
+            Arg::Buffer(_, h) => {
+                let any: &dyn Any = h.as_any();
+                any.downcast_ref::<BufferRef>().map(|r| r.0.clone())
+            }
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Debug for Buffer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "<buf {} {}[{}] on {}>",
+            self.id, self.dtype, self.size, self.device
+        )
+    }
+}
+
+/// The opaque handle stored in `Buffer` UOps (keeps the buffer alive while the graph uses it).
+#[derive(Debug)]
+pub struct BufferRef(pub Arc<Buffer>);
+
+impl Opaque for BufferRef {
+    fn id(&self) -> u64 {
+        self.0.id
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}

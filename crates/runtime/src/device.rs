@@ -1,0 +1,116 @@
+//! The [`Device`] trait and the device registry (`CPU`, `REF`, selected by name or `DEV=`).
+
+use std::fmt;
+use std::sync::{Arc, OnceLock};
+
+use tinygrad_codegen::{Program, TargetCaps};
+
+use crate::Buffer;
+
+/// A device failed: missing, or a kernel failed to compile or run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DeviceError {
+    /// No such device name.
+    Unknown {
+        /// The name asked for.
+        name: String,
+    },
+    /// The device exists in this build but not on this machine.
+    Unavailable {
+        /// The device.
+        name: String,
+        /// Why.
+        reason: String,
+    },
+    /// A kernel could not be compiled.
+    Compile {
+        /// The kernel's name.
+        kernel: String,
+        /// The compiler's or renderer's message.
+        message: String,
+    },
+}
+
+impl fmt::Display for DeviceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DeviceError::Unknown { name } => {
+                write!(
+                    f,
+                    "unknown device {name:?}; available: {}",
+                    DEVICE_NAMES.join(", ")
+                )
+            }
+            DeviceError::Unavailable { name, reason } => {
+                write!(f, "device {name} is not available: {reason}")
+            }
+            DeviceError::Compile { kernel, message } => {
+                write!(f, "kernel {kernel} failed to compile: {message}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for DeviceError {}
+
+/// A compiled kernel, ready to launch on its device.
+pub trait Kernel: Send + Sync {
+    /// Runs the kernel on `bufs` (slot order; slot 0 is the output).
+    fn launch(&self, bufs: &[Arc<Buffer>]);
+    /// The generated code, for `DEBUG=4`.
+    fn source(&self) -> &str;
+}
+
+/// A device: where buffers live and kernels run.
+pub trait Device: Send + Sync {
+    /// The device's name (`CPU`, `REF`).
+    fn name(&self) -> &'static str;
+    /// What the device's code generator executes natively.
+    fn caps(&self) -> TargetCaps;
+    /// Compiles a program (the caller caches by kernel AST).
+    fn compile(&self, prog: &Program) -> Result<Arc<dyn Kernel>, DeviceError>;
+}
+
+/// Every device name this build knows.
+pub const DEVICE_NAMES: &[&str] = &["CPU", "REF"];
+
+/// The device called `name` (case-insensitive; `CPU`, `REF`), created once per process.
+pub fn get_device(name: &str) -> Result<Arc<dyn Device>, DeviceError> {
+    static CPU: OnceLock<Result<Arc<dyn Device>, DeviceError>> = OnceLock::new();
+    static REF: OnceLock<Arc<dyn Device>> = OnceLock::new();
+    match name.to_ascii_uppercase().as_str() {
+        "CPU" => CPU
+            .get_or_init(|| crate::cpu::CpuDevice::new().map(|d| Arc::new(d) as _))
+            .clone(),
+        "REF" => Ok(REF
+            .get_or_init(|| Arc::new(crate::reference::RefDevice))
+            .clone()),
+        _ => Err(DeviceError::Unknown {
+            name: name.to_string(),
+        }),
+    }
+}
+
+/// The default device: `DEV` from the environment, else `CPU`.
+pub fn default_device() -> String {
+    static DEV: OnceLock<String> = OnceLock::new();
+    DEV.get_or_init(|| {
+        std::env::var("DEV")
+            .ok()
+            .filter(|s| !s.is_empty())
+            .map(|s| s.to_ascii_uppercase())
+            .unwrap_or_else(|| "CPU".into())
+    })
+    .clone()
+}
+
+/// The `DEBUG` level from the environment (0 when unset), read once.
+pub fn debug_level() -> usize {
+    static LEVEL: OnceLock<usize> = OnceLock::new();
+    *LEVEL.get_or_init(|| {
+        std::env::var("DEBUG")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0)
+    })
+}

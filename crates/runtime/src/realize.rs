@@ -1,0 +1,118 @@
+//! Running a schedule: each kernel AST is lowered, compiled (once per device and structure —
+//! the kernel cache) and launched on its buffers. `DEBUG=2` prints one line per kernel with its
+//! time, `DEBUG=4` the generated code, `DEBUG=5` the kernel AST, `DEBUG=6` the linear program.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Instant;
+
+use tinygrad_codegen::to_program;
+use tinygrad_schedule::ScheduleItem;
+use tinygrad_uop::{Ops, UOp};
+
+use crate::Buffer;
+use crate::device::{Device, DeviceError, Kernel, debug_level};
+
+type Cache = Mutex<HashMap<(&'static str, UOp), (Arc<dyn Kernel>, String, f64)>>;
+
+fn cache() -> &'static Cache {
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    CACHE.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+static COMPILES: AtomicUsize = AtomicUsize::new(0);
+
+/// How many kernels have been compiled in this process (cache misses), for tests.
+pub fn compile_count() -> usize {
+    COMPILES.load(Ordering::Relaxed)
+}
+
+/// Compiles (or finds in the cache) the kernel for `ast` on `dev`. Returns the kernel, its name
+/// and its flop estimate per launch.
+pub fn get_kernel(
+    dev: &dyn Device,
+    ast: &UOp,
+) -> Result<(Arc<dyn Kernel>, String, f64), DeviceError> {
+    let key = (dev.name(), ast.clone());
+    if let Some(k) = cache().lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        return Ok(k.clone());
+    }
+    if debug_level() >= 5 {
+        eprintln!("kernel AST:\n{}", ast.pretty());
+    }
+    let prog = to_program(ast, dev.caps());
+    if debug_level() >= 6 {
+        for (i, u) in prog.uops.iter().enumerate() {
+            eprintln!(
+                "{i:4} {:<12} {:<10} {}",
+                u.op().name(),
+                u.dtype().to_string(),
+                u.arg()
+            );
+        }
+    }
+    let kernel = dev.compile(&prog)?;
+    COMPILES.fetch_add(1, Ordering::Relaxed);
+    if debug_level() >= 4 {
+        eprintln!("{}", kernel.source());
+    }
+    let flops = estimate_flops(&prog.uops);
+    let entry = (kernel, prog.name.clone(), flops);
+    cache()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(key, entry.clone());
+    Ok(entry)
+}
+
+/// A rough count of ALU operations per launch: each ALU op times its enclosing loop sizes.
+fn estimate_flops(uops: &[UOp]) -> f64 {
+    let mut mult = vec![1.0f64];
+    let mut total = 0.0;
+    for u in uops {
+        match u.op() {
+            Ops::Range => {
+                let n = u.s(0).as_int().unwrap_or(1) as f64;
+                let top = *mult.last().expect("outer scope");
+                mult.push(top * n);
+            }
+            Ops::End => {
+                mult.pop();
+            }
+            op if op.is_alu() && !u.dtype().is_int() => total += *mult.last().expect("scope"),
+            _ => {}
+        }
+    }
+    total
+}
+
+/// Runs `items` in order on `dev`.
+pub fn run_schedule(dev: &dyn Device, items: &[ScheduleItem]) -> Result<(), DeviceError> {
+    for item in items {
+        let (kernel, name, flops) = get_kernel(dev, &item.ast)?;
+        let bufs: Vec<Arc<Buffer>> = item
+            .bufs
+            .iter()
+            .map(|b| {
+                Buffer::of(b).unwrap_or_else(|| panic!("schedule item bound to a non-buffer {b:?}"))
+            })
+            .collect();
+        let t0 = Instant::now();
+        kernel.launch(&bufs);
+        if debug_level() >= 2 {
+            let dt = t0.elapsed().as_secs_f64();
+            let bytes: usize = bufs.iter().map(|b| b.nbytes()).sum();
+            eprintln!(
+                "*** {:<4} {:<24} arg {:2} tm {:9.2}us {:8.2} GFLOPS {:7.2} GB/s",
+                dev.name(),
+                name,
+                bufs.len(),
+                dt * 1e6,
+                flops / dt / 1e9,
+                bytes as f64 / dt / 1e9
+            );
+        }
+    }
+    Ok(())
+}

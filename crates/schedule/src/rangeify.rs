@@ -1,0 +1,357 @@
+//! Lowering one realized tensor node into a kernel AST: movement ops become index arithmetic on
+//! loop ranges (tinygrad's "rangeify"), so views are never copied.
+//!
+//! Each kernel output gets one `Range` per dimension of size > 1. Walking the tensor graph from
+//! the output, every node is evaluated at a tuple of index expressions (one per dimension of its
+//! shape) and an optional validity condition (from padding):
+//! - `Reshape`: linearize with the output shape, de-linearize with the input shape;
+//! - `Permute`: reorder; `Expand`: broadcast axes read index 0; `Shrink`: add the start;
+//!   `Flip`: `size-1-i`; `Pad`: subtract the padding, and the result is `valid ? x : 0`;
+//! - `ReduceAxis`: fresh `Reduce` ranges for the reduced axes, wrapped in a kernel `Reduce`;
+//! - buffers and realized nodes: a `Load` from a global, gated by the validity condition.
+//!
+//! While walking, the lowering finds reductions that must be realized first (see
+//! [`Lowering::must_realize_reduce`]) and reports them instead of inlining them.
+
+use std::collections::HashMap;
+
+use tinygrad_dtype::{AddrSpace, DType};
+use tinygrad_uop::{Arg, AxisKind, Ops, UOp};
+
+/// Row-major strides of a contiguous shape.
+pub fn strides_for(shape: &[usize]) -> Vec<usize> {
+    let mut st = vec![1usize; shape.len()];
+    for i in (0..shape.len().saturating_sub(1)).rev() {
+        st[i] = st[i + 1] * shape[i + 1].max(1);
+    }
+    st
+}
+
+/// Linear index of `idx` in a contiguous buffer of `shape`.
+pub fn linearize(idx: &[UOp], shape: &[usize]) -> UOp {
+    let st = strides_for(shape);
+    let mut acc: Option<UOp> = None;
+    for ((i, &s), &d) in idx.iter().zip(&st).zip(shape) {
+        if d == 1 {
+            continue;
+        }
+        let term = if s == 1 { i.clone() } else { i * (s as i64) };
+        acc = Some(match acc {
+            None => term,
+            Some(a) => a + term,
+        });
+    }
+    acc.unwrap_or_else(|| UOp::index(0))
+}
+
+/// The identity element of a reduction.
+pub fn reduce_identity(op: Ops, dt: DType) -> UOp {
+    match op {
+        Ops::Add => UOp::cnst(dt, 0i64),
+        Ops::Mul => UOp::cnst(dt, 1i64),
+        Ops::Max => UOp::cnst(dt, dt.min()),
+        _ => panic!("reduce_identity: {op} is not a reduce op"),
+    }
+}
+
+/// The result of lowering a node: what the kernel computes, or a reduce that must be realized
+/// first.
+pub enum Lowered {
+    /// The kernel's value expression.
+    Value(UOp),
+    /// This reduce node must become its own buffer before the kernel can be built.
+    NeedsRealize(UOp),
+}
+
+/// State of one kernel's lowering.
+pub struct Lowering<'a> {
+    /// Nodes already realized (or to be): node -> global slot lookup key.
+    pub realized: &'a dyn Fn(&UOp) -> bool,
+    /// Global slot of each buffer-like input, in order of first use (slot 0 is the output).
+    pub inputs: Vec<UOp>,
+    /// Number of iterations of the kernel's output loops.
+    pub out_elems: usize,
+    next_range: usize,
+    memo: HashMap<(UOp, Vec<UOp>, Option<UOp>, bool), UOp>,
+    /// Set when a reduce that must be realized is found.
+    pub found: Option<UOp>,
+}
+
+impl<'a> Lowering<'a> {
+    /// A lowering for a kernel whose output has `out_elems` elements and `n_out_ranges` ranges.
+    pub fn new(realized: &'a dyn Fn(&UOp) -> bool, out_elems: usize, first_range: usize) -> Self {
+        Lowering {
+            realized,
+            inputs: Vec::new(),
+            out_elems,
+            next_range: first_range,
+            memo: HashMap::new(),
+            found: None,
+        }
+    }
+
+    fn global(&mut self, buf_node: &UOp) -> UOp {
+        let slot = match self.inputs.iter().position(|b| b == buf_node) {
+            Some(p) => p + 1,
+            None => {
+                self.inputs.push(buf_node.clone());
+                self.inputs.len()
+            }
+        };
+        global_for(buf_node.dtype(), slot)
+    }
+
+    /// Whether a reduce met inside the kernel must be realized on its own: when it sits inside
+    /// another reduction, or when its result is broadcast (fewer results than the kernel loops
+    /// over, so inlining would recompute it).
+    pub fn must_realize_reduce(&self, r: &UOp, inside_reduce: bool) -> bool {
+        let elems: usize = r.shape_vec().iter().product();
+        inside_reduce || elems < self.out_elems
+    }
+
+    /// Lowers `node` evaluated at `idx` (one index per dimension) under `valid`.
+    pub fn lower(&mut self, node: &UOp, idx: &[UOp], valid: Option<&UOp>, in_red: bool) -> UOp {
+        let key = (node.clone(), idx.to_vec(), valid.cloned(), in_red);
+        if let Some(v) = self.memo.get(&key) {
+            return v.clone();
+        }
+        let v = self.lower_uncached(node, idx, valid, in_red);
+        self.memo.insert(key, v.clone());
+        v
+    }
+
+    fn load(&mut self, buf_node: &UOp, idx: UOp, valid: Option<&UOp>) -> UOp {
+        let g = self.global(buf_node);
+        let mut src = vec![g.clone(), idx];
+        if let Some(v) = valid {
+            src.push(v.clone());
+        }
+        let index = UOp::new(Ops::Index, g.dtype(), src, Arg::None);
+        UOp::new(Ops::Load, buf_node.dtype(), vec![index], Arg::None)
+    }
+
+    fn lower_uncached(&mut self, n: &UOp, idx: &[UOp], valid: Option<&UOp>, in_red: bool) -> UOp {
+        if self.found.is_some() {
+            return UOp::cnst(n.dtype(), 0i64);
+        }
+        if n.op() == Ops::Buffer {
+            return self.load(n, idx[0].clone(), valid);
+        }
+        if (self.realized)(n) {
+            let shape = n.shape_vec();
+            let lin = linearize(idx, &shape);
+            return self.load(n, lin, valid);
+        }
+        let shape_in = |i: usize| n.s(i).shape_vec();
+        match n.op() {
+            Ops::Const => n.clone(),
+            Ops::Contiguous | Ops::Detach | Ops::ContiguousBackward | Ops::Noop => {
+                self.lower(n.s(0), idx, valid, in_red)
+            }
+            op if op.is_elementwise() => {
+                let src: Vec<UOp> = n
+                    .src()
+                    .iter()
+                    .map(|s| self.lower(s, idx, valid, in_red))
+                    .collect();
+                n.with_src(src)
+            }
+            Ops::Reshape => {
+                let out_shape = n.shape_vec();
+                let in_shape = shape_in(0);
+                let new_idx = reshape_index(idx, &out_shape, &in_shape);
+                self.lower(n.s(0), &new_idx, valid, in_red)
+            }
+            Ops::Permute => {
+                let order = n.arg().as_shape().expect("permute arg").to_vec();
+                let mut new_idx = vec![UOp::index(0); order.len()];
+                for (i, &o) in order.iter().enumerate() {
+                    new_idx[o] = idx[i].clone();
+                }
+                self.lower(n.s(0), &new_idx, valid, in_red)
+            }
+            Ops::Expand => {
+                let in_shape = shape_in(0);
+                let out_shape = n.shape_vec();
+                let new_idx: Vec<UOp> = idx
+                    .iter()
+                    .zip(in_shape.iter().zip(&out_shape))
+                    .map(|(i, (&si, &so))| {
+                        if si == 1 && so != 1 {
+                            UOp::index(0)
+                        } else {
+                            i.clone()
+                        }
+                    })
+                    .collect();
+                self.lower(n.s(0), &new_idx, valid, in_red)
+            }
+            Ops::Shrink => {
+                let b = n.arg().as_pairs().expect("shrink arg").to_vec();
+                let new_idx: Vec<UOp> = idx
+                    .iter()
+                    .zip(&b)
+                    .map(|(i, (s, _))| if *s == 0 { i.clone() } else { i + (*s as i64) })
+                    .collect();
+                self.lower(n.s(0), &new_idx, valid, in_red)
+            }
+            Ops::Flip => {
+                let axes = n.arg().as_shape().expect("flip arg").to_vec();
+                let shape = n.shape_vec();
+                let new_idx: Vec<UOp> = idx
+                    .iter()
+                    .enumerate()
+                    .map(|(d, i)| {
+                        if axes.contains(&d) {
+                            UOp::index(shape[d] as i64 - 1) - i
+                        } else {
+                            i.clone()
+                        }
+                    })
+                    .collect();
+                self.lower(n.s(0), &new_idx, valid, in_red)
+            }
+            Ops::Pad => {
+                let p = n.arg().as_pairs().expect("pad arg").to_vec();
+                let in_shape = shape_in(0);
+                let mut conds: Vec<UOp> = Vec::new();
+                let mut new_idx = Vec::with_capacity(idx.len());
+                for ((i, (b, a)), &s) in idx.iter().zip(&p).zip(&in_shape) {
+                    let shifted = if *b == 0 { i.clone() } else { i - (*b as i64) };
+                    if *b > 0 {
+                        conds.push(i.lt(*b as i64).neg());
+                    }
+                    if *a > 0 {
+                        conds.push(i.lt((*b + s) as i64));
+                    }
+                    new_idx.push(shifted);
+                }
+                let pad_valid = conds.into_iter().reduce(|a, c| a & c);
+                let Some(pv) = pad_valid else {
+                    return self.lower(n.s(0), &new_idx, valid, in_red);
+                };
+                let inner_valid = match valid {
+                    Some(v) => v & &pv,
+                    None => pv.clone(),
+                };
+                let inner = self.lower(n.s(0), &new_idx, Some(&inner_valid), in_red);
+                pv.where_(inner, UOp::cnst(n.dtype(), 0i64))
+            }
+            Ops::ReduceAxis => {
+                if self.must_realize_reduce(n, in_red) {
+                    self.found = Some(n.clone());
+                    return UOp::cnst(n.dtype(), 0i64);
+                }
+                let Arg::Reduce(op, axes) = n.arg().clone() else {
+                    panic!("reduce_axis arg")
+                };
+                let in_shape = shape_in(0);
+                if in_shape.contains(&0) {
+                    return reduce_identity(op, n.dtype());
+                }
+                let mut new_idx = idx.to_vec();
+                let mut ranges = Vec::new();
+                for &a in axes.iter() {
+                    if in_shape[a] == 1 {
+                        new_idx[a] = UOp::index(0);
+                    } else {
+                        let r = UOp::range(in_shape[a] as i64, self.next_range, AxisKind::Reduce);
+                        self.next_range += 1;
+                        new_idx[a] = r.clone();
+                        ranges.push(r);
+                    }
+                }
+                let val = self.lower(n.s(0), &new_idx, valid, true);
+                if ranges.is_empty() {
+                    return val;
+                }
+                let mut src = vec![val];
+                src.extend(ranges);
+                UOp::new(Ops::Reduce, n.dtype(), src, Arg::Op(op))
+            }
+            op => panic!("schedule: can't lower {op} into a kernel ({:?})", n.dtype()),
+        }
+    }
+}
+
+/// The kernel-level pointer for global slot `slot` holding elements of `dt`.
+pub fn global_for(dt: DType, slot: usize) -> UOp {
+    UOp::new(
+        Ops::DefineGlobal,
+        dt.ptr(AddrSpace::Global),
+        vec![],
+        Arg::Int(slot as i64),
+    )
+}
+
+/// Index expressions of a reshape's input, given the output's.
+fn reshape_index(idx: &[UOp], out_shape: &[usize], in_shape: &[usize]) -> Vec<UOp> {
+    // Fast path: the same dimensions up to size-1 axes.
+    let nz_out: Vec<(usize, &UOp)> = out_shape
+        .iter()
+        .zip(idx)
+        .filter(|(d, _)| **d != 1)
+        .map(|(d, i)| (*d, i))
+        .collect();
+    let nz_in: Vec<usize> = in_shape.iter().copied().filter(|d| *d != 1).collect();
+    if nz_out.len() == nz_in.len() && nz_out.iter().zip(&nz_in).all(|((a, _), b)| a == b) {
+        let mut it = nz_out.iter();
+        return in_shape
+            .iter()
+            .map(|&d| {
+                if d == 1 {
+                    UOp::index(0)
+                } else {
+                    it.next().expect("same count").1.clone()
+                }
+            })
+            .collect();
+    }
+    let flat = linearize(idx, out_shape);
+    let st = strides_for(in_shape);
+    in_shape
+        .iter()
+        .zip(&st)
+        .map(|(&d, &s)| {
+            if d == 1 {
+                UOp::index(0)
+            } else {
+                let q = if s == 1 {
+                    flat.clone()
+                } else {
+                    flat.idiv(s as i64)
+                };
+                if s * d >= out_shape.iter().product::<usize>() {
+                    q
+                } else {
+                    q.modulo(d as i64)
+                }
+            }
+        })
+        .collect()
+}
+
+/// Builds the kernel AST storing `value` (evaluated with output ranges) into slot 0.
+pub fn store_kernel(out_dtype: DType, out_shape: &[usize], out_idx: &[UOp], value: UOp) -> UOp {
+    let g = global_for(out_dtype, 0);
+    let lin = linearize(out_idx, out_shape);
+    let index = UOp::new(Ops::Index, g.dtype(), vec![g, lin], Arg::None);
+    let store = UOp::new(Ops::Store, DType::VOID, vec![index, value], Arg::None);
+    UOp::new(Ops::Sink, DType::VOID, vec![store], Arg::None)
+}
+
+/// Output ranges for a kernel writing `shape`: one `Range` per dimension of size > 1.
+pub fn output_ranges(shape: &[usize]) -> Vec<UOp> {
+    let mut next = 0;
+    shape
+        .iter()
+        .map(|&d| {
+            if d == 1 {
+                UOp::index(0)
+            } else {
+                next += 1;
+                UOp::range(d as i64, next - 1, AxisKind::Loop)
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,411 @@
+//! Movement ops: views that never copy (they become index arithmetic in kernels).
+
+use tinygrad_uop::{Arg, Ops, UOp};
+
+use crate::Tensor;
+
+/// Resolves a possibly negative axis against `ndim`.
+///
+/// # Panics
+/// If out of range (message names the op and the shape).
+pub(crate) fn resolve_axis(axis: isize, ndim: usize, op: &str, shape: &[usize]) -> usize {
+    let n = ndim as isize;
+    let a = if axis < 0 { axis + n } else { axis };
+    assert!(
+        (0..n.max(1)).contains(&a) && (a < n || (n == 0 && a == 0)),
+        "{op}: axis {axis} out of range for shape {shape:?} (ndim {ndim})"
+    );
+    a as usize
+}
+
+impl Tensor {
+    fn movement(&self, op: Ops, arg: Arg) -> Tensor {
+        self.with_uop(UOp::new(op, self.dtype(), vec![self.uop()], arg))
+    }
+
+    pub(crate) fn reshape_exact(&self, shape: &[usize]) -> Tensor {
+        if self.shape() == shape {
+            return self.clone();
+        }
+        self.movement(Ops::Reshape, Arg::shape(shape))
+    }
+
+    pub(crate) fn expand_exact(&self, shape: &[usize]) -> Tensor {
+        if self.shape() == shape {
+            return self.clone();
+        }
+        self.movement(Ops::Expand, Arg::shape(shape))
+    }
+
+    /// A view with another shape of the same size; one dimension may be `-1` (inferred).
+    ///
+    /// # Panics
+    /// If the sizes differ, more than one `-1` is given, or a size is negative.
+    pub fn reshape(&self, shape: &[isize]) -> Tensor {
+        let old = self.shape();
+        let numel: usize = old.iter().product();
+        let infer = shape.iter().filter(|&&d| d == -1).count();
+        assert!(
+            infer <= 1,
+            "reshape: only one dimension can be -1, got {shape:?} (from {old:?})"
+        );
+        assert!(
+            shape.iter().all(|&d| d >= -1),
+            "reshape: negative size in {shape:?} (from {old:?})"
+        );
+        let known: usize = shape
+            .iter()
+            .filter(|&&d| d != -1)
+            .map(|&d| d as usize)
+            .product();
+        let new: Vec<usize> = shape
+            .iter()
+            .map(|&d| {
+                if d == -1 {
+                    assert!(
+                        known != 0 && numel % known == 0,
+                        "reshape: can't infer -1 in {shape:?} for shape {old:?} ({numel} elements)"
+                    );
+                    numel / known
+                } else {
+                    d as usize
+                }
+            })
+            .collect();
+        let n: usize = new.iter().product();
+        assert_eq!(
+            n, numel,
+            "reshape: shape {old:?} ({numel} elements) can't become {shape:?} ({n} elements)"
+        );
+        self.reshape_exact(&new)
+    }
+
+    /// Reorders the axes (`order` is a permutation of `0..ndim`, negative axes allowed).
+    ///
+    /// # Panics
+    /// If `order` is not a permutation.
+    pub fn permute(&self, order: &[isize]) -> Tensor {
+        let shape = self.shape();
+        assert_eq!(
+            order.len(),
+            shape.len(),
+            "permute: order {order:?} for shape {shape:?} needs {} axes",
+            shape.len()
+        );
+        let ord: Vec<usize> = order
+            .iter()
+            .map(|&a| resolve_axis(a, shape.len(), "permute", &shape))
+            .collect();
+        let mut seen = vec![false; ord.len()];
+        for &a in &ord {
+            assert!(
+                !seen[a],
+                "permute: {order:?} repeats axis {a} (shape {shape:?})"
+            );
+            seen[a] = true;
+        }
+        if ord.iter().enumerate().all(|(i, &a)| i == a) {
+            return self.clone();
+        }
+        self.movement(Ops::Permute, Arg::shape(&ord))
+    }
+
+    /// Broadcasts size-1 axes to `shape` (`-1` keeps a size; leading new axes allowed).
+    ///
+    /// # Panics
+    /// If a non-1 axis would change size.
+    pub fn expand(&self, shape: &[isize]) -> Tensor {
+        let old = self.shape();
+        assert!(
+            shape.len() >= old.len(),
+            "expand: can't expand {old:?} to fewer dims {shape:?}"
+        );
+        let off = shape.len() - old.len();
+        let new: Vec<usize> = shape
+            .iter()
+            .enumerate()
+            .map(|(i, &d)| {
+                if d == -1 {
+                    assert!(i >= off, "expand: -1 in a new axis of {shape:?}");
+                    old[i - off]
+                } else {
+                    d as usize
+                }
+            })
+            .collect();
+        self.broadcast_to(&new)
+    }
+
+    /// Pads each axis with `(before, after)` elements of `value`.
+    ///
+    /// # Panics
+    /// If the number of pairs does not match the number of axes.
+    pub fn pad(&self, padding: &[(usize, usize)], value: f64) -> Tensor {
+        let shape = self.shape();
+        assert_eq!(
+            padding.len(),
+            shape.len(),
+            "pad: {} pairs for shape {shape:?}",
+            padding.len()
+        );
+        if padding.iter().all(|&(a, b)| a == 0 && b == 0) {
+            return self.clone();
+        }
+        let padded = self.movement(Ops::Pad, Arg::pairs(padding));
+        if value == 0.0 {
+            return padded;
+        }
+        // the pad op fills zeros; add `value` where the mask (a padded ones tensor) is false
+        let mask = Tensor::full_dtype(&shape, true, tinygrad_dtype::DType::BOOL)
+            .with_device_of(self)
+            .movement(Ops::Pad, Arg::pairs(padding));
+        mask.where_(&padded, value)
+    }
+
+    pub(crate) fn with_device_of(&self, other: &Tensor) -> Tensor {
+        Tensor::from_uop(self.uop(), other.device())
+    }
+
+    /// Keeps `[start, end)` of each axis.
+    ///
+    /// # Panics
+    /// If a range is out of bounds or reversed.
+    pub fn shrink(&self, bounds: &[(usize, usize)]) -> Tensor {
+        let shape = self.shape();
+        assert_eq!(
+            bounds.len(),
+            shape.len(),
+            "shrink: {} ranges for shape {shape:?}",
+            bounds.len()
+        );
+        for (i, (&(s, e), &d)) in bounds.iter().zip(&shape).enumerate() {
+            assert!(
+                s <= e && e <= d,
+                "shrink: range {s}..{e} out of bounds for axis {i} of size {d} (shape {shape:?})"
+            );
+        }
+        if bounds
+            .iter()
+            .zip(&shape)
+            .all(|(&(s, e), &d)| s == 0 && e == d)
+        {
+            return self.clone();
+        }
+        self.movement(Ops::Shrink, Arg::pairs(bounds))
+    }
+
+    /// Reverses the given axes.
+    pub fn flip(&self, axes: &[isize]) -> Tensor {
+        let shape = self.shape();
+        let mut ax: Vec<usize> = axes
+            .iter()
+            .map(|&a| resolve_axis(a, shape.len(), "flip", &shape))
+            .collect();
+        ax.sort_unstable();
+        ax.dedup();
+        ax.retain(|&a| shape[a] > 1);
+        if ax.is_empty() {
+            return self.clone();
+        }
+        self.movement(Ops::Flip, Arg::shape(&ax))
+    }
+
+    /// Swaps two axes.
+    pub fn transpose(&self, dim0: isize, dim1: isize) -> Tensor {
+        let shape = self.shape();
+        let (a, b) = (
+            resolve_axis(dim0, shape.len(), "transpose", &shape),
+            resolve_axis(dim1, shape.len(), "transpose", &shape),
+        );
+        let mut order: Vec<isize> = (0..shape.len() as isize).collect();
+        order.swap(a, b);
+        self.permute(&order)
+    }
+
+    /// Matrix transpose of a 2-D tensor (`transpose(-2, -1)`).
+    pub fn t(&self) -> Tensor {
+        self.transpose(-2, -1)
+    }
+
+    /// Merges axes `start_dim..=end_dim` into one.
+    pub fn flatten(&self, start_dim: isize, end_dim: isize) -> Tensor {
+        let shape = self.shape();
+        if shape.is_empty() {
+            return self.reshape(&[1]);
+        }
+        let (s, e) = (
+            resolve_axis(start_dim, shape.len(), "flatten", &shape),
+            resolve_axis(end_dim, shape.len(), "flatten", &shape),
+        );
+        assert!(
+            s <= e,
+            "flatten: start_dim {start_dim} after end_dim {end_dim} for shape {shape:?}"
+        );
+        let mut new: Vec<isize> = shape[..s].iter().map(|&d| d as isize).collect();
+        new.push(shape[s..=e].iter().product::<usize>() as isize);
+        new.extend(shape[e + 1..].iter().map(|&d| d as isize));
+        self.reshape(&new)
+    }
+
+    /// Splits axis `dim` into `sizes` (one may be -1).
+    pub fn unflatten(&self, dim: isize, sizes: &[isize]) -> Tensor {
+        let shape = self.shape();
+        let d = resolve_axis(dim, shape.len(), "unflatten", &shape);
+        let mut new: Vec<isize> = shape[..d].iter().map(|&x| x as isize).collect();
+        let known: isize = sizes.iter().filter(|&&s| s != -1).product();
+        new.extend(sizes.iter().map(|&s| {
+            if s == -1 {
+                shape[d] as isize / known.max(1)
+            } else {
+                s
+            }
+        }));
+        new.extend(shape[d + 1..].iter().map(|&x| x as isize));
+        self.reshape(&new)
+    }
+
+    /// Removes axis `dim` if it has size 1 (`None`: all size-1 axes).
+    pub fn squeeze(&self, dim: Option<isize>) -> Tensor {
+        let shape = self.shape();
+        let new: Vec<isize> = match dim {
+            None => shape
+                .iter()
+                .filter(|&&d| d != 1)
+                .map(|&d| d as isize)
+                .collect(),
+            Some(d) => {
+                if shape.is_empty() {
+                    return self.clone();
+                }
+                let a = resolve_axis(d, shape.len(), "squeeze", &shape);
+                if shape[a] != 1 {
+                    return self.clone();
+                }
+                shape
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| *i != a)
+                    .map(|(_, &d)| d as isize)
+                    .collect()
+            }
+        };
+        self.reshape(&new)
+    }
+
+    /// Inserts a size-1 axis at `dim` (negative counts from the end of the result).
+    pub fn unsqueeze(&self, dim: isize) -> Tensor {
+        let shape = self.shape();
+        let d = resolve_axis(dim, shape.len() + 1, "unsqueeze", &shape);
+        let mut new: Vec<isize> = shape.iter().map(|&x| x as isize).collect();
+        new.insert(d, 1);
+        self.reshape(&new)
+    }
+
+    /// Concatenates tensors along `dim` (shapes must match elsewhere).
+    ///
+    /// # Panics
+    /// If the list is empty or the shapes differ outside `dim`.
+    pub fn cat(tensors: &[&Tensor], dim: isize) -> Tensor {
+        let first = tensors.first().expect("cat: needs at least one tensor");
+        let shape = first.shape();
+        let d = resolve_axis(dim, shape.len(), "cat", &shape);
+        let dt = tinygrad_dtype::least_upper_dtype(
+            &tensors.iter().map(|t| t.dtype()).collect::<Vec<_>>(),
+        );
+        for t in tensors {
+            let s = t.shape();
+            assert!(
+                s.len() == shape.len()
+                    && s.iter()
+                        .zip(&shape)
+                        .enumerate()
+                        .all(|(i, (a, b))| i == d || a == b),
+                "cat: shape {s:?} doesn't match {shape:?} outside dim {d}"
+            );
+        }
+        let total: usize = tensors.iter().map(|t| t.shape()[d]).sum();
+        let mut off = 0;
+        let mut acc: Option<Tensor> = None;
+        for t in tensors {
+            let n = t.shape()[d];
+            let mut pad = vec![(0usize, 0usize); shape.len()];
+            pad[d] = (off, total - off - n);
+            off += n;
+            let p = t.cast(dt).pad(&pad, 0.0);
+            acc = Some(match acc {
+                None => p,
+                Some(a) => a + p,
+            });
+        }
+        acc.expect("at least one tensor")
+    }
+
+    /// Stacks tensors of equal shape along a new axis `dim`.
+    pub fn stack(tensors: &[&Tensor], dim: isize) -> Tensor {
+        let first = tensors.first().expect("stack: needs at least one tensor");
+        let shape = first.shape();
+        for t in tensors {
+            assert_eq!(
+                t.shape(),
+                shape,
+                "stack: shapes {:?} and {shape:?} differ",
+                t.shape()
+            );
+        }
+        let d = resolve_axis(dim, shape.len() + 1, "stack", &shape) as isize;
+        let us: Vec<Tensor> = tensors.iter().map(|t| t.unsqueeze(d)).collect();
+        Tensor::cat(&us.iter().collect::<Vec<_>>(), d)
+    }
+
+    /// Basic slicing: for each leading axis a `(start, end, step)` range (negative indices count
+    /// from the end, like Python; `step` must be positive).
+    ///
+    /// # Panics
+    /// If a step is not positive or more ranges than axes are given.
+    pub fn slice(&self, ranges: &[(isize, isize, usize)]) -> Tensor {
+        let shape = self.shape();
+        assert!(
+            ranges.len() <= shape.len(),
+            "slice: {} ranges for shape {shape:?}",
+            ranges.len()
+        );
+        let mut bounds: Vec<(usize, usize)> = shape.iter().map(|&d| (0, d)).collect();
+        let mut steps = vec![1usize; shape.len()];
+        for (i, &(s, e, st)) in ranges.iter().enumerate() {
+            assert!(
+                st > 0,
+                "slice: step must be positive, got {st} for axis {i}"
+            );
+            let n = shape[i] as isize;
+            let clamp = |x: isize| (if x < 0 { x + n } else { x }).clamp(0, n) as usize;
+            let (s, e) = (clamp(s), clamp(e));
+            bounds[i] = (s, e.max(s));
+            steps[i] = st;
+        }
+        let mut t = self.shrink(&bounds);
+        if steps.iter().all(|&s| s == 1) {
+            return t;
+        }
+        // strided: pad each axis to a multiple of its step, split it, keep the first of each group
+        let sh = t.shape();
+        let pads: Vec<(usize, usize)> = sh
+            .iter()
+            .zip(&steps)
+            .map(|(&d, &s)| (0, d.div_ceil(s) * s - d))
+            .collect();
+        t = t.pad(&pads, 0.0);
+        let mut split: Vec<isize> = Vec::new();
+        for (&d, &s) in sh.iter().zip(&steps) {
+            split.push(d.div_ceil(s) as isize);
+            split.push(s as isize);
+        }
+        t = t.reshape(&split);
+        let keep: Vec<(usize, usize)> = split
+            .chunks(2)
+            .flat_map(|c| [(0, c[0] as usize), (0, 1)])
+            .collect();
+        t = t.shrink(&keep);
+        let out: Vec<isize> = split.iter().step_by(2).copied().collect();
+        t.reshape(&out)
+    }
+}

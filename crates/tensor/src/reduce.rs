@@ -1,0 +1,458 @@
+//! Reductions (sum, max, mean, argmax, softmax, ...) and matrix products.
+
+use tinygrad_dtype::{DType, least_upper_float, sum_acc_dtype};
+use tinygrad_uop::{Arg, Ops, UOp};
+
+use crate::Tensor;
+use crate::movement::resolve_axis;
+
+/// Which axes a reduction runs over.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Axis {
+    /// Every axis.
+    All,
+    /// These axes (negative values count from the end).
+    Some(Vec<isize>),
+}
+
+impl From<isize> for Axis {
+    fn from(a: isize) -> Self {
+        Axis::Some(vec![a])
+    }
+}
+
+impl From<i32> for Axis {
+    fn from(a: i32) -> Self {
+        Axis::Some(vec![a as isize])
+    }
+}
+
+impl From<usize> for Axis {
+    fn from(a: usize) -> Self {
+        Axis::Some(vec![a as isize])
+    }
+}
+
+impl From<&[isize]> for Axis {
+    fn from(a: &[isize]) -> Self {
+        Axis::Some(a.to_vec())
+    }
+}
+
+impl<const N: usize> From<[isize; N]> for Axis {
+    fn from(a: [isize; N]) -> Self {
+        Axis::Some(a.to_vec())
+    }
+}
+
+impl From<Vec<isize>> for Axis {
+    fn from(a: Vec<isize>) -> Self {
+        Axis::Some(a)
+    }
+}
+
+impl From<Option<isize>> for Axis {
+    fn from(a: Option<isize>) -> Self {
+        a.map_or(Axis::All, |a| Axis::Some(vec![a]))
+    }
+}
+
+impl Tensor {
+    fn resolve_axes(&self, axis: Axis, op: &str) -> Vec<usize> {
+        let shape = self.shape();
+        let mut ax: Vec<usize> = match axis {
+            Axis::All => (0..shape.len()).collect(),
+            Axis::Some(v) => v
+                .iter()
+                .map(|&a| resolve_axis(a, shape.len(), op, &shape))
+                .collect(),
+        };
+        ax.sort_unstable();
+        ax.dedup();
+        ax
+    }
+
+    /// The primitive reduction: `op` over `axes`, keeping them as size 1.
+    fn reduce_op(&self, op: Ops, axes: &[usize], keepdim: bool) -> Tensor {
+        let shape = self.shape();
+        let axes: Vec<usize> = axes.to_vec();
+        let r = if axes.is_empty() {
+            self.clone()
+        } else {
+            self.with_uop(UOp::new(
+                Ops::ReduceAxis,
+                self.dtype(),
+                vec![self.uop()],
+                Arg::Reduce(op, axes.clone().into()),
+            ))
+        };
+        if keepdim {
+            return r;
+        }
+        let out: Vec<usize> = shape
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !axes.contains(i))
+            .map(|(_, &d)| d)
+            .collect();
+        r.reshape_exact(&out)
+    }
+
+    fn sum_impl(&self, axis: Axis, keepdim: bool, op: Ops, name: &str) -> Tensor {
+        let axes = self.resolve_axes(axis, name);
+        let acc = sum_acc_dtype(self.dtype());
+        let r = self.cast(acc).reduce_op(op, &axes, keepdim);
+        // half-precision floats accumulate in float32 and come back (tinygrad does the same)
+        if matches!(self.dtype(), DType::FLOAT16 | DType::BFLOAT16) || self.dtype().is_fp8() {
+            r.cast(self.dtype())
+        } else {
+            r
+        }
+    }
+
+    /// Sum over `axis` (ints and bools accumulate in at least 32 bits).
+    pub fn sum(&self, axis: impl Into<Axis>) -> Tensor {
+        self.sum_impl(axis.into(), false, Ops::Add, "sum")
+    }
+
+    /// [`Tensor::sum`] keeping the reduced axes as size 1.
+    pub fn sum_keepdim(&self, axis: impl Into<Axis>) -> Tensor {
+        self.sum_impl(axis.into(), true, Ops::Add, "sum")
+    }
+
+    /// Product over `axis`.
+    pub fn prod(&self, axis: impl Into<Axis>) -> Tensor {
+        self.sum_impl(axis.into(), false, Ops::Mul, "prod")
+    }
+
+    /// [`Tensor::prod`] keeping dims.
+    pub fn prod_keepdim(&self, axis: impl Into<Axis>) -> Tensor {
+        self.sum_impl(axis.into(), true, Ops::Mul, "prod")
+    }
+
+    fn max_impl(&self, axis: Axis, keepdim: bool) -> Tensor {
+        let axes = self.resolve_axes(axis, "max");
+        self.reduce_op(Ops::Max, &axes, keepdim)
+    }
+
+    /// Maximum over `axis`.
+    pub fn max(&self, axis: impl Into<Axis>) -> Tensor {
+        self.max_impl(axis.into(), false)
+    }
+
+    /// [`Tensor::max`] keeping dims.
+    pub fn max_keepdim(&self, axis: impl Into<Axis>) -> Tensor {
+        self.max_impl(axis.into(), true)
+    }
+
+    /// The order-reversing map used to turn `min` into `max` (`-x`, `!x`, or `~x` for unsigned).
+    fn inverse(&self) -> Tensor {
+        if self.dtype().is_unsigned() || self.dtype().is_bool() {
+            self.bitwise_not()
+        } else {
+            self.neg()
+        }
+    }
+
+    fn min_impl(&self, axis: Axis, keepdim: bool) -> Tensor {
+        self.inverse().max_impl(axis, keepdim).inverse()
+    }
+
+    /// Minimum over `axis`.
+    pub fn min(&self, axis: impl Into<Axis>) -> Tensor {
+        self.min_impl(axis.into(), false)
+    }
+
+    /// [`Tensor::min`] keeping dims.
+    pub fn min_keepdim(&self, axis: impl Into<Axis>) -> Tensor {
+        self.min_impl(axis.into(), true)
+    }
+
+    fn mean_impl(&self, axis: Axis, keepdim: bool) -> Tensor {
+        let axes = self.resolve_axes(axis, "mean");
+        let shape = self.shape();
+        let n: usize = axes.iter().map(|&a| shape[a]).product();
+        let dt = least_upper_float(self.dtype());
+        let s = self.cast(dt).sum_impl(
+            Axis::Some(axes.iter().map(|&a| a as isize).collect()),
+            keepdim,
+            Ops::Add,
+            "mean",
+        );
+        if n == 0 {
+            s * f64::NAN
+        } else {
+            s.div(n as f64)
+        }
+    }
+
+    /// Mean over `axis` (in a float dtype; NaN for empty reductions).
+    pub fn mean(&self, axis: impl Into<Axis>) -> Tensor {
+        self.mean_impl(axis.into(), false)
+    }
+
+    /// [`Tensor::mean`] keeping dims.
+    pub fn mean_keepdim(&self, axis: impl Into<Axis>) -> Tensor {
+        self.mean_impl(axis.into(), true)
+    }
+
+    fn var_impl(&self, axis: Axis, keepdim: bool, correction: usize) -> Tensor {
+        let axes = self.resolve_axes(axis, "var");
+        let shape = self.shape();
+        let n: usize = axes.iter().map(|&a| shape[a]).product();
+        let ax = Axis::Some(axes.iter().map(|&a| a as isize).collect());
+        let x = self.cast(least_upper_float(self.dtype()));
+        let dev = &x - &x.mean_impl(ax.clone(), true);
+        let ss = (&dev * &dev).sum_impl(ax, keepdim, Ops::Add, "var");
+        let denom = n.saturating_sub(correction);
+        if denom == 0 {
+            ss * f64::NAN
+        } else {
+            ss.div(denom as f64)
+        }
+    }
+
+    /// Variance over `axis` with Bessel's `correction` (tinygrad's default is 1).
+    pub fn var(&self, axis: impl Into<Axis>, correction: usize) -> Tensor {
+        self.var_impl(axis.into(), false, correction)
+    }
+
+    /// [`Tensor::var`] keeping dims.
+    pub fn var_keepdim(&self, axis: impl Into<Axis>, correction: usize) -> Tensor {
+        self.var_impl(axis.into(), true, correction)
+    }
+
+    /// Standard deviation over `axis` with `correction`.
+    pub fn std(&self, axis: impl Into<Axis>, correction: usize) -> Tensor {
+        self.var(axis, correction).sqrt()
+    }
+
+    /// [`Tensor::std`] keeping dims.
+    pub fn std_keepdim(&self, axis: impl Into<Axis>, correction: usize) -> Tensor {
+        self.var_keepdim(axis, correction).sqrt()
+    }
+
+    /// Whether any element over `axis` is non-zero (bool).
+    pub fn any(&self, axis: impl Into<Axis>) -> Tensor {
+        self.ne(0).max(axis)
+    }
+
+    /// [`Tensor::any`] keeping dims.
+    pub fn any_keepdim(&self, axis: impl Into<Axis>) -> Tensor {
+        self.ne(0).max_keepdim(axis)
+    }
+
+    /// Whether all elements over `axis` are non-zero (bool).
+    pub fn all(&self, axis: impl Into<Axis>) -> Tensor {
+        self.eq(0).any(axis).logical_not()
+    }
+
+    /// [`Tensor::all`] keeping dims.
+    pub fn all_keepdim(&self, axis: impl Into<Axis>) -> Tensor {
+        self.eq(0).any_keepdim(axis).logical_not()
+    }
+
+    fn argmax_impl(&self, axis: Option<isize>, keepdim: bool) -> Tensor {
+        let Some(axis) = axis else {
+            let r = self.flatten(0, -1).argmax_impl(Some(0), false);
+            return if keepdim {
+                r.reshape(&vec![1; self.ndim()])
+            } else {
+                r
+            };
+        };
+        let shape = self.shape();
+        let a = resolve_axis(axis, shape.len(), "argmax", &shape);
+        let n = shape[a];
+        // first index of the maximum: max over (n - i) where x == max, then n - that
+        let is_max = self.eq(&self.max_keepdim(a as isize));
+        let mut ramp_shape = vec![1isize; shape.len()];
+        ramp_shape[a] = n as isize;
+        let ramp = Tensor::index_ramp(n)
+            .rsub(n as i64)
+            .reshape(&ramp_shape)
+            .with_device_of(self);
+        let score = is_max.where_(&ramp, 0i32);
+        let best = if keepdim {
+            score.max_keepdim(a as isize)
+        } else {
+            score.max(a as isize)
+        };
+        best.rsub(n as i64).cast(DType::INT32)
+    }
+
+    /// Index of the first maximum along `axis` (`None`: of the flattened tensor), as int32.
+    pub fn argmax(&self, axis: Option<isize>) -> Tensor {
+        self.argmax_impl(axis, false)
+    }
+
+    /// [`Tensor::argmax`] keeping dims.
+    pub fn argmax_keepdim(&self, axis: Option<isize>) -> Tensor {
+        self.argmax_impl(axis, true)
+    }
+
+    /// Index of the first minimum along `axis` (`None`: of the flattened tensor), as int32.
+    pub fn argmin(&self, axis: Option<isize>) -> Tensor {
+        self.inverse().argmax_impl(axis, false)
+    }
+
+    /// [`Tensor::argmin`] keeping dims.
+    pub fn argmin_keepdim(&self, axis: Option<isize>) -> Tensor {
+        self.inverse().argmax_impl(axis, true)
+    }
+
+    /// `exp(x) / sum(exp(x))` along `axis` (stabilized by the maximum).
+    pub fn softmax(&self, axis: isize) -> Tensor {
+        let x = self.cast(least_upper_float(self.dtype()));
+        let e = (&x - &x.max_keepdim(axis)).exp();
+        let s = e.sum_keepdim(axis);
+        e / s
+    }
+
+    /// `log(softmax(x))` along `axis`.
+    pub fn log_softmax(&self, axis: isize) -> Tensor {
+        let x = self.cast(least_upper_float(self.dtype()));
+        let m = &x - &x.max_keepdim(axis);
+        let lse = m.exp().sum_keepdim(axis).log();
+        m - lse
+    }
+
+    /// `log(sum(exp(x)))` over `axis`, stabilized by the maximum.
+    pub fn logsumexp(&self, axis: impl Into<Axis>) -> Tensor {
+        self.logsumexp_impl(axis.into(), false)
+    }
+
+    /// [`Tensor::logsumexp`] keeping dims.
+    pub fn logsumexp_keepdim(&self, axis: impl Into<Axis>) -> Tensor {
+        self.logsumexp_impl(axis.into(), true)
+    }
+
+    fn logsumexp_impl(&self, axis: Axis, keepdim: bool) -> Tensor {
+        let x = self.cast(least_upper_float(self.dtype()));
+        let m = x.max_impl(axis.clone(), true);
+        // an all -inf slice has max -inf; use 0 there so x - m stays -inf (not NaN)
+        let m = m.eq(f64::NEG_INFINITY).where_(0.0, &m);
+        let s = (&x - &m)
+            .exp()
+            .sum_impl(axis.clone(), true, Ops::Add, "logsumexp")
+            .log()
+            + &m;
+        if keepdim {
+            s
+        } else {
+            s.squeeze_axes(&self.resolve_axes(axis, "logsumexp"))
+        }
+    }
+
+    fn squeeze_axes(&self, axes: &[usize]) -> Tensor {
+        let shape = self.shape();
+        let out: Vec<usize> = shape
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !axes.contains(i))
+            .map(|(_, &d)| d)
+            .collect();
+        self.reshape_exact(&out)
+    }
+
+    /// Matrix product with numpy's rules: 1-D operands are promoted to matrices, leading batch
+    /// dimensions broadcast. Computed as `(x * w).sum(-1)` on broadcast views (one fused kernel).
+    ///
+    /// # Panics
+    /// If either operand is 0-D or the inner dimensions differ.
+    pub fn matmul(&self, w: &Tensor) -> Tensor {
+        self.dot(w)
+    }
+
+    /// See [`Tensor::matmul`].
+    pub fn dot(&self, w: &Tensor) -> Tensor {
+        let (xs, ws) = (self.shape(), w.shape());
+        let (n1, n2) = (xs.len(), ws.len());
+        assert!(
+            n1 != 0 && n2 != 0,
+            "matmul: both operands need at least 1 dimension, got {xs:?} and {ws:?}"
+        );
+        let k_w = if n2 == 1 { ws[0] } else { ws[n2 - 2] };
+        assert_eq!(
+            xs[n1 - 1],
+            k_w,
+            "matmul: inner dimensions differ: {xs:?} @ {ws:?} ({} vs {k_w}), dtypes {} and {}",
+            xs[n1 - 1],
+            self.dtype(),
+            w.dtype()
+        );
+        let mid = n1.min(n2).saturating_sub(1).min(1);
+        let mut xr: Vec<isize> = xs[..n1 - 1].iter().map(|&d| d as isize).collect();
+        xr.extend(std::iter::repeat_n(1, mid));
+        xr.push(xs[n1 - 1] as isize);
+        let wk = n2.min(2);
+        let mut wr: Vec<isize> = ws[..n2 - wk].iter().map(|&d| d as isize).collect();
+        wr.extend(std::iter::repeat_n(1, mid));
+        wr.extend(ws[n2 - wk..].iter().map(|&d| d as isize));
+        let x = self.reshape(&xr);
+        let wt = w.reshape(&wr).transpose(-1, -(wk as isize));
+        (x * wt).sum(-1isize)
+    }
+
+    /// `x @ weight + bias` (tinygrad's `linear`: `weight` is `(in, out)`).
+    pub fn linear(&self, weight: &Tensor, bias: Option<&Tensor>) -> Tensor {
+        let y = self.matmul(weight);
+        match bias {
+            Some(b) => y + b,
+            None => y,
+        }
+    }
+
+    /// Cumulative sum along `axis`.
+    pub fn cumsum(&self, axis: isize) -> Tensor {
+        let shape = self.shape();
+        if shape.is_empty() {
+            return self.clone();
+        }
+        let a = resolve_axis(axis, shape.len(), "cumsum", &shape);
+        let last = shape.len() as isize - 1;
+        let t = self.transpose(a as isize, last);
+        t.cumsum_last().transpose(a as isize, last)
+    }
+
+    pub(crate) fn cumsum_axis0(&self) -> Tensor {
+        self.cumsum_last()
+    }
+
+    /// Cumulative sum of the last axis as a reduce over a sliding window (tinygrad's `_cumalu`):
+    /// row `i` of an `n x n` view is the input shifted right by `i` with zeros shifted in.
+    fn cumsum_last(&self) -> Tensor {
+        let shape = self.shape();
+        let n = *shape
+            .last()
+            .expect("cumsum of a 0-D tensor is handled by the caller");
+        if n <= 1 {
+            return self.cast(sum_acc_dtype(self.dtype()));
+        }
+        let pre: Vec<isize> = shape[..shape.len() - 1]
+            .iter()
+            .map(|&d| d as isize)
+            .collect();
+        let nd = shape.len();
+        let mut pad = vec![(0usize, 0usize); nd];
+        pad[nd - 1] = (0, n);
+        let p = self.pad(&pad, 0.0); // (..., 2n)
+        let mut s = pre.clone();
+        s.extend([1, 2 * n as isize]);
+        let mut e = pre.clone();
+        e.extend([n as isize, 2 * n as isize]);
+        let x = p.reshape(&s).expand(&e); // (..., n, 2n)
+        let mut flat = pre.clone();
+        flat.push((2 * n * n) as isize);
+        let x = x.reshape(&flat);
+        let mut b: Vec<(usize, usize)> = shape[..nd - 1].iter().map(|&d| (0, d)).collect();
+        b.push((0, n * (2 * n - 1)));
+        let x = x.shrink(&b);
+        let mut win = pre.clone();
+        win.extend([n as isize, (2 * n - 1) as isize]);
+        let x = x.reshape(&win); // [i, j] = x[(j - i) mod 2n]
+        let mut b2: Vec<(usize, usize)> = shape[..nd - 1].iter().map(|&d| (0, d)).collect();
+        b2.extend([(0, n), (0, n)]);
+        x.shrink(&b2).sum(-2isize)
+    }
+}

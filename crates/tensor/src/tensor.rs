@@ -1,0 +1,453 @@
+//! The lazy [`Tensor`]: a handle to a UOp graph on a device, realized on demand.
+
+use std::fmt;
+use std::sync::{Arc, RwLock};
+
+use tinygrad_dtype::{ConstValue, DType};
+use tinygrad_runtime::{Buffer, DeviceError, default_device, get_device, run_schedule};
+use tinygrad_schedule::{ScheduleItem, create_schedule, is_buffer_view};
+use tinygrad_uop::{Arg, Ops, UOp};
+
+use crate::Element;
+
+struct Inner {
+    uop: RwLock<UOp>,
+    device: Arc<str>,
+}
+
+/// A lazy tensor: operations build a graph; [`Tensor::realize`] (or reading data) compiles and
+/// runs the fused kernels that compute it. Cloning a `Tensor` shares it (like a Python
+/// reference): realizing one clone realizes all.
+#[derive(Clone)]
+pub struct Tensor {
+    inner: Arc<Inner>,
+}
+
+impl Tensor {
+    /// A tensor standing for `uop` on `device`.
+    pub fn from_uop(uop: UOp, device: &str) -> Tensor {
+        Tensor {
+            inner: Arc::new(Inner {
+                uop: RwLock::new(uop),
+                device: device.into(),
+            }),
+        }
+    }
+
+    /// The graph behind this tensor.
+    pub fn uop(&self) -> UOp {
+        self.inner
+            .uop
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    pub(crate) fn with_uop(&self, uop: UOp) -> Tensor {
+        Tensor::from_uop(uop, &self.inner.device)
+    }
+
+    /// The shape.
+    pub fn shape(&self) -> Vec<usize> {
+        self.uop().shape_vec()
+    }
+
+    /// Number of dimensions.
+    pub fn ndim(&self) -> usize {
+        self.shape().len()
+    }
+
+    /// Number of elements.
+    pub fn numel(&self) -> usize {
+        self.shape().iter().product()
+    }
+
+    /// The element dtype.
+    pub fn dtype(&self) -> DType {
+        self.uop().dtype()
+    }
+
+    /// The device name (`CPU`, `REF`).
+    pub fn device(&self) -> &str {
+        &self.inner.device
+    }
+
+    // ---- creation ----
+
+    /// A tensor with `data` (row-major) of `shape` on the default device (`DEV`, else `CPU`).
+    ///
+    /// # Panics
+    /// If `data.len()` is not the product of `shape`.
+    pub fn from_slice<T: Element>(data: &[T], shape: &[usize]) -> Tensor {
+        Tensor::from_slice_on(data, shape, &default_device())
+    }
+
+    /// Like [`Tensor::from_slice`] on a given device.
+    pub fn from_slice_on<T: Element>(data: &[T], shape: &[usize], device: &str) -> Tensor {
+        let n: usize = shape.iter().product();
+        assert_eq!(
+            data.len(),
+            n,
+            "Tensor::from_slice: {} values for shape {shape:?} (needs {n})",
+            data.len()
+        );
+        let mut bytes = Vec::with_capacity(n * T::DTYPE.itemsize());
+        for &x in data {
+            x.write_le(&mut bytes);
+        }
+        Tensor::from_bytes(&bytes, T::DTYPE, shape, device)
+    }
+
+    /// A tensor from raw little-endian bytes of `dtype`.
+    pub fn from_bytes(bytes: &[u8], dtype: DType, shape: &[usize], device: &str) -> Tensor {
+        let n: usize = shape.iter().product();
+        let buf = Buffer::new(device, dtype, n);
+        buf.copy_in(bytes);
+        let u = buf.uop();
+        let u = if shape.len() == 1 {
+            u
+        } else {
+            reshape_uop(&u, shape)
+        };
+        Tensor::from_uop(u, device)
+    }
+
+    /// A 1-D tensor from a vector.
+    pub fn from_vec<T: Element>(data: Vec<T>) -> Tensor {
+        let n = data.len();
+        Tensor::from_slice(&data, &[n])
+    }
+
+    /// A 0-D tensor holding `v` (dtype from the Rust type).
+    pub fn scalar<T: Element>(v: T) -> Tensor {
+        Tensor::full_dtype(&[], v.to_const(), T::DTYPE)
+    }
+
+    /// A tensor of `shape` filled with `value` (dtype: `bool`, `int32`, or the default float,
+    /// from the kind of value, like a Python scalar).
+    pub fn full(shape: &[usize], value: impl Into<ConstValue>) -> Tensor {
+        let v = value.into();
+        Tensor::full_dtype(shape, v, v.default_dtype())
+    }
+
+    /// A tensor of `shape` filled with `value` cast to `dtype`.
+    pub fn full_dtype(shape: &[usize], value: impl Into<ConstValue>, dtype: DType) -> Tensor {
+        let c = UOp::cnst(dtype, value.into());
+        Tensor::from_uop(c, &default_device()).broadcast_scalar_to(shape)
+    }
+
+    pub(crate) fn const_like(&self, value: impl Into<ConstValue>, dtype: DType) -> Tensor {
+        let c = UOp::cnst(dtype, value.into());
+        self.with_uop(c).broadcast_scalar_to(&self.shape())
+    }
+
+    fn broadcast_scalar_to(&self, shape: &[usize]) -> Tensor {
+        if shape.is_empty() {
+            return self.clone();
+        }
+        let ones = vec![1usize; shape.len()];
+        self.reshape_exact(&ones).expand_exact(shape)
+    }
+
+    /// Zeros of `shape` and `dtype`.
+    pub fn zeros(shape: &[usize], dtype: DType) -> Tensor {
+        Tensor::full_dtype(shape, 0i64, dtype)
+    }
+
+    /// Ones of `shape` and `dtype`.
+    pub fn ones(shape: &[usize], dtype: DType) -> Tensor {
+        Tensor::full_dtype(shape, 1i64, dtype)
+    }
+
+    /// An uninitialized (in practice zeroed) tensor of `shape` and `dtype`.
+    pub fn empty(shape: &[usize], dtype: DType) -> Tensor {
+        let dev = default_device();
+        let n: usize = shape.iter().product();
+        let u = Buffer::new(&dev, dtype, n).uop();
+        Tensor::from_uop(
+            if shape.len() == 1 {
+                u
+            } else {
+                reshape_uop(&u, shape)
+            },
+            &dev,
+        )
+    }
+
+    /// Zeros with the shape, dtype and device of `t`.
+    pub fn zeros_like(t: &Tensor) -> Tensor {
+        t.const_like(0i64, t.dtype())
+    }
+
+    /// Ones with the shape, dtype and device of `t`.
+    pub fn ones_like(t: &Tensor) -> Tensor {
+        t.const_like(1i64, t.dtype())
+    }
+
+    /// `value` with the shape, dtype and device of `t`.
+    pub fn full_like(t: &Tensor, value: impl Into<ConstValue>) -> Tensor {
+        t.const_like(value, t.dtype())
+    }
+
+    /// `start, start+step, ...` up to (excluding) `stop`, like Python's `range` / tinygrad's
+    /// `arange`. Integer arguments give `int32`, float arguments the default float.
+    ///
+    /// # Panics
+    /// If `step` is zero.
+    pub fn arange(
+        start: impl Into<ConstValue>,
+        stop: impl Into<ConstValue>,
+        step: impl Into<ConstValue>,
+    ) -> Tensor {
+        let (start, stop, step) = (start.into(), stop.into(), step.into());
+        let all_int = [start, stop, step]
+            .iter()
+            .all(|c| !matches!(c, ConstValue::Float(_)));
+        let dtype = if all_int {
+            tinygrad_dtype::default_int()
+        } else {
+            tinygrad_dtype::default_float()
+        };
+        Tensor::arange_dtype(start.as_f64(), stop.as_f64(), step.as_f64(), dtype)
+    }
+
+    /// [`Tensor::arange`] with an explicit dtype.
+    pub fn arange_dtype(start: f64, stop: f64, step: f64, dtype: DType) -> Tensor {
+        assert!(step != 0.0, "Tensor::arange: step must not be zero");
+        let n = ((stop - start) / step).ceil().max(0.0) as usize;
+        if n == 0 {
+            return Tensor::zeros(&[0], dtype);
+        }
+        // cumulative sum of ones, the tinygrad way: (ones * step).cumsum() + (start - step)
+        let idx = Tensor::index_ramp(n);
+        (idx.cast(if dtype.is_float() {
+            dtype
+        } else {
+            DType::INT64
+        }) * step
+            + start)
+            .cast(dtype)
+    }
+
+    /// `[0, 1, ..., n-1]` as int32 (a reduce over a padded triangle of ones, as tinygrad builds
+    /// ranges without any data).
+    pub(crate) fn index_ramp(n: usize) -> Tensor {
+        // ones(n+1 x n) padded so row i has i ones in the first columns:
+        // sum over the flattened-and-reshaped triangle, the classic _cumalu construction.
+        let ones = Tensor::full_dtype(&[n], 1i64, DType::INT32);
+        ones.cumsum_axis0() - 1
+    }
+
+    /// `steps` evenly spaced values from `start` to `end` inclusive (default float dtype).
+    pub fn linspace(start: f64, end: f64, steps: usize) -> Tensor {
+        let dt = tinygrad_dtype::default_float();
+        if steps == 0 {
+            return Tensor::zeros(&[0], dt);
+        }
+        if steps == 1 {
+            return Tensor::full_dtype(&[1], start, dt);
+        }
+        let step = (end - start) / (steps - 1) as f64;
+        Tensor::index_ramp(steps).cast(dt) * step + start
+    }
+
+    /// The `n x m` identity matrix (`m = n` when `None`), as `dtype`.
+    pub fn eye(n: usize, m: Option<usize>, dtype: DType) -> Tensor {
+        let m = m.unwrap_or(n);
+        let rows = Tensor::index_ramp(n).reshape(&[n as isize, 1]);
+        let cols = Tensor::index_ramp(m).reshape(&[1, m as isize]);
+        rows.eq(&cols).cast(dtype)
+    }
+
+    // ---- realize and data ----
+
+    /// Schedules (without running) the kernels that would compute `tensors`.
+    pub fn schedule(tensors: &[&Tensor]) -> Vec<ScheduleItem> {
+        let outs: Vec<UOp> = tensors.iter().map(|t| t.uop()).collect();
+        let dev = tensors
+            .first()
+            .map_or_else(default_device, |t| t.device().to_string());
+        create_schedule(&outs, &mut |dt, n| Buffer::new(&dev, dt, n).uop()).items
+    }
+
+    /// Computes the tensor (compiling and running its kernels) and keeps the result.
+    ///
+    /// # Panics
+    /// If the device is missing or a kernel fails to compile (see [`Tensor::try_realize`]).
+    pub fn realize(&self) -> &Tensor {
+        self.try_realize()
+            .unwrap_or_else(|e| panic!("realize: {e}"))
+    }
+
+    /// Like [`Tensor::realize`], returning device and compile errors.
+    pub fn try_realize(&self) -> Result<&Tensor, DeviceError> {
+        Tensor::try_realize_all(&[self])?;
+        Ok(self)
+    }
+
+    /// Realizes several tensors together (shared work is scheduled once).
+    pub fn try_realize_all(tensors: &[&Tensor]) -> Result<(), DeviceError> {
+        let todo: Vec<&Tensor> = tensors
+            .iter()
+            .copied()
+            .filter(|t| !is_buffer_view(&t.uop()))
+            .collect();
+        let Some(first) = todo.first() else {
+            return Ok(());
+        };
+        let devname = first.device().to_string();
+        for t in &todo {
+            assert_eq!(
+                t.device(),
+                devname,
+                "realize: tensors on different devices ({} and {devname})",
+                t.device()
+            );
+        }
+        let dev = get_device(&devname)?;
+        let outs: Vec<UOp> = todo.iter().map(|t| t.uop()).collect();
+        let sched = create_schedule(&outs, &mut |dt, n| Buffer::new(&devname, dt, n).uop());
+        run_schedule(dev.as_ref(), &sched.items)?;
+        for (t, o) in todo.iter().zip(&outs) {
+            let new = sched
+                .becomes
+                .get(o)
+                .expect("every output is realized")
+                .clone();
+            *t.inner.uop.write().unwrap_or_else(|e| e.into_inner()) = new;
+        }
+        Ok(())
+    }
+
+    /// The data as little-endian bytes (realizes first).
+    pub fn try_to_bytes(&self) -> Result<Vec<u8>, DeviceError> {
+        self.try_realize()?;
+        let u = self.uop();
+        let mut b = u.clone();
+        while b.op() == Ops::Reshape {
+            b = b.s(0).clone();
+        }
+        let buf = Buffer::of(&b).expect("a realized tensor is a buffer view");
+        Ok(buf.to_bytes())
+    }
+
+    /// The data as a `Vec<T>` (realizes first).
+    ///
+    /// # Panics
+    /// If `T` does not match the tensor's dtype, or realizing fails.
+    pub fn to_vec<T: Element>(&self) -> Vec<T> {
+        self.try_to_vec().unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Like [`Tensor::to_vec`], returning an error instead of panicking.
+    pub fn try_to_vec<T: Element>(&self) -> Result<Vec<T>, TensorError> {
+        if T::DTYPE != self.dtype() {
+            return Err(TensorError::DType {
+                op: "to_vec",
+                expected: self.dtype(),
+                got: T::DTYPE,
+            });
+        }
+        let bytes = self.try_to_bytes()?;
+        let sz = T::DTYPE.itemsize();
+        Ok(bytes.chunks_exact(sz).map(T::read_le).collect())
+    }
+
+    /// The single value of a one-element tensor.
+    ///
+    /// # Panics
+    /// If the tensor has more or less than one element, or `T` does not match its dtype.
+    pub fn item<T: Element>(&self) -> T {
+        assert_eq!(
+            self.numel(),
+            1,
+            "item: tensor of shape {:?} has {} elements, expected 1",
+            self.shape(),
+            self.numel()
+        );
+        self.to_vec::<T>()[0]
+    }
+
+    /// The values as `f64`, whatever the dtype (for printing and tests).
+    pub fn to_f64_vec(&self) -> Vec<f64> {
+        let dt = self.dtype();
+        let bytes = self.try_to_bytes().unwrap_or_else(|e| panic!("{e}"));
+        bytes
+            .chunks_exact(dt.itemsize())
+            .map(|b| ConstValue::from_le_bytes(dt, b).as_f64())
+            .collect()
+    }
+
+    /// The tensor on another device (data is copied).
+    ///
+    /// # Panics
+    /// If the device does not exist (see [`Tensor::try_to`]).
+    pub fn to(&self, device: &str) -> Tensor {
+        self.try_to(device)
+            .unwrap_or_else(|e| panic!("Tensor::to: {e}"))
+    }
+
+    /// Like [`Tensor::to`], returning an error for unknown or unavailable devices.
+    pub fn try_to(&self, device: &str) -> Result<Tensor, DeviceError> {
+        let dev = get_device(device)?;
+        if dev.name() == self.device() {
+            return Ok(self.clone());
+        }
+        let bytes = self.try_to_bytes()?;
+        Ok(Tensor::from_bytes(
+            &bytes,
+            self.dtype(),
+            &self.shape(),
+            dev.name(),
+        ))
+    }
+
+    /// Forces a copy into a fresh buffer when realized (its own kernel).
+    pub fn contiguous(&self) -> Tensor {
+        self.with_uop(UOp::new(
+            Ops::Contiguous,
+            self.dtype(),
+            vec![self.uop()],
+            Arg::None,
+        ))
+    }
+}
+
+pub(crate) fn reshape_uop(u: &UOp, shape: &[usize]) -> UOp {
+    UOp::new(Ops::Reshape, u.dtype(), vec![u.clone()], Arg::shape(shape))
+}
+
+/// Recoverable tensor errors (device, compile, dtype mismatch when reading data).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TensorError {
+    /// A device was missing or a kernel failed.
+    Device(DeviceError),
+    /// Data was requested as the wrong type.
+    DType {
+        /// The operation.
+        op: &'static str,
+        /// The tensor's dtype.
+        expected: DType,
+        /// The requested dtype.
+        got: DType,
+    },
+}
+
+impl From<DeviceError> for TensorError {
+    fn from(e: DeviceError) -> Self {
+        TensorError::Device(e)
+    }
+}
+
+impl fmt::Display for TensorError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TensorError::Device(e) => write!(f, "{e}"),
+            TensorError::DType { op, expected, got } => {
+                write!(f, "{op}: tensor has dtype {expected}, asked for {got}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for TensorError {}
