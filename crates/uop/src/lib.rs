@@ -10,24 +10,40 @@
 //! - [`upat`]: patterns ([`UPat`]), rules ([`rules!`]) and the op-indexed [`PatternMatcher`].
 //! - [`rewrite`]: [`graph_rewrite`], to a fixed point, memoized, iterative.
 //! - [`render`]: an infix printer for expressions.
+//! - [`alu`]: [`exec_alu`], the reference semantics of every ALU op on constants.
+//! - [`symbolic`]: bounds ([`UOp::vmin`]/[`UOp::vmax`]), the rule sets [`symbolic_simple`] ⊂
+//!   [`symbolic()`] ⊂ [`sym`], and [`UOp::simplify`].
+//! - [`divmod`]: bounds-driven folding of integer division and modulo.
+//! - [`sint`]: [`SInt`], a size that may be symbolic.
+//! - [`verify`]: per-stage checks of each node against its op's contract.
 //!
 //! This crate knows nothing about tensors or devices, and has no `unsafe`.
 
 #![forbid(unsafe_code)]
 
+pub mod alu;
 pub mod arg;
 pub mod build;
+pub mod divmod;
 pub mod ops;
 pub mod render;
 pub mod rewrite;
 pub mod shape;
+pub mod sint;
+pub mod symbolic;
 pub mod uop;
 pub mod upat;
+pub mod verify;
 
+pub use alu::exec_alu;
 pub use arg::{Arg, AxisKind, Opaque};
 pub use build::IntoUOp;
+pub use divmod::gcd;
 pub use ops::{NUM_OPS, Ops};
 pub use rewrite::{RewriteError, graph_rewrite, try_graph_rewrite, try_graph_rewrite_limit};
+pub use sint::{SInt, prod};
+pub use symbolic::{cmp_uop, sym, symbolic, symbolic_simple};
 pub use tinygrad_dtype::{ConstValue, DType};
 pub use uop::{UOp, interned_count};
 pub use upat::{Captures, IntoRewrite, IntoUPat, PatternMatcher, Rule, UPat};
+pub use verify::{Stage, VerifyError, verify};

@@ -34,7 +34,6 @@ pub struct UOpNode {
 #[derive(Default)]
 pub(crate) struct NodeCache {
     /// `(vmin, vmax)` of integer/bool nodes, see `symbolic`.
-    #[allow(dead_code)] // filled in by the symbolic layer
     pub(crate) bounds: OnceLock<(i64, i64)>,
     /// The tensor-level shape, see [`UOp::shape`].
     pub(crate) shape: OnceLock<Option<Arc<[usize]>>>,
