@@ -439,8 +439,8 @@ fn recombine_divmod(lin: &mut Lin, dt: DType) {
             }
         }
         let Some((i, j)) = found else { return };
-        let (x, k1) = lin.terms[i].clone();
-        lin.terms.retain(|_| true);
+        let (m, k1) = lin.terms[i].clone();
+        let x = m.s(0).clone();
         let (a, b) = (i.max(j), i.min(j));
         lin.terms.remove(a);
         lin.terms.remove(b);
@@ -855,8 +855,8 @@ pub fn symbolic_simple() -> &'static PatternMatcher {
                 |x, c| Some(if c.arg().as_const()?.as_bool() { c.clone() } else { x.clone() }),
             UPat::ops(&[Ops::Max, Ops::And, Ops::Or]).src(vec![UPat::var("x"), UPat::var("x")]) => |x| x.clone(),
             UPat::var("x").dtype(DType::BOOL).ne(true).ne(true) => |x| x.clone(),
-            UPat::var("x").dtype(DType::BOOL).where_(true, false) => |x| x.clone(),
-            UPat::var("x").dtype(DType::BOOL).where_(false, true) => |x| logical_not(x),
+            UPat::var("x").dtype(DType::BOOL).where_(true, false).dtype(DType::BOOL) => |x| x.clone(),
+            UPat::var("x").dtype(DType::BOOL).where_(false, true).dtype(DType::BOOL) => |x| logical_not(x),
             UPat::var("x").dtype(DType::BOOL).bin(Ops::Mul, UPat::var("y").dtype(DType::BOOL)) => |x, y| x & y,
             UPat::var("x").dtype(DType::BOOL).bin(Ops::Add, UPat::var("y").dtype(DType::BOOL)) => |x, y| x | y,
             UPat::var("x").dtype(DType::BOOL).max(UPat::var("y").dtype(DType::BOOL)) => |x, y| x | y,
