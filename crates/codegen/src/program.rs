@@ -30,13 +30,10 @@ pub struct Program {
 
 /// Lowers a kernel AST into a [`Program`] for a target with capabilities `caps`.
 pub fn to_program(ast: &UOp, caps: TargetCaps) -> Program {
-    let mut ast = ast.clone();
-    if !caps.transcendentals {
-        ast = tinygrad_uop::graph_rewrite(&ast, crate::decomp::decomp_rules(), &mut (), false);
-    }
-    let uops = linearize(&ast);
+    // The buffer slots come from the kernel as scheduled: simplification may remove every load
+    // of an input (all of them gated off, e.g. an empty input), but the launcher still binds it.
     let mut globals: Vec<DType> = Vec::new();
-    for u in &uops {
+    for u in ast.toposort() {
         if u.op() == Ops::DefineGlobal
             && let Arg::Int(slot) = u.arg()
         {
@@ -47,6 +44,12 @@ pub fn to_program(ast: &UOp, caps: TargetCaps) -> Program {
             globals[slot] = u.dtype().base();
         }
     }
+    // Simplify index arithmetic (reshape's div/mod, pad's bounds, constant folding) first.
+    let mut ast = tinygrad_uop::graph_rewrite(ast, tinygrad_uop::sym(), &mut (), false);
+    if !caps.transcendentals {
+        ast = tinygrad_uop::graph_rewrite(&ast, crate::decomp::decomp_rules(), &mut (), false);
+    }
+    let uops = linearize(&ast);
     let outer_size = uops
         .iter()
         .find(|u| u.op() == Ops::Range)

@@ -9,9 +9,9 @@
 //! Realize decisions, following tinygrad's fusion behaviour:
 //! - the requested outputs (unless they already are a buffer or a reshape of one);
 //! - `Contiguous` nodes;
-//! - nodes with several consumers that contain a reduction (so it is not computed twice);
-//! - a reduction whose result is broadcast (`x - x.max(1, keepdim)`) or that sits inside another
-//!   reduction: it gets its own kernel (found while lowering the consumer).
+//! - a reduction whose result is broadcast (`x - x.max(1, keepdim)`), that sits inside another
+//!   reduction, or that would be inlined in two places (two kernels, or two different indexings):
+//!   it gets its own kernel (found while lowering its consumers), so no work is done twice.
 //!
 //! Everything else is fused: elementwise chains, movement ops (as index math), a reduction and
 //! the elementwise ops after it.
@@ -61,7 +61,6 @@ pub fn create_schedule(
 ) -> Schedule {
     let sink = UOp::new(Ops::Sink, DType::VOID, outputs.to_vec(), Arg::None);
     let topo = sink.toposort();
-    let children = sink.children_map();
 
     let mut realize: HashSet<UOp> = HashSet::new();
     let mut sched = Schedule::default();
@@ -72,24 +71,20 @@ pub fn create_schedule(
             realize.insert(o.clone());
         }
     }
-    let mut has_reduce: HashMap<UOp, bool> = HashMap::new();
     for n in &topo {
-        let below = n
-            .src()
-            .iter()
-            .any(|s| has_reduce.get(s).copied().unwrap_or(false));
-        has_reduce.insert(n.clone(), n.op() == Ops::ReduceAxis || below);
-        let consumers = children
-            .get(n)
-            .map_or(0, |c| c.iter().filter(|c| **c != sink).count());
-        let multi = consumers > 1;
-        if n.op() == Ops::Contiguous || (multi && has_reduce[n] && !is_buffer_view(n)) {
+        if n.op() == Ops::Contiguous {
             realize.insert(n.clone());
         }
     }
 
-    let mut done: HashMap<UOp, UOp> = HashMap::new(); // realized node -> its Buffer UOp
+    // Build kernels for every realized node; when lowering finds a reduction that must be
+    // realized (broadcast, nested, or used in two places), add it and start over, so no kernel
+    // inlines work that another kernel also computes.
     'restart: loop {
+        let mut items = Vec::new();
+        let mut becomes = sched.becomes.clone();
+        let mut done: HashMap<UOp, UOp> = HashMap::new(); // realized node -> its Buffer UOp
+        let mut seen_reduces = HashMap::new();
         for n in &topo {
             if !realize.contains(n) || done.contains_key(n) {
                 continue;
@@ -99,24 +94,31 @@ pub fn create_schedule(
             let is_realized = |u: &UOp| u != n && realize.contains(u);
             let ranges = output_ranges(&shape);
             let n_ranges = ranges.iter().filter(|r| r.op() == Ops::Range).count();
-            let mut low = Lowering::new(&is_realized, numel, n_ranges);
+            let mut low = Lowering::new(
+                &is_realized,
+                numel,
+                n_ranges,
+                &mut seen_reduces,
+                items.len(),
+            );
             let value = low.lower(n, &ranges, None, false);
             if let Some(r) = low.found.take() {
                 realize.insert(r);
                 continue 'restart;
             }
+            let inputs = std::mem::take(&mut low.inputs);
             let buf = new_buffer(n.dtype(), numel);
             if numel > 0 {
                 let ast = store_kernel(n.dtype(), &shape, &ranges, value);
                 let mut bufs = vec![buf.clone()];
-                bufs.extend(low.inputs.iter().map(|i| {
+                bufs.extend(inputs.iter().map(|i| {
                     if i.op() == Ops::Buffer {
                         i.clone()
                     } else {
                         done[i].clone()
                     }
                 }));
-                sched.items.push(ScheduleItem { ast, bufs });
+                items.push(ScheduleItem { ast, bufs });
             }
             let view = if shape.len() == 1 {
                 buf.clone()
@@ -128,9 +130,11 @@ pub fn create_schedule(
                     Arg::shape(&shape),
                 )
             };
-            sched.becomes.insert(n.clone(), view);
+            becomes.insert(n.clone(), view);
             done.insert(n.clone(), buf);
         }
+        sched.items = items;
+        sched.becomes = becomes;
         break;
     }
     sched

@@ -75,11 +75,22 @@ pub struct Lowering<'a> {
     memo: HashMap<(UOp, Vec<UOp>, Option<UOp>, bool), UOp>,
     /// Set when a reduce that must be realized is found.
     pub found: Option<UOp>,
+    /// Where each reduce was inlined so far in this schedule: (kernel, index). Inlining the same
+    /// reduce a second time elsewhere would compute it twice, so it gets realized instead.
+    pub seen_reduces: &'a mut HashMap<UOp, (usize, Vec<UOp>)>,
+    /// Which kernel of the schedule this lowering builds.
+    pub kernel: usize,
 }
 
 impl<'a> Lowering<'a> {
     /// A lowering for a kernel whose output has `out_elems` elements and `n_out_ranges` ranges.
-    pub fn new(realized: &'a dyn Fn(&UOp) -> bool, out_elems: usize, first_range: usize) -> Self {
+    pub fn new(
+        realized: &'a dyn Fn(&UOp) -> bool,
+        out_elems: usize,
+        first_range: usize,
+        seen_reduces: &'a mut HashMap<UOp, (usize, Vec<UOp>)>,
+        kernel: usize,
+    ) -> Self {
         Lowering {
             realized,
             inputs: Vec::new(),
@@ -87,6 +98,8 @@ impl<'a> Lowering<'a> {
             next_range: first_range,
             memo: HashMap::new(),
             found: None,
+            seen_reduces,
+            kernel,
         }
     }
 
@@ -238,10 +251,13 @@ impl<'a> Lowering<'a> {
                 pv.where_(inner, UOp::cnst(n.dtype(), 0i64))
             }
             Ops::ReduceAxis => {
-                if self.must_realize_reduce(n, in_red) {
+                let here = (self.kernel, idx.to_vec());
+                let elsewhere = self.seen_reduces.get(n).is_some_and(|seen| *seen != here);
+                if elsewhere || self.must_realize_reduce(n, in_red) {
                     self.found = Some(n.clone());
                     return UOp::cnst(n.dtype(), 0i64);
                 }
+                self.seen_reduces.insert(n.clone(), here);
                 let Arg::Reduce(op, axes) = n.arg().clone() else {
                     panic!("reduce_axis arg")
                 };

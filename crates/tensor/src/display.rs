@@ -6,21 +6,31 @@ use tinygrad_dtype::{ConstValue, DType};
 
 use crate::Tensor;
 
-fn fmt_value(v: f64, is_float: bool, is_bool: bool) -> String {
-    if is_bool {
+fn fmt_value(v: f64, dt: DType) -> String {
+    if dt.is_bool() {
         return if v != 0.0 {
             "True".into()
         } else {
             "False".into()
         };
     }
-    if !is_float {
+    if !dt.is_float() {
         return format!("{}", v as i128);
     }
-    ConstValue::Float(v)
-        .to_string()
-        .trim_end_matches('0')
-        .to_string()
+    if v.is_nan() || v.is_infinite() {
+        return ConstValue::Float(v).to_string();
+    }
+    // shortest representation in the tensor's own precision, numpy style ("1." for 1.0)
+    let s = if dt.bitsize() <= 32 {
+        format!("{}", v as f32)
+    } else {
+        format!("{v}")
+    };
+    if s.contains('.') || s.contains('e') {
+        s
+    } else {
+        format!("{s}.")
+    }
 }
 
 fn write_nested(out: &mut String, vals: &[String], shape: &[usize], depth: usize, width: usize) {
@@ -61,7 +71,7 @@ impl fmt::Display for Tensor {
         let vals: Vec<String> = self
             .to_f64_vec()
             .into_iter()
-            .map(|v| fmt_value(v, dt.is_float(), dt.is_bool()))
+            .map(|v| fmt_value(v, dt))
             .collect();
         let width = vals.iter().map(|s| s.len()).max().unwrap_or(0);
         let mut out = String::new();

@@ -293,7 +293,7 @@ impl Tensor {
         let tie = t.eq(&f);
         let half = &f * 0.5;
         let odd = half.ne(&half.floor());
-        let r = (&tie).logical_and(&odd).where_(&(&f - 1), &f);
+        let r = tie.logical_and(&odd).where_(&(&f - 1), &f);
         // values this large are already integers (and x + 0.5 would round)
         let big = self
             .abs()
@@ -318,7 +318,10 @@ impl Tensor {
                 .where_(&self.const_like(-1i64, dt), &self.const_like(1i64, dt)),
             &self.const_like(0i64, dt),
         );
-        if dt.is_float() { s + self * 0 } else { s }
+        // `x * 0` is NaN for NaN (and inf) inputs: it carries NaN through, as tinygrad does
+        #[allow(clippy::erasing_op)]
+        let nan_carry = self * 0;
+        if dt.is_float() { s + nan_carry } else { s }
     }
 
     /// `max(x, 0)`.
@@ -541,9 +544,9 @@ impl Tensor {
         self.clone()
     }
 
-    /// Logical not (bool).
+    /// Logical not (other dtypes are cast to bool first, like tinygrad).
     pub fn logical_not(&self) -> Tensor {
-        self.as_bool("logical_not").ne(true)
+        self.cast(DType::BOOL).ne(true)
     }
 
     /// Logical and (bool).

@@ -1,5 +1,6 @@
 //! Movement ops: views that never copy (they become index arithmetic in kernels).
 
+use tinygrad_dtype::ConstValue;
 use tinygrad_uop::{Arg, Ops, UOp};
 
 use crate::Tensor;
@@ -63,7 +64,7 @@ impl Tensor {
             .map(|&d| {
                 if d == -1 {
                     assert!(
-                        known != 0 && numel % known == 0,
+                        known != 0 && numel.is_multiple_of(known),
                         "reshape: can't infer -1 in {shape:?} for shape {old:?} ({numel} elements)"
                     );
                     numel / known
@@ -133,14 +134,19 @@ impl Tensor {
                 }
             })
             .collect();
+        let ok = old.iter().zip(&new[off..]).all(|(&o, &n)| o == n || o == 1);
+        assert!(ok, "expand: cannot broadcast shape {old:?} to {new:?}");
         self.broadcast_to(&new)
     }
 
-    /// Pads each axis with `(before, after)` elements of `value`.
+    /// Pads each axis with `(before, after)` elements of `value`. Like tinygrad, a non-zero
+    /// `value` is combined with the tensor as a Python scalar would be: an integer keeps an int
+    /// dtype, a float promotes it to float.
     ///
     /// # Panics
     /// If the number of pairs does not match the number of axes.
-    pub fn pad(&self, padding: &[(usize, usize)], value: f64) -> Tensor {
+    pub fn pad(&self, padding: &[(usize, usize)], value: impl Into<ConstValue>) -> Tensor {
+        let value = value.into();
         let shape = self.shape();
         assert_eq!(
             padding.len(),
@@ -152,7 +158,7 @@ impl Tensor {
             return self.clone();
         }
         let padded = self.movement(Ops::Pad, Arg::pairs(padding));
-        if value == 0.0 {
+        if value.as_f64() == 0.0 {
             return padded;
         }
         // the pad op fills zeros; add `value` where the mask (a padded ones tensor) is false

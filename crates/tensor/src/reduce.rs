@@ -145,12 +145,13 @@ impl Tensor {
         self.max_impl(axis.into(), true)
     }
 
-    /// The order-reversing map used to turn `min` into `max` (`-x`, `!x`, or `~x` for unsigned).
+    /// The order-reversing map used to turn `min` into `max` (tinygrad's `_inverse`): `-x` for
+    /// floats, `~x` for integers (`-x` would overflow at the minimum), `!x` for bools.
     fn inverse(&self) -> Tensor {
-        if self.dtype().is_unsigned() || self.dtype().is_bool() {
-            self.bitwise_not()
-        } else {
+        if self.dtype().is_float() {
             self.neg()
+        } else {
+            self.bitwise_not()
         }
     }
 

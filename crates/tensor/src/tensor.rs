@@ -132,8 +132,23 @@ impl Tensor {
 
     /// A tensor of `shape` filled with `value` cast to `dtype`.
     pub fn full_dtype(shape: &[usize], value: impl Into<ConstValue>, dtype: DType) -> Tensor {
+        Tensor::full_on(shape, value, dtype, &default_device())
+    }
+
+    /// [`Tensor::full_dtype`] on a given device.
+    pub fn full_on(
+        shape: &[usize],
+        value: impl Into<ConstValue>,
+        dtype: DType,
+        device: &str,
+    ) -> Tensor {
         let c = UOp::cnst(dtype, value.into());
-        Tensor::from_uop(c, &default_device()).broadcast_scalar_to(shape)
+        Tensor::from_uop(c, device).broadcast_scalar_to(shape)
+    }
+
+    /// The same lazy graph on `device`. Only for graphs built from constants (no buffers).
+    fn on_device(&self, device: &str) -> Tensor {
+        Tensor::from_uop(self.uop(), device)
     }
 
     pub(crate) fn const_like(&self, value: impl Into<ConstValue>, dtype: DType) -> Tensor {
@@ -154,9 +169,19 @@ impl Tensor {
         Tensor::full_dtype(shape, 0i64, dtype)
     }
 
+    /// [`Tensor::zeros`] on a given device.
+    pub fn zeros_on(shape: &[usize], dtype: DType, device: &str) -> Tensor {
+        Tensor::full_on(shape, 0i64, dtype, device)
+    }
+
     /// Ones of `shape` and `dtype`.
     pub fn ones(shape: &[usize], dtype: DType) -> Tensor {
         Tensor::full_dtype(shape, 1i64, dtype)
+    }
+
+    /// [`Tensor::ones`] on a given device.
+    pub fn ones_on(shape: &[usize], dtype: DType, device: &str) -> Tensor {
+        Tensor::full_on(shape, 1i64, dtype, device)
     }
 
     /// An uninitialized (in practice zeroed) tensor of `shape` and `dtype`.
@@ -213,6 +238,18 @@ impl Tensor {
 
     /// [`Tensor::arange`] with an explicit dtype.
     pub fn arange_dtype(start: f64, stop: f64, step: f64, dtype: DType) -> Tensor {
+        Tensor::arange_on(start, stop, step, dtype, &default_device())
+    }
+
+    /// [`Tensor::arange_dtype`] on a given device.
+    ///
+    /// # Panics
+    /// If `step` is zero.
+    pub fn arange_on(start: f64, stop: f64, step: f64, dtype: DType, device: &str) -> Tensor {
+        Tensor::arange_impl(start, stop, step, dtype).on_device(device)
+    }
+
+    fn arange_impl(start: f64, stop: f64, step: f64, dtype: DType) -> Tensor {
         assert!(step != 0.0, "Tensor::arange: step must not be zero");
         let n = ((stop - start) / step).ceil().max(0.0) as usize;
         if n == 0 {
@@ -240,7 +277,21 @@ impl Tensor {
 
     /// `steps` evenly spaced values from `start` to `end` inclusive (default float dtype).
     pub fn linspace(start: f64, end: f64, steps: usize) -> Tensor {
-        let dt = tinygrad_dtype::default_float();
+        Tensor::linspace_on(
+            start,
+            end,
+            steps,
+            tinygrad_dtype::default_float(),
+            &default_device(),
+        )
+    }
+
+    /// [`Tensor::linspace`] as `dtype` on a given device.
+    pub fn linspace_on(start: f64, end: f64, steps: usize, dtype: DType, device: &str) -> Tensor {
+        Tensor::linspace_impl(start, end, steps, dtype).on_device(device)
+    }
+
+    fn linspace_impl(start: f64, end: f64, steps: usize, dt: DType) -> Tensor {
         if steps == 0 {
             return Tensor::zeros(&[0], dt);
         }
@@ -253,6 +304,15 @@ impl Tensor {
 
     /// The `n x m` identity matrix (`m = n` when `None`), as `dtype`.
     pub fn eye(n: usize, m: Option<usize>, dtype: DType) -> Tensor {
+        Tensor::eye_on(n, m, dtype, &default_device())
+    }
+
+    /// [`Tensor::eye`] on a given device.
+    pub fn eye_on(n: usize, m: Option<usize>, dtype: DType, device: &str) -> Tensor {
+        Tensor::eye_impl(n, m, dtype).on_device(device)
+    }
+
+    fn eye_impl(n: usize, m: Option<usize>, dtype: DType) -> Tensor {
         let m = m.unwrap_or(n);
         let rows = Tensor::index_ramp(n).reshape(&[n as isize, 1]);
         let cols = Tensor::index_ramp(m).reshape(&[1, m as isize]);

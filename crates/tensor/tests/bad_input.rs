@@ -1,0 +1,113 @@
+//! Misuse panics with a message naming the op, the operands and what was expected; recoverable
+//! errors (devices, reading data) come back as `Err`.
+
+use tinygrad_tensor::{DType, DeviceError, Tensor, TensorError};
+
+fn t(shape: &[usize]) -> Tensor {
+    let n: usize = shape.iter().product();
+    Tensor::from_slice(&vec![1.0f32; n], shape)
+}
+
+#[test]
+#[should_panic(expected = "add: cannot broadcast shapes [2, 3] and [4] (float32 and float32)")]
+fn add_incompatible_shapes() {
+    let _ = t(&[2, 3]) + t(&[4]);
+}
+
+#[test]
+#[should_panic(expected = "reshape: shape [2, 3] (6 elements) can't become [4, 2] (8 elements)")]
+fn reshape_wrong_size() {
+    let _ = t(&[2, 3]).reshape(&[4, 2]);
+}
+
+#[test]
+#[should_panic(expected = "reshape: only one dimension can be -1")]
+fn reshape_two_inferred() {
+    let _ = t(&[2, 3]).reshape(&[-1, -1]);
+}
+
+#[test]
+#[should_panic(expected = "permute: [0, 0] repeats axis 0 (shape [2, 3])")]
+fn permute_repeated_axis() {
+    let _ = t(&[2, 3]).permute(&[0, 0]);
+}
+
+#[test]
+#[should_panic(expected = "sum: axis 2 out of range for shape [2, 3] (ndim 2)")]
+fn sum_bad_axis() {
+    let _ = t(&[2, 3]).sum(2isize);
+}
+
+#[test]
+#[should_panic(
+    expected = "matmul: inner dimensions differ: [2, 3] @ [4, 5] (3 vs 4), dtypes float32 and float32"
+)]
+fn matmul_inner_mismatch() {
+    let _ = t(&[2, 3]).matmul(&t(&[4, 5]));
+}
+
+#[test]
+#[should_panic(expected = "shrink: range 1..5 out of bounds for axis 1 of size 3 (shape [2, 3])")]
+fn shrink_out_of_bounds() {
+    let _ = t(&[2, 3]).shrink(&[(0, 2), (1, 5)]);
+}
+
+#[test]
+#[should_panic(expected = "expand: cannot broadcast shape [2, 3] to [4, 3]")]
+fn expand_non_one_axis() {
+    let _ = t(&[2, 3]).expand(&[4, 3]);
+}
+
+#[test]
+#[should_panic(expected = "where: condition must be bool, got float32")]
+fn where_needs_bool() {
+    let _ = t(&[2]).where_(1.0, 2.0);
+}
+
+#[test]
+#[should_panic(expected = "bitcast: float32 (4 bytes) to int16 (2 bytes) changes the item size")]
+fn bitcast_size_mismatch() {
+    let _ = t(&[2]).bitcast(DType::INT16);
+}
+
+#[test]
+#[should_panic(expected = "idiv: needs integer operands, got float32")]
+fn idiv_on_floats() {
+    let _ = t(&[2]).idiv(&t(&[2]));
+}
+
+#[test]
+#[should_panic(expected = "Tensor::from_slice: 3 values for shape [2, 2] (needs 4)")]
+fn from_slice_wrong_length() {
+    let _ = Tensor::from_slice(&[1.0f32, 2.0, 3.0], &[2, 2]);
+}
+
+#[test]
+#[should_panic(expected = "item: tensor of shape [2, 3] has 6 elements, expected 1")]
+fn item_of_many() {
+    let _ = t(&[2, 3]).item::<f32>();
+}
+
+#[test]
+fn reading_with_the_wrong_type_is_an_error() {
+    let err = t(&[2]).try_to_vec::<i32>().unwrap_err();
+    assert_eq!(
+        err,
+        TensorError::DType {
+            op: "to_vec",
+            expected: DType::FLOAT32,
+            got: DType::INT32
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "to_vec: tensor has dtype float32, asked for int32"
+    );
+}
+
+#[test]
+fn unknown_device_is_an_error() {
+    let err = t(&[2]).try_to("TPU").unwrap_err();
+    assert_eq!(err, DeviceError::Unknown { name: "TPU".into() });
+    assert!(err.to_string().contains("available: CPU, REF"), "{err}");
+}

@@ -1,0 +1,222 @@
+//! Differential testing: random graphs of elementwise, movement and reduce ops on random shapes
+//! give the same values on `CPU` and `REF` and match a tiny eager evaluator written here.
+
+use proptest::prelude::*;
+use tinygrad_tensor::Tensor;
+
+/// A tiny eager n-d array in f64: the independent reference.
+#[derive(Clone, Debug)]
+struct Arr {
+    shape: Vec<usize>,
+    data: Vec<f64>,
+}
+
+fn strides(shape: &[usize]) -> Vec<usize> {
+    let mut s = vec![1; shape.len()];
+    for i in (0..shape.len().saturating_sub(1)).rev() {
+        s[i] = s[i + 1] * shape[i + 1];
+    }
+    s
+}
+
+fn unravel(mut i: usize, shape: &[usize]) -> Vec<usize> {
+    let mut idx = vec![0; shape.len()];
+    for d in (0..shape.len()).rev() {
+        idx[d] = i % shape[d];
+        i /= shape[d];
+    }
+    idx
+}
+
+impl Arr {
+    fn numel(&self) -> usize {
+        self.shape.iter().product()
+    }
+    fn at(&self, idx: &[usize]) -> f64 {
+        let st = strides(&self.shape);
+        self.data[idx.iter().zip(&st).map(|(a, b)| a * b).sum::<usize>()]
+    }
+    fn map_index(&self, shape: Vec<usize>, f: impl Fn(&[usize]) -> f64) -> Arr {
+        let n: usize = shape.iter().product();
+        Arr {
+            data: (0..n).map(|i| f(&unravel(i, &shape))).collect(),
+            shape,
+        }
+    }
+    fn zip(&self, o: &Arr, f: impl Fn(f64, f64) -> f64) -> Arr {
+        Arr {
+            shape: self.shape.clone(),
+            data: self
+                .data
+                .iter()
+                .zip(&o.data)
+                .map(|(a, b)| f(*a, *b))
+                .collect(),
+        }
+    }
+    fn unary(&self, f: impl Fn(f64) -> f64) -> Arr {
+        Arr {
+            shape: self.shape.clone(),
+            data: self.data.iter().map(|a| f(*a)).collect(),
+        }
+    }
+}
+
+/// One random step applied to both the tensor and the reference.
+fn step(t: &Tensor, a: &Arr, other: (&Tensor, &Arr), choice: u8, arg: u8) -> (Tensor, Arr) {
+    let nd = a.shape.len();
+    let ax = if nd == 0 { 0 } else { arg as usize % nd };
+    match choice % 12 {
+        0 if other.1.shape == a.shape => (t + other.0, a.zip(other.1, |x, y| x + y)),
+        1 if other.1.shape == a.shape => (t * other.0, a.zip(other.1, |x, y| x * y)),
+        2 if other.1.shape == a.shape => (t.maximum(other.0), a.zip(other.1, f64::max)),
+        3 => (t.relu(), a.unary(|x| x.max(0.0))),
+        4 => (t * 0.5 - 1.0, a.unary(|x| x * 0.5 - 1.0)),
+        5 if nd >= 2 => {
+            let mut order: Vec<isize> = (0..nd as isize).collect();
+            order.rotate_left(1 + arg as usize % (nd - 1));
+            let shape: Vec<usize> = order.iter().map(|&o| a.shape[o as usize]).collect();
+            let r = a.map_index(shape, |idx| {
+                let mut src = vec![0; nd];
+                for (i, &o) in order.iter().enumerate() {
+                    src[o as usize] = idx[i];
+                }
+                a.at(&src)
+            });
+            (t.permute(&order), r)
+        }
+        6 if nd >= 1 => {
+            let r = a.map_index(a.shape.clone(), |idx| {
+                let mut s = idx.to_vec();
+                s[ax] = a.shape[ax] - 1 - s[ax];
+                a.at(&s)
+            });
+            (t.flip(&[ax as isize]), r)
+        }
+        7 if nd >= 1 => {
+            let (b, e) = (arg as usize % 2, (arg as usize / 2) % 3);
+            let mut p = vec![(0, 0); nd];
+            p[ax] = (b, e);
+            let mut shape = a.shape.clone();
+            shape[ax] += b + e;
+            let r = a.map_index(shape, |idx| {
+                let i = idx[ax] as isize - b as isize;
+                if i < 0 || i >= a.shape[ax] as isize {
+                    return 0.0;
+                }
+                let mut s = idx.to_vec();
+                s[ax] = i as usize;
+                a.at(&s)
+            });
+            (t.pad(&p, 0.0), r)
+        }
+        8 if nd >= 1 && a.shape[ax] >= 2 => {
+            let s = arg as usize % 2;
+            let e = a.shape[ax] - (arg as usize / 2) % 2;
+            let mut b: Vec<(usize, usize)> = a.shape.iter().map(|&d| (0, d)).collect();
+            b[ax] = (s, e.max(s));
+            let mut shape = a.shape.clone();
+            shape[ax] = e.max(s) - s;
+            let r = a.map_index(shape, |idx| {
+                let mut i = idx.to_vec();
+                i[ax] += s;
+                a.at(&i)
+            });
+            (t.shrink(&b), r)
+        }
+        9 if nd >= 1 => {
+            let mut shape = a.shape.clone();
+            shape[ax] = 1;
+            let r = a.map_index(shape, |idx| {
+                (0..a.shape[ax])
+                    .map(|k| {
+                        let mut i = idx.to_vec();
+                        i[ax] = k;
+                        a.at(&i)
+                    })
+                    .sum()
+            });
+            (t.sum_keepdim(ax as isize), r)
+        }
+        10 if nd >= 1 && a.shape[ax] >= 1 => {
+            let mut shape = a.shape.clone();
+            shape[ax] = 1;
+            let r = a.map_index(shape, |idx| {
+                (0..a.shape[ax])
+                    .map(|k| {
+                        let mut i = idx.to_vec();
+                        i[ax] = k;
+                        a.at(&i)
+                    })
+                    .fold(f64::NEG_INFINITY, f64::max)
+            });
+            (t.max_keepdim(ax as isize), r)
+        }
+        11 => {
+            // reshape to the flattened size split differently
+            let n = a.numel();
+            let shape = if n % 2 == 0 && n > 0 {
+                vec![2, n / 2]
+            } else {
+                vec![n]
+            };
+            let is: Vec<isize> = shape.iter().map(|&d| d as isize).collect();
+            (
+                t.reshape(&is),
+                Arr {
+                    shape,
+                    data: a.data.clone(),
+                },
+            )
+        }
+        _ => (t.clone(), a.clone()),
+    }
+}
+
+fn input(shape: &[usize], seed: u64, device: &str) -> (Tensor, Arr) {
+    let n: usize = shape.iter().product();
+    // small integers: every intermediate is exact in f32, so results must match exactly-ish
+    let data: Vec<f32> = (0..n)
+        .map(|i| ((seed.wrapping_mul(31).wrapping_add(i as u64 * 17)) % 9) as f32 - 4.0)
+        .collect();
+    let t = Tensor::from_slice_on(&data, shape, device);
+    (
+        t,
+        Arr {
+            shape: shape.to_vec(),
+            data: data.iter().map(|&x| x as f64).collect(),
+        },
+    )
+}
+
+fn run(shape: &[usize], seed: u64, steps: &[(u8, u8)], device: &str) -> (Vec<f32>, Arr) {
+    let (mut t, mut a) = input(shape, seed, device);
+    let (o, oa) = input(shape, seed + 1, device);
+    for &(c, arg) in steps {
+        // the second operand only combines while shapes still match
+        let (nt, na) = step(&t, &a, (&o, &oa), c, arg);
+        t = nt;
+        a = na;
+    }
+    assert_eq!(t.shape(), a.shape, "shape mismatch on {device}");
+    (t.to_vec::<f32>(), a)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(500))]
+    #[test]
+    fn random_graphs_match_on_cpu_ref_and_eager(
+        shape in prop::collection::vec(1usize..5, 1..4),
+        seed in 0u64..1000,
+        steps in prop::collection::vec((any::<u8>(), any::<u8>()), 1..7),
+    ) {
+        let (cpu, reference) = run(&shape, seed, &steps, "CPU");
+        let (refdev, _) = run(&shape, seed, &steps, "REF");
+        prop_assert_eq!(cpu.len(), reference.data.len());
+        for (i, ((c, r), e)) in cpu.iter().zip(&refdev).zip(&reference.data).enumerate() {
+            let tol = 1e-6 + 1e-3 * e.abs();
+            prop_assert!((*c as f64 - e).abs() <= tol, "CPU[{}] = {} expected {} (steps {:?})", i, c, e, steps);
+            prop_assert!((*r as f64 - e).abs() <= tol, "REF[{}] = {} expected {} (steps {:?})", i, r, e, steps);
+        }
+    }
+}
