@@ -1032,3 +1032,52 @@ fn vector_inputs_build() {
         }
     }
 }
+
+/// The symbolic simplifier runs over these graphs in the pipeline: it must not change a single
+/// result (no float reassociation, no unsound integer folding).
+#[test]
+fn unchanged_by_symbolic() {
+    let mut rng = Rng(0x5eed_0007);
+    let funs: [(&str, Decomp); 3] = [("exp2", xexp2), ("log2", xlog2), ("sin", xsin)];
+    for dt in [DType::FLOAT32, DType::FLOAT64] {
+        for (name, f) in funs {
+            let x = input(dt);
+            let g = f(&x);
+            let simplified = graph_rewrite(&g, tinygrad_uop::sym(), &mut (), false);
+            let (before, after) = (Prog::new(&g, &x), Prog::new(&simplified, &x));
+            eprintln!(
+                "{name} {dt}: {} nodes, {} after sym",
+                g.toposort().len(),
+                simplified.toposort().len()
+            );
+            let (mut v1, mut v2) = (Vec::new(), Vec::new());
+            for i in 0..30_000 {
+                let bits = if dt == DType::FLOAT32 {
+                    let v = if i % 2 == 0 {
+                        rng.uniform(-200.0, 200.0) as f32
+                    } else {
+                        f32::from_bits(rng.next() as u32)
+                    };
+                    v.to_bits() as u64
+                } else if i % 2 == 0 {
+                    rng.uniform(-1100.0, 1100.0).to_bits()
+                } else {
+                    rng.next()
+                };
+                let (a, b) = (before.run(bits, &mut v1), after.run(bits, &mut v2));
+                assert!(
+                    a == b || is_nan_bits(a, dt) && is_nan_bits(b, dt),
+                    "{name} {dt}: input {bits:#x} gives {a:#x}, {b:#x} after sym"
+                );
+            }
+        }
+    }
+}
+
+fn is_nan_bits(b: u64, dt: DType) -> bool {
+    if dt == DType::FLOAT32 {
+        f32::from_bits(b as u32).is_nan()
+    } else {
+        f64::from_bits(b).is_nan()
+    }
+}
