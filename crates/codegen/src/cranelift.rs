@@ -54,6 +54,7 @@ impl Renderer for CraneliftRenderer {
     fn caps(&self) -> TargetCaps {
         TargetCaps {
             transcendentals: false,
+            half: false,
         }
     }
 
@@ -119,7 +120,8 @@ pub fn clif_type(dt: DType) -> Result<Type, String> {
     }
     Ok(match dt.kind() {
         Scalar::Bool | Scalar::Int8 | Scalar::UInt8 => types::I8,
-        Scalar::Int16 | Scalar::UInt16 => types::I16,
+        // halves are stored and moved as 16-bit integers; arithmetic happens in f32 (emulate.rs)
+        Scalar::Int16 | Scalar::UInt16 | Scalar::Float16 | Scalar::BFloat16 => types::I16,
         Scalar::Int32 | Scalar::UInt32 => types::I32,
         Scalar::Int64 | Scalar::UInt64 | Scalar::Index => types::I64,
         Scalar::Float32 => types::F32,
@@ -155,6 +157,11 @@ impl<'a> Ctx<'a> {
         Ok(match ty {
             types::F32 => self.b.ins().f32const(c.as_f64() as f32),
             types::F64 => self.b.ins().f64const(c.as_f64()),
+            _ if u.dtype().is_float() => {
+                let b = c.to_le_bytes(u.dtype().scalar());
+                let bits = u16::from_le_bytes([b[0], b[1]]) as i64;
+                self.b.ins().iconst(ty, bits)
+            }
             _ => {
                 let bits = match c {
                     ConstValue::UInt(x) => x as i64,
@@ -208,7 +215,11 @@ impl<'a> Ctx<'a> {
             Ops::Bitcast => {
                 let x = self.val(u.s(0))?;
                 let ty = clif_type(u.dtype())?;
-                self.b.ins().bitcast(ty, MemFlagsData::new(), x)
+                if ty == clif_type(u.s(0).dtype())? {
+                    x // e.g. float16 <-> int16: both are 16-bit integers here
+                } else {
+                    self.b.ins().bitcast(ty, MemFlagsData::new(), x)
+                }
             }
             op if op.is_alu() => self.alu(u)?,
             Ops::Sink | Ops::Noop => return Ok(()),
@@ -308,6 +319,10 @@ impl<'a> Ctx<'a> {
         let to = u.dtype();
         let x = self.val(u.s(0))?;
         let (fty, tty) = (clif_type(from)?, clif_type(to)?);
+        let half = |d: DType| matches!(d.scalar(), DType::FLOAT16 | DType::BFLOAT16);
+        if half(from) || half(to) {
+            return self.half_cast(from, to, x);
+        }
         if to.is_bool() {
             return Ok(if from.is_float() {
                 let z = zero_of(&mut self.b, fty);
@@ -359,6 +374,93 @@ impl<'a> Ctx<'a> {
             std::cmp::Ordering::Greater => self.i().ireduce(tty, x),
             std::cmp::Ordering::Equal => x,
         })
+    }
+
+    /// Conversions between a half type and `float32` (the only ones left after emulate.rs), as
+    /// integer bit manipulation with round-to-nearest-even, like the hardware instructions.
+    fn half_cast(&mut self, from: DType, to: DType, x: Value) -> Result<Value, String> {
+        let (i32t, f32t) = (types::I32, types::F32);
+        match (from.scalar(), to.scalar()) {
+            (DType::BFLOAT16, DType::FLOAT32) => {
+                let w = self.i().uextend(i32t, x);
+                let w = self.i().ishl_imm_u(w, 16);
+                Ok(self.i().bitcast(f32t, MemFlagsData::new(), w))
+            }
+            (DType::FLOAT32, DType::BFLOAT16) => {
+                let u = self.i().bitcast(i32t, MemFlagsData::new(), x);
+                let lsb = self.i().ushr_imm_u(u, 16);
+                let lsb = self.i().band_imm_s(lsb, 1);
+                let r = self.i().iadd_imm_s(u, 0x7fff);
+                let r = self.i().iadd(r, lsb);
+                let r = self.i().ushr_imm_u(r, 16);
+                let q = self.i().ushr_imm_u(u, 16);
+                let q = self.i().bor_imm_s(q, 0x40); // NaN stays a (quiet) NaN
+                let is_nan = self.i().fcmp(FloatCC::Unordered, x, x);
+                let r = self.i().select(is_nan, q, r);
+                Ok(self.i().ireduce(types::I16, r))
+            }
+            (DType::FLOAT16, DType::FLOAT32) => {
+                let h = self.i().uextend(i32t, x);
+                let sign = self.i().band_imm_s(h, 0x8000);
+                let sign = self.i().ishl_imm_u(sign, 16);
+                let em = self.i().band_imm_s(h, 0x7fff);
+                // normal: rebias the exponent
+                let normal = self.i().ishl_imm_u(em, 13);
+                let normal = self.i().iadd_imm_s(normal, (127 - 15) << 23);
+                // inf / NaN: all-ones exponent, mantissa kept
+                let mant = self.i().band_imm_s(em, 0x3ff);
+                let mant = self.i().ishl_imm_u(mant, 13);
+                let infnan = self.i().bor_imm_s(mant, 0x7f80_0000);
+                // subnormal (and zero): em * 2^-24 exactly
+                let fem = self.i().fcvt_from_uint(f32t, em);
+                let scale = self.i().f32const(2f32.powi(-24));
+                let sub = self.i().fmul(fem, scale);
+                let sub = self.i().bitcast(i32t, MemFlagsData::new(), sub);
+                let is_sub = self.i().icmp_imm_s(IntCC::UnsignedLessThan, em, 0x400);
+                let is_inf = self
+                    .i()
+                    .icmp_imm_s(IntCC::UnsignedGreaterThanOrEqual, em, 0x7c00);
+                let r = self.i().select(is_sub, sub, normal);
+                let r = self.i().select(is_inf, infnan, r);
+                let r = self.i().bor(r, sign);
+                Ok(self.i().bitcast(f32t, MemFlagsData::new(), r))
+            }
+            (DType::FLOAT32, DType::FLOAT16) => {
+                let u = self.i().bitcast(i32t, MemFlagsData::new(), x);
+                let sign = self.i().ushr_imm_u(u, 16);
+                let sign = self.i().band_imm_s(sign, 0x8000);
+                let a = self.i().band_imm_s(u, 0x7fff_ffff);
+                // normal: rebias, round to nearest even on the 13 dropped bits
+                let odd = self.i().ushr_imm_u(a, 13);
+                let odd = self.i().band_imm_s(odd, 1);
+                let n = self.i().iadd_imm_s(a, ((15 - 127) << 23) + 0xfff);
+                let n = self.i().iadd(n, odd);
+                let normal = self.i().ushr_imm_u(n, 13);
+                // subnormal: adding 0.5 aligns the bits; the FPU rounds to nearest even
+                let af = self.i().bitcast(f32t, MemFlagsData::new(), a);
+                let half = self.i().f32const(0.5);
+                let s = self.i().fadd(af, half);
+                let s = self.i().bitcast(i32t, MemFlagsData::new(), s);
+                let sub = self.i().iadd_imm_s(s, -0x3f00_0000);
+                let is_sub = self.i().icmp_imm_s(IntCC::UnsignedLessThan, a, 0x3880_0000);
+                let overflow =
+                    self.i()
+                        .icmp_imm_s(IntCC::UnsignedGreaterThanOrEqual, a, 0x477f_f000);
+                let is_nan = self
+                    .i()
+                    .icmp_imm_s(IntCC::UnsignedGreaterThan, a, 0x7f80_0000);
+                let inf = self.i().iconst(i32t, 0x7c00);
+                let nan = self.i().iconst(i32t, 0x7e00);
+                let r = self.i().select(is_sub, sub, normal);
+                let r = self.i().select(overflow, inf, r);
+                let r = self.i().select(is_nan, nan, r);
+                let r = self.i().bor(r, sign);
+                Ok(self.i().ireduce(types::I16, r))
+            }
+            (f, t) => Err(format!(
+                "cast {f:?} -> {t:?} must go through float32 (emulate pass)"
+            )),
+        }
     }
 
     fn alu(&mut self, u: &UOp) -> Result<Value, String> {

@@ -2,6 +2,7 @@
 //! renderer per target turns into code.
 //!
 //! Module map:
+//! - [`emulate`]: `float16`/`bfloat16` computed in `float32` on targets without half arithmetic.
 //! - [`linearize`]: kernel AST -> flat program order with explicit loops and accumulators.
 //! - [`program`]: [`Program`] and [`to_program`], the pipeline from kernel AST to program.
 //! - [`renderer`]: the [`Renderer`] trait.
@@ -10,6 +11,7 @@
 
 pub mod cranelift;
 pub mod decomp;
+pub mod emulate;
 pub mod linearize;
 pub mod program;
 pub mod renderer;

@@ -10,6 +10,8 @@ use crate::linearize::{kernel_name, linearize};
 pub struct TargetCaps {
     /// Native `Exp2`, `Log2` and `Sin` (else they become polynomials).
     pub transcendentals: bool,
+    /// Native `float16`/`bfloat16` arithmetic (else it is computed in `float32`).
+    pub half: bool,
 }
 
 /// A kernel as a flat, ordered list of UOps with explicit loops, plus what a launcher needs.
@@ -46,6 +48,10 @@ pub fn to_program(ast: &UOp, caps: TargetCaps) -> Program {
     }
     // Simplify index arithmetic (reshape's div/mod, pad's bounds, constant folding) first.
     let mut ast = tinygrad_uop::graph_rewrite(ast, tinygrad_uop::sym(), &mut (), false);
+    if !caps.half {
+        ast =
+            tinygrad_uop::graph_rewrite(&ast, crate::emulate::emulate_half_rules(), &mut (), false);
+    }
     if !caps.transcendentals {
         ast = tinygrad_uop::graph_rewrite(&ast, crate::decomp::decomp_rules(), &mut (), false);
     }

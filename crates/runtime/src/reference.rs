@@ -24,6 +24,7 @@ impl Device for RefDevice {
     fn caps(&self) -> TargetCaps {
         TargetCaps {
             transcendentals: true,
+            half: true,
         }
     }
 

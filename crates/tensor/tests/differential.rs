@@ -155,7 +155,7 @@ fn step(t: &Tensor, a: &Arr, other: (&Tensor, &Arr), choice: u8, arg: u8) -> (Te
         11 => {
             // reshape to the flattened size split differently
             let n = a.numel();
-            let shape = if n % 2 == 0 && n > 0 {
+            let shape = if n.is_multiple_of(2) && n > 0 {
                 vec![2, n / 2]
             } else {
                 vec![n]
