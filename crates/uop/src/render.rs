@@ -34,6 +34,12 @@ pub fn render_expr(u: &UOp) -> String {
             format!("({}-{})", r(0), b)
         }
         Ops::Mul if u.s(1).as_int() == Some(-1) => format!("(-{})", r(0)),
+        Ops::CmpNe
+            if u.dtype().is_bool()
+                && u.s(1).as_const() == Some(tinygrad_dtype::ConstValue::Bool(true)) =>
+        {
+            format!("(!{})", r(0))
+        }
         op if op.is_binary() => {
             let sym = match op {
                 Ops::Add => "+",

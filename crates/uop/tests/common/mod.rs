@@ -26,6 +26,21 @@ pub fn check(u: &UOp, vmin: i64, vmax: i64, rendered: &str) {
     exhaustive_equal(u, &s);
 }
 
+/// Asserts `"rendered [vmin, vmax]"` of the simplified node and checks it equals the original
+/// on every assignment (and that all values lie within their bounds).
+#[track_caller]
+pub fn t(u: &UOp, expect: &str) {
+    let s = u.simplify();
+    let got = format!("{s} [{}, {}]", s.vmin(), s.vmax());
+    if expect == "?" {
+        let loc = std::panic::Location::caller();
+        println!("FILL {}:{} {}", loc.file(), loc.line(), got);
+    } else {
+        assert_eq!(got, expect, "simplifying {u}");
+    }
+    exhaustive_equal(u, &s);
+}
+
 /// The value of every node of `root` under `env` (variables by name), computed with
 /// [`exec_alu`].
 pub fn eval_all(root: &UOp, env: &HashMap<String, i64>) -> HashMap<UOp, ConstValue> {
@@ -37,6 +52,7 @@ pub fn eval_all(root: &UOp, env: &HashMap<String, i64>) -> HashMap<UOp, ConstVal
                 tinygrad_uop::Arg::Var(name, ..) => ConstValue::Int(env[&name.to_string()]),
                 _ => unreachable!(),
             },
+            Ops::Range | Ops::Special => ConstValue::Int(env[&n.to_string()]),
             Ops::Cast => vals[n.s(0)].cast(n.dtype().scalar()),
             op if op.is_alu() => {
                 let srcs: Vec<ConstValue> = n.src().iter().map(|s| vals[s]).collect();
@@ -62,6 +78,9 @@ pub fn vars_of(u: &UOp) -> Vec<(String, i64, i64)> {
         .filter_map(|n| match n.arg() {
             tinygrad_uop::Arg::Var(name, lo, hi) if n.op() == Ops::DefineVar => {
                 Some((name.to_string(), *lo, *hi))
+            }
+            _ if matches!(n.op(), Ops::Range | Ops::Special) => {
+                Some((n.to_string(), n.vmin(), n.vmax()))
             }
             _ => None,
         })
