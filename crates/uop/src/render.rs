@@ -24,8 +24,8 @@ pub fn render_expr(u: &UOp) -> String {
             Arg::Str(s) => s.to_string(),
             a => a.to_string(),
         },
-        Ops::Add if u.s(1).as_int() == Some(-1) || is_neg(u.s(1)) => {
-            // a + b*-1 prints as a - b
+        Ops::Add if u.s(1).as_int().is_some_and(|c| c < 0 && c != i64::MIN) || is_neg(u.s(1)) => {
+            // a + b*-1 prints as a - b, a + -3 as a - 3
             let b = if let Some(c) = u.s(1).as_int() {
                 (-c).to_string()
             } else {
