@@ -1,5 +1,12 @@
 //! Sums: like terms, constants, canonical order, negation and subtraction.
 
+#![allow(
+    clippy::erasing_op,
+    clippy::identity_op,
+    clippy::neg_multiply,
+    clippy::modulo_one
+)]
+
 mod common;
 
 use common::{t, var as v};

@@ -1,6 +1,13 @@
 //! vmin/vmax range analysis on every kind of integer node, and simplification around
 //! variables, ranges, special ids, casts and bool algebra.
 
+#![allow(
+    clippy::erasing_op,
+    clippy::identity_op,
+    clippy::neg_multiply,
+    clippy::modulo_one
+)]
+
 mod common;
 
 use common::{t, var as v};

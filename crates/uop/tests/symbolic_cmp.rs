@@ -1,5 +1,12 @@
 //! Comparisons: folding from bounds, moving constants, factoring, simplex, negation.
 
+#![allow(
+    clippy::erasing_op,
+    clippy::identity_op,
+    clippy::neg_multiply,
+    clippy::modulo_one
+)]
+
 mod common;
 
 use common::{t, var as v};

@@ -2,6 +2,13 @@
 //! negative bounds) keep their value under `simplify()`, and every node's value lies within
 //! its `vmin..=vmax`.
 
+#![allow(
+    clippy::erasing_op,
+    clippy::identity_op,
+    clippy::neg_multiply,
+    clippy::modulo_one
+)]
+
 mod common;
 
 use common::*;
