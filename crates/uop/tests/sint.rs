@@ -1,5 +1,7 @@
 //! SInt: sizes that may be symbolic.
 
+#![allow(clippy::erasing_op, clippy::cmp_owned)]
+
 use tinygrad_uop::{SInt, UOp, prod};
 
 #[test]
