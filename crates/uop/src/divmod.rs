@@ -105,6 +105,40 @@ impl Lin {
         out
     }
 
+    /// Whether `u` is exactly the node [`Self::build`] would return (without building it).
+    pub fn is_built(&self, u: &UOp, dt: DType) -> bool {
+        let is_const =
+            |n: &UOp, v: i64| n.op() == Ops::Const && n.dtype() == dt && n.as_int() == Some(v);
+        let is_term = |n: &UOp, (b, f): &(UOp, i64)| {
+            if *f == 1 {
+                n == b
+            } else {
+                n.op() == Ops::Mul && n.dtype() == dt && n.s(0) == b && is_const(n.s(1), *f)
+            }
+        };
+        let terms: Vec<&(UOp, i64)> = self.terms.iter().filter(|t| t.1 != 0).collect();
+        let mut cur = u;
+        if self.k != 0 {
+            if terms.is_empty() {
+                return is_const(cur, self.k);
+            }
+            if cur.op() != Ops::Add || cur.dtype() != dt || !is_const(cur.s(1), self.k) {
+                return false;
+            }
+            cur = cur.s(0);
+        }
+        let Some((first, rest)) = terms.split_first() else {
+            return is_const(cur, 0);
+        };
+        for t in rest.iter().rev() {
+            if cur.op() != Ops::Add || cur.dtype() != dt || !is_term(cur.s(1), t) {
+                return false;
+            }
+            cur = cur.s(0);
+        }
+        is_term(cur, first)
+    }
+
     /// The interval of the form's true (unwrapped) value.
     pub fn bounds(&self) -> (i128, i128) {
         let (mut lo, mut hi) = (self.k as i128, self.k as i128);

@@ -409,8 +409,10 @@ fn normalize_sum(root: &UOp) -> Option<UOp> {
     lin.canonicalize(dt);
     recombine_divmod(&mut lin, dt);
     fold_unrolled_divs(&mut lin, dt);
-    let out = lin.build(dt);
-    (out != *root).then_some(out)
+    if lin.is_built(root, dt) {
+        return None;
+    }
+    Some(lin.build(dt))
 }
 
 /// `k*(x%c) + k*c*(x//c) -> k*x` (valid for any sign of `x` with truncating division).
@@ -549,6 +551,9 @@ fn normalize_mul(root: &UOp) -> Option<UOp> {
         return Some(lin.build(dt));
     }
     factors.sort_by(cmp_uop);
+    if is_built_product(root, &factors, c) {
+        return None;
+    }
     let mut out = factors[0].clone();
     for f in &factors[1..] {
         out = UOp::new(Ops::Mul, dt, vec![out, f.clone()], Arg::None);
@@ -557,6 +562,25 @@ fn normalize_mul(root: &UOp) -> Option<UOp> {
         out = UOp::new(Ops::Mul, dt, vec![out, UOp::cnst(dt, c)], Arg::None);
     }
     (out != *root).then_some(out)
+}
+
+/// Whether `root` is the left-leaning product of `factors` (in order) times `c` (if not 1).
+fn is_built_product(root: &UOp, factors: &[UOp], c: i64) -> bool {
+    let dt = root.dtype();
+    let mut cur = root;
+    if c != 1 {
+        if cur.op() != Ops::Mul || cur.s(1).op() != Ops::Const || cur.s(1).as_int() != Some(c) {
+            return false;
+        }
+        cur = cur.s(0);
+    }
+    for f in factors[1..].iter().rev() {
+        if cur.op() != Ops::Mul || cur.dtype() != dt || cur.s(1) != f {
+            return false;
+        }
+        cur = cur.s(0);
+    }
+    *cur == factors[0]
 }
 
 /// Puts the sources of a binary commutative op in canonical order.

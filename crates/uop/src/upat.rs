@@ -227,6 +227,62 @@ impl UPat {
         UPat::op(Ops::Cast).src(vec![self])
     }
 
+    /// A cheap necessary condition for a match: ops, dtypes, arguments and source structure,
+    /// ignoring captures and predicates. Allocation-free; used to skip rules quickly.
+    pub fn may_match(&self, u: &UOp) -> bool {
+        let p = &*self.0;
+        if let Some(ops) = &p.ops
+            && !ops.contains(&u.op())
+        {
+            return false;
+        }
+        if let Some(dts) = &p.dtypes
+            && !dts
+                .iter()
+                .any(|d| *d == u.dtype() || *d == u.dtype().scalar())
+        {
+            return false;
+        }
+        match &p.arg {
+            ArgPat::Any => {}
+            ArgPat::Exact(a) => {
+                if a != u.arg() {
+                    return false;
+                }
+            }
+            ArgPat::ConstEq(c) => match u.arg() {
+                Arg::Const(v) if const_num_eq(c, v) => {}
+                _ => return false,
+            },
+        }
+        let src = u.src();
+        match &p.src {
+            SrcPat::Any => true,
+            SrcPat::Seq(ps) => {
+                ps.len() == src.len() && ps.iter().zip(src).all(|(p, s)| p.may_match(s))
+            }
+            SrcPat::Prefix(ps) => {
+                ps.len() <= src.len() && ps.iter().zip(src).all(|(p, s)| p.may_match(s))
+            }
+            SrcPat::Repeat(rp) => src.iter().all(|s| rp.may_match(s)),
+            SrcPat::Perm(ps) => {
+                if ps.len() != src.len() {
+                    return false;
+                }
+                match ps.len() {
+                    0 => true,
+                    1 => ps[0].may_match(&src[0]),
+                    2 => {
+                        (ps[0].may_match(&src[0]) && ps[1].may_match(&src[1]))
+                            || (ps[0].may_match(&src[1]) && ps[1].may_match(&src[0]))
+                    }
+                    // every pattern must match some source
+                    _ => ps.iter().all(|p| src.iter().any(|s| p.may_match(s))),
+                }
+            }
+        }
+    }
+
     /// Tries to match `u`, returning the captures of the first consistent match.
     pub fn match_first(&self, u: &UOp) -> Option<Captures> {
         let mut out = Vec::new();
@@ -290,9 +346,14 @@ impl UPat {
                 if ps.len() != u.src().len() {
                     return;
                 }
+                if ps.len() == 2 {
+                    let s = u.src();
+                    match_seq(ps, [&s[0], &s[1]], caps.clone(), out);
+                    match_seq(ps, [&s[1], &s[0]], caps, out);
+                    return;
+                }
                 for perm in permutations(ps.len()) {
-                    let srcs: Vec<UOp> = perm.iter().map(|&i| u.src()[i].clone()).collect();
-                    match_seq(ps, &srcs, caps.clone(), out);
+                    match_seq(ps, perm.iter().map(|&i| &u.src()[i]), caps.clone(), out);
                 }
             }
             SrcPat::Repeat(rp) => {
@@ -315,7 +376,12 @@ fn const_num_eq(a: &ConstValue, b: &ConstValue) -> bool {
     }
 }
 
-fn match_seq(ps: &[UPat], us: &[UOp], caps: Captures, out: &mut Vec<Captures>) {
+fn match_seq<'a>(
+    ps: &[UPat],
+    us: impl IntoIterator<Item = &'a UOp>,
+    caps: Captures,
+    out: &mut Vec<Captures>,
+) {
     let mut states = vec![caps];
     for (p, u) in ps.iter().zip(us) {
         let mut next = Vec::new();
@@ -515,6 +581,9 @@ impl<C> PatternMatcher<C> {
     pub fn rewrite_with_rule(&self, u: &UOp, ctx: &mut C) -> Option<(UOp, usize)> {
         for &i in &self.by_op[u.op() as usize] {
             let rule = &self.rules[i];
+            if !rule.pat.may_match(u) {
+                continue;
+            }
             let mut matches = Vec::new();
             rule.pat.match_all(u, Captures::default(), &mut matches);
             for caps in matches {
