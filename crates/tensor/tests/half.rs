@@ -51,7 +51,8 @@ fn casts_round_trip_like_the_reference() {
 
 #[test]
 fn elementwise_ops_in_half_match_the_reference() {
-    let ops: Vec<(&str, Box<dyn Fn(&Tensor) -> Tensor>)> = vec![
+    type Op = Box<dyn Fn(&Tensor) -> Tensor>;
+    let ops: Vec<(&str, Op)> = vec![
         ("add", Box::new(|x| x + 1.5)),
         ("mul", Box::new(|x| x * x)),
         ("div", Box::new(|x| x / 3.0)),
