@@ -1,4 +1,4 @@
-//! Folding of integer `IDiv`/`Mod` using bounds (tinygrad's `divandmod.py`), and [`Lin`], the
+//! Folding of integer `IDiv`/`Mod` using bounds (tinygrad's `divandmod.py`), and `Lin`, the
 //! linear form `sum(f_i * base_i) + k` the folding reasons about.
 //!
 //! Division and modulo truncate toward zero (C semantics), and `x // 0 == x % 0 == 0`. Rules

@@ -11,11 +11,11 @@
 //! - [`rewrite`]: [`graph_rewrite`], to a fixed point, memoized, iterative.
 //! - [`render`]: an infix printer for expressions.
 //! - [`alu`]: [`exec_alu`], the reference semantics of every ALU op on constants.
-//! - [`symbolic`]: bounds ([`UOp::vmin`]/[`UOp::vmax`]), the rule sets [`symbolic_simple`] ⊂
+//! - [`symbolic`](mod@symbolic): bounds ([`UOp::vmin`]/[`UOp::vmax`]), the rule sets [`symbolic_simple`] ⊂
 //!   [`symbolic()`] ⊂ [`sym`], and [`UOp::simplify`].
 //! - [`divmod`]: bounds-driven folding of integer division and modulo.
 //! - [`sint`]: [`SInt`], a size that may be symbolic.
-//! - [`verify`]: per-stage checks of each node against its op's contract.
+//! - [`verify`](mod@verify): per-stage checks of each node against its op's contract.
 //!
 //! This crate knows nothing about tensors or devices, and has no `unsafe`.
 

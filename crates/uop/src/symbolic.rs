@@ -18,7 +18,7 @@
 //!
 //! Every rule holds for all values within the variables' bounds, negative values included, with
 //! C-style (truncating) division and modulo and the `x // 0 == 0` convention of
-//! [`exec_alu`](crate::exec_alu). Float rules are only the ones exact in IEEE arithmetic.
+//! [`exec_alu`](crate::exec_alu()). Float rules are only the ones exact in IEEE arithmetic.
 
 use std::cmp::Ordering;
 use std::sync::LazyLock;
