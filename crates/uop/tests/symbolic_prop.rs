@@ -47,6 +47,11 @@ proptest! {
     }
 
     #[test]
+    fn simplify_preserves_value_wide_bounds(e in expr(), b in wide_bounds(), s in seeds()) {
+        same_value(&e, &b, &s, |u| u.simplify())?;
+    }
+
+    #[test]
     fn every_node_within_bounds(e in expr(), b in bounds(), s in seeds()) {
         let u = to_uop(&e, &b);
         let simplified = u.simplify();

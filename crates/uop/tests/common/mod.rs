@@ -242,6 +242,12 @@ pub fn bounds() -> impl Strategy<Value = [(i64, i64); 3]> {
     [one.clone(), one.clone(), one]
 }
 
+/// Wide bounds: `lo in -300..=300`, width `0..=1000`.
+pub fn wide_bounds() -> impl Strategy<Value = [(i64, i64); 3]> {
+    let one = (-300i64..=300, 0i64..=1000).prop_map(|(lo, w)| (lo, lo + w));
+    [one.clone(), one.clone(), one]
+}
+
 /// Assignments: the all-low and all-high corners, then random points within the bounds.
 pub fn assignments(b: &[(i64, i64); 3], seeds: &[[u64; 3]]) -> Vec<[i64; 3]> {
     let mut out = vec![[b[0].0, b[1].0, b[2].0], [b[0].1, b[1].1, b[2].1]];
