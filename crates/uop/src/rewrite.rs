@@ -15,6 +15,7 @@
 use std::collections::HashMap;
 use std::fmt;
 
+use crate::uop::NodeMap;
 use crate::{PatternMatcher, UOp};
 
 /// A rewrite pass that did not converge.
@@ -53,7 +54,7 @@ enum Task {
 
 struct Pass<'a, C> {
     pm: &'a PatternMatcher<C>,
-    done: HashMap<UOp, UOp>,
+    done: NodeMap<UOp, UOp>,
     fired: Vec<usize>,
     rewrites: usize,
     limit: usize,
@@ -120,7 +121,7 @@ pub fn try_graph_rewrite_limit<C>(
 ) -> Result<UOp, RewriteError> {
     let mut pass = Pass {
         pm,
-        done: HashMap::new(),
+        done: HashMap::default(),
         fired: vec![0; pm.rules().len()],
         rewrites: 0,
         limit,

@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use tinygrad_dtype::DType;
@@ -39,6 +39,33 @@ pub(crate) struct NodeCache {
     pub(crate) shape: OnceLock<Option<Arc<[usize]>>>,
 }
 
+/// A hasher for keys that are (or hash as) a node's structural hash, which is already a
+/// well-mixed 64-bit value: one multiply-rotate instead of SipHash.
+#[derive(Default)]
+pub(crate) struct NodeHasher(u64);
+
+impl Hasher for NodeHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.write_u64(*b as u64);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0 ^ v)
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .rotate_left(29);
+    }
+    fn write_usize(&mut self, v: usize) {
+        self.write_u64(v as u64);
+    }
+}
+
+/// A hash map keyed by nodes (or structural hashes) using [`NodeHasher`].
+pub(crate) type NodeMap<K, V> = HashMap<K, V, BuildHasherDefault<NodeHasher>>;
+
 /// A handle to a hash-consed IR node. Cloning is an `Arc` clone; equality is pointer equality.
 #[derive(Clone)]
 pub struct UOp(Arc<UOpNode>);
@@ -48,12 +75,12 @@ const SHARDS: usize = 16;
 type Bucket = Vec<Weak<UOpNode>>;
 
 /// The global interner: structural hash -> live nodes with that hash, sharded to cut contention.
-fn interner() -> &'static [Mutex<HashMap<u64, Bucket>>; SHARDS] {
-    static INTERNER: OnceLock<[Mutex<HashMap<u64, Bucket>>; SHARDS]> = OnceLock::new();
-    INTERNER.get_or_init(|| std::array::from_fn(|_| Mutex::new(HashMap::new())))
+fn interner() -> &'static [Mutex<NodeMap<u64, Bucket>>; SHARDS] {
+    static INTERNER: OnceLock<[Mutex<NodeMap<u64, Bucket>>; SHARDS]> = OnceLock::new();
+    INTERNER.get_or_init(|| std::array::from_fn(|_| Mutex::new(NodeMap::default())))
 }
 
-fn shard(hash: u64) -> &'static Mutex<HashMap<u64, Bucket>> {
+fn shard(hash: u64) -> &'static Mutex<NodeMap<u64, Bucket>> {
     &interner()[(hash as usize) % SHARDS]
 }
 
@@ -71,18 +98,55 @@ pub fn interned_count() -> usize {
 }
 
 fn structural_hash(op: Ops, dtype: DType, src: &[UOp], arg: &Arg) -> u64 {
-    // SipHash with fixed keys: the same graph hashes the same in every run, so hashes can key
+    // A fixed (unkeyed) hash: the same graph hashes the same in every run, so hashes can key
     // on-disk caches.
-    #[allow(deprecated)]
-    let mut h = std::hash::SipHasher::new();
+    let mut h = StableHasher::default();
     op.hash(&mut h);
     dtype.hash(&mut h);
     arg.hash(&mut h);
-    src.len().hash(&mut h);
+    h.write_usize(src.len());
     for s in src {
-        s.0.hash.hash(&mut h);
+        h.write_u64(s.0.hash);
     }
     h.finish()
+}
+
+/// A fast, unkeyed, run-independent hasher: multiply-rotate per word, then a murmur3
+/// finalizer so every output bit depends on every input bit.
+#[derive(Default)]
+struct StableHasher(u64);
+
+impl Hasher for StableHasher {
+    fn finish(&self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 33;
+        x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        x ^= x >> 33;
+        x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+        x ^ (x >> 33)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut b = [0u8; 8];
+            b[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(b) ^ ((chunk.len() as u64) << 59));
+        }
+    }
+    fn write_u8(&mut self, v: u8) {
+        self.write_u64(v as u64);
+    }
+    fn write_u16(&mut self, v: u16) {
+        self.write_u64(v as u64);
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(v as u64);
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    fn write_usize(&mut self, v: usize) {
+        self.write_u64(v as u64);
+    }
 }
 
 impl UOp {
@@ -198,7 +262,7 @@ impl UOp {
     /// (those nodes are still listed).
     pub fn toposort_filtered(&self, enter: impl Fn(&UOp) -> bool) -> Vec<UOp> {
         let mut out = Vec::new();
-        let mut seen: HashMap<UOp, bool> = HashMap::new();
+        let mut seen: NodeMap<UOp, bool> = NodeMap::default();
         let mut stack: Vec<(UOp, bool)> = vec![(self.clone(), false)];
         while let Some((n, children_done)) = stack.pop() {
             if children_done {
@@ -243,7 +307,7 @@ impl UOp {
 
     /// Replaces nodes per `map` everywhere in the graph below `self` (rebuilding users).
     pub fn substitute(&self, map: &HashMap<UOp, UOp>) -> UOp {
-        let mut done: HashMap<UOp, UOp> = HashMap::new();
+        let mut done: NodeMap<UOp, UOp> = NodeMap::default();
         for n in self.toposort_filtered(|n| !map.contains_key(n)) {
             let new = if let Some(r) = map.get(&n) {
                 r.clone()
