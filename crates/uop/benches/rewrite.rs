@@ -46,7 +46,7 @@ fn index_graph(exprs: usize, tag: usize) -> UOp {
 
 fn bench_rewrite(c: &mut Criterion) {
     static TAG: AtomicUsize = AtomicUsize::new(1);
-    let exprs = 400;
+    let exprs = 1000;
     let nodes = index_graph(exprs, 0).toposort().len();
     let mut g = c.benchmark_group("graph_rewrite_sym");
     g.throughput(Throughput::Elements(nodes as u64));

@@ -139,6 +139,9 @@ fn compute_bounds(u: &UOp) -> (i64, i64) {
 fn interval(u: &UOp, src_ok: bool) -> Option<(i128, i128)> {
     let s = |i: usize| b128(u.s(i));
     let op = u.op();
+    if op.alu_arity().is_some_and(|n| n != u.src().len()) {
+        return None; // malformed: no bounds beyond the dtype's
+    }
     Some(match op {
         Ops::Const => {
             let v = u.as_int()? as i128;
@@ -148,7 +151,7 @@ fn interval(u: &UOp, src_ok: bool) -> Option<(i128, i128)> {
             Arg::Var(_, lo, hi) => (*lo as i128, *hi as i128),
             _ => return None,
         },
-        Ops::Bind => s(0),
+        Ops::Bind => b128(u.src().first()?),
         Ops::Range | Ops::Special => {
             let hi = u.src().first().map(|n| n.vmax() as i128 - 1).unwrap_or(0);
             (0, hi.max(0))
@@ -171,7 +174,7 @@ fn interval(u: &UOp, src_ok: bool) -> Option<(i128, i128)> {
                 (lo, hi)
             }
         }
-        Ops::Trunc | Ops::Noop if src_ok => s(0),
+        Ops::Trunc | Ops::Noop if src_ok && !u.src().is_empty() => s(0),
         Ops::Where => {
             let (cl, ch) = s(0);
             let (t, f) = (s(1), s(2));

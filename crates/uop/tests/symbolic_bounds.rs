@@ -248,3 +248,13 @@ fn simplify_is_idempotent() {
         assert_eq!(s.simplify(), s, "{e}");
     }
 }
+
+#[test]
+fn malformed_nodes_get_dtype_bounds_instead_of_panicking() {
+    let add1 = UOp::new(Ops::Add, DType::INDEX, vec![UOp::index(1)], Arg::None);
+    assert_eq!(add1.bounds(), (i64::MIN, i64::MAX));
+    let noop = UOp::new(Ops::Noop, DType::INT8, vec![], Arg::None);
+    assert_eq!(noop.bounds(), (-128, 127));
+    let bind = UOp::new(Ops::Bind, DType::INDEX, vec![], Arg::None);
+    assert_eq!(bind.bounds(), (i64::MIN, i64::MAX));
+}
