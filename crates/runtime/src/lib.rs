@@ -4,7 +4,7 @@
 //! - [`buffer`]: [`Buffer`], a typed array on a device, and its handle inside `Buffer` UOps.
 //! - [`device`]: the [`Device`]/[`Kernel`] traits, the registry (`CPU`, `REF`; `DEV=`), `DEBUG`.
 //! - [`cpu`]: the Cranelift JIT device.
-//! - [`reference`]: `REF`, an interpreter of the linear program — the oracle for every backend.
+//! - [`reference`](mod@reference): `REF`, an interpreter of the linear program — the oracle for every backend.
 //! - [`realize`]: running a schedule with a compiled-kernel cache and `DEBUG` output.
 
 pub mod buffer;
