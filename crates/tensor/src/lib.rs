@@ -14,10 +14,13 @@
 //! - [`elementwise`]: math, comparisons, logic, casts, with broadcasting and promotion.
 //! - [`movement`]: reshape, permute, expand, pad, shrink, flip, cat, slicing — views, no copies.
 //! - [`reduce`]: sum/max/mean/var/argmax, softmax, matmul, cumsum.
+//! - [`autograd`]: `requires_grad`, `backward`, `gradient`, `detach`, training and no-grad
+//!   modes — gradients are lazy tensors built on the UOp graph.
 //! - [`operators`]: Rust operator overloading.
 //! - [`display`]: numpy-style printing.
 //! - [`element`]: Rust element types.
 
+pub mod autograd;
 pub mod display;
 pub mod element;
 pub mod elementwise;
@@ -26,6 +29,7 @@ pub mod operators;
 pub mod reduce;
 pub mod tensor;
 
+pub use autograd::{NoGradGuard, TrainGuard};
 pub use element::Element;
 pub use elementwise::{IntoOperand, Operand, broadcast_shape};
 pub use half::{bf16, f16};

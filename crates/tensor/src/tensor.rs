@@ -10,9 +10,11 @@ use tinygrad_uop::{Arg, Ops, UOp};
 
 use crate::Element;
 
-struct Inner {
-    uop: RwLock<UOp>,
+pub(crate) struct Inner {
+    pub(crate) uop: RwLock<UOp>,
     device: Arc<str>,
+    /// `requires_grad` and `.grad`, see `autograd`.
+    pub(crate) autograd: crate::autograd::GradState,
 }
 
 /// A lazy tensor: operations build a graph; [`Tensor::realize`] (or reading data) compiles and
@@ -20,7 +22,7 @@ struct Inner {
 /// reference): realizing one clone realizes all.
 #[derive(Clone)]
 pub struct Tensor {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
 }
 
 impl Tensor {
@@ -30,6 +32,7 @@ impl Tensor {
             inner: Arc::new(Inner {
                 uop: RwLock::new(uop),
                 device: device.into(),
+                autograd: Default::default(),
             }),
         }
     }
@@ -44,7 +47,7 @@ impl Tensor {
     }
 
     pub(crate) fn with_uop(&self, uop: UOp) -> Tensor {
-        Tensor::from_uop(uop, &self.inner.device)
+        Tensor::from_uop(crate::autograd::track(uop), &self.inner.device)
     }
 
     /// The shape.

@@ -16,6 +16,8 @@
 //! - [`divmod`]: bounds-driven folding of integer division and modulo.
 //! - [`sint`]: [`SInt`], a size that may be symbolic.
 //! - [`verify`](mod@verify): per-stage checks of each node against its op's contract.
+//! - [`gradient`]: reverse-mode gradients on the tensor graph: local derivative rules
+//!   ([`pm_gradient`]) and [`compute_gradient`].
 //!
 //! This crate knows nothing about tensors or devices, and has no `unsafe`.
 
@@ -25,6 +27,7 @@ pub mod alu;
 pub mod arg;
 pub mod build;
 pub mod divmod;
+pub mod gradient;
 pub mod ops;
 pub mod render;
 pub mod rewrite;
@@ -39,6 +42,7 @@ pub use alu::exec_alu;
 pub use arg::{Arg, AxisKind, Opaque};
 pub use build::IntoUOp;
 pub use divmod::gcd;
+pub use gradient::{compute_gradient, pm_gradient};
 pub use ops::{NUM_OPS, Ops};
 pub use rewrite::{RewriteError, graph_rewrite, try_graph_rewrite, try_graph_rewrite_limit};
 pub use sint::{SInt, prod};

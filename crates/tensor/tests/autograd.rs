@@ -1,0 +1,570 @@
+//! Autograd: gradients of every Tensor op against reference gradients computed independently
+//! (numpy float64, finite differences or tinygrad's tie conventions) by
+//! `tests/golden/gen_grads.py` into `tests/golden/grads.json`, on CPU and REF; plus the semantics
+//! of `backward`/`gradient`/`detach`/no-grad/training, and fusion of forward and backward.
+//!
+//! Debugging: `GRADS_FILTER=substr[,substr...]` runs only the matching cases.
+
+use std::cell::Cell;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Once;
+
+use serde_json::Value;
+use tinygrad_tensor::{Axis, DType, Tensor};
+use tinygrad_uop::Ops;
+
+/// tinygrad's tolerances for gradients.
+const ATOL: f64 = 1e-4;
+const RTOL: f64 = 1e-3;
+
+thread_local! {
+    static IN_CASE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Panics inside a case are reported as failures: keep them quiet.
+fn install_quiet_hook() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !IN_CASE.with(Cell::get) {
+                default(info);
+            }
+        }));
+    });
+}
+
+fn load_cases() -> Vec<Value> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/golden/grads.json");
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {path}: {e}"));
+    let v: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("parsing {path}: {e}"));
+    match v {
+        Value::Array(cases) => cases,
+        _ => panic!("{path}: expected a JSON array of cases"),
+    }
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64()
+        .unwrap_or_else(|| panic!("expected a number, got {v}"))
+}
+
+fn i(v: &Value) -> isize {
+    v.as_i64()
+        .unwrap_or_else(|| panic!("expected an integer, got {v}")) as isize
+}
+
+fn list<T>(v: &Value, each: impl Fn(&Value) -> T) -> Vec<T> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("expected a list, got {v}"))
+        .iter()
+        .map(each)
+        .collect()
+}
+
+fn shape(t: &Value) -> Vec<usize> {
+    list(&t["shape"], |d| i(d) as usize)
+}
+
+fn data(t: &Value) -> Vec<f64> {
+    list(&t["data"], f)
+}
+
+fn pairs(v: &Value) -> Vec<(usize, usize)> {
+    list(v, |p| (i(&p[0]) as usize, i(&p[1]) as usize))
+}
+
+fn tensor(t: &Value, device: &str) -> Tensor {
+    let v: Vec<f32> = data(t).iter().map(|&x| x as f32).collect();
+    Tensor::from_slice_on(&v, &shape(t), device)
+}
+
+fn axis(v: &Value) -> Axis {
+    match v {
+        Value::Null => Axis::All,
+        Value::Array(_) => Axis::Some(list(v, i)),
+        _ => Axis::from(i(v)),
+    }
+}
+
+/// Applies a case's op to its inputs.
+fn run_op(case: &Value, xs: &[Tensor], device: &str) -> Tensor {
+    let a = &case["args"];
+    let op = case["op"].as_str().expect("op name");
+    let x = &xs[0];
+    let keep = || a["keepdim"].as_bool().expect("keepdim");
+    let ax = || axis(&a["axis"]);
+    let corr = || i(&a["correction"]) as usize;
+    let refs: Vec<&Tensor> = xs.iter().collect();
+    match op {
+        "neg" => x.neg(),
+        "reciprocal" => x.reciprocal(),
+        "sqrt" => x.sqrt(),
+        "rsqrt" => x.rsqrt(),
+        "exp" => x.exp(),
+        "exp2" => x.exp2(),
+        "log" => x.log(),
+        "log2" => x.log2(),
+        "sin" => x.sin(),
+        "cos" => x.cos(),
+        "tan" => x.tan(),
+        "relu" => x.relu(),
+        "sigmoid" => x.sigmoid(),
+        "tanh" => x.tanh(),
+        "abs" => x.abs(),
+        "trunc" => x.trunc(),
+        "floor" => x.floor(),
+        "ceil" => x.ceil(),
+        "round" => x.round(),
+        "sign" => x.sign(),
+        "add" => x.add(&xs[1]),
+        "sub" => x.sub(&xs[1]),
+        "mul" => x.mul(&xs[1]),
+        "div" => x.div(&xs[1]),
+        "pow" => x.pow(&xs[1]),
+        "maximum" => x.maximum(&xs[1]),
+        "minimum" => x.minimum(&xs[1]),
+        "scalar" => {
+            let v = f(&a["value"]);
+            match a["fn"].as_str().expect("fn") {
+                "add" => x + v,
+                "sub" => x - v,
+                "mul" => x * v,
+                "div" => x / v,
+                "pow" => x.pow(v),
+                "rsub" => v - x,
+                "rdiv" => v / x,
+                "maximum" => x.maximum(v),
+                "minimum" => x.minimum(v),
+                other => panic!("unknown scalar fn {other}"),
+            }
+        }
+        "where" => {
+            let c = &a["cond"];
+            let bools: Vec<bool> = list(&c["data"], |b| b.as_bool().expect("bool"));
+            Tensor::from_slice_on(&bools, &shape(c), device).where_(x, &xs[1])
+        }
+        "clip" => x.clip(a["min"].as_f64(), a["max"].as_f64()),
+        "reshape" => x.reshape(&list(&a["shape"], i)),
+        "permute" => x.permute(&list(&a["order"], i)),
+        "expand" => x.expand(&list(&a["shape"], i)),
+        "pad" => x.pad(&pairs(&a["pad"]), f(&a["value"])),
+        "shrink" => x.shrink(&pairs(&a["bounds"])),
+        "flip" => x.flip(&list(&a["axis"], i)),
+        "transpose" => x.transpose(i(&a["dim0"]), i(&a["dim1"])),
+        "flatten" => x.flatten(i(&a["start_dim"]), i(&a["end_dim"])),
+        "squeeze" => x.squeeze(Some(i(&a["dim"]))),
+        "unsqueeze" => x.unsqueeze(i(&a["dim"])),
+        "cat" => Tensor::cat(&refs, i(&a["dim"])),
+        "stack" => Tensor::stack(&refs, i(&a["dim"])),
+        "slice" => {
+            let r = list(&a["ranges"], |r| (i(&r[0]), i(&r[1]), i(&r[2]) as usize));
+            x.slice(&r)
+        }
+        "sum" if keep() => x.sum_keepdim(ax()),
+        "sum" => x.sum(ax()),
+        "mean" if keep() => x.mean_keepdim(ax()),
+        "mean" => x.mean(ax()),
+        "prod" if keep() => x.prod_keepdim(ax()),
+        "prod" => x.prod(ax()),
+        "max" if keep() => x.max_keepdim(ax()),
+        "max" => x.max(ax()),
+        "min" if keep() => x.min_keepdim(ax()),
+        "min" => x.min(ax()),
+        "var" if keep() => x.var_keepdim(ax(), corr()),
+        "var" => x.var(ax(), corr()),
+        "std" if keep() => x.std_keepdim(ax(), corr()),
+        "std" => x.std(ax(), corr()),
+        "logsumexp" if keep() => x.logsumexp_keepdim(ax()),
+        "logsumexp" => x.logsumexp(ax()),
+        "softmax" => x.softmax(i(&a["axis"])),
+        "log_softmax" => x.log_softmax(i(&a["axis"])),
+        "cumsum" => x.cumsum(i(&a["axis"])),
+        "matmul" => x.matmul(&xs[1]),
+        "linear" => x.linear(&xs[1], xs.get(2)),
+        "shared" => x * &x.sin() + &x.exp() * x - x,
+        "reduce_broadcast" => x - &x.max_keepdim(1isize) + &x.sum_keepdim(1isize) * x,
+        "mlp" => x
+            .matmul(&xs[1])
+            .add(&xs[2])
+            .relu()
+            .matmul(&xs[3])
+            .log_softmax(-1),
+        other => panic!("unknown op {other}"),
+    }
+}
+
+fn close(got: f64, want: f64) -> bool {
+    (got - want).abs() <= ATOL + RTOL * want.abs()
+}
+
+fn compare(what: &str, got: &[f64], want: &[f64]) -> Result<(), String> {
+    if got.len() != want.len() {
+        return Err(format!(
+            "{what}: {} values, expected {}",
+            got.len(),
+            want.len()
+        ));
+    }
+    let bad: Vec<String> = got
+        .iter()
+        .zip(want)
+        .enumerate()
+        .filter(|(_, (g, w))| !close(**g, **w))
+        .take(4)
+        .map(|(k, (g, w))| format!("[{k}] got {g}, want {w}"))
+        .collect();
+    if bad.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{what}: {}", bad.join("; ")))
+    }
+}
+
+/// Runs one case on `device`: builds the loss, backpropagates, compares loss and gradients.
+fn run_case(case: &Value, device: &str) -> Result<(), String> {
+    let inputs = case["inputs"].as_array().expect("inputs");
+    let xs: Vec<Tensor> = inputs
+        .iter()
+        .map(|t| tensor(t, device).requires_grad(true))
+        .collect();
+    let out = run_op(case, &xs, device);
+    let w = tensor(&case["w"], device);
+    let loss = (&out * &w).sum(None);
+    loss.backward();
+    let grads: Vec<Tensor> = xs
+        .iter()
+        .enumerate()
+        .map(|(k, x)| x.grad().unwrap_or_else(|| panic!("input {k} has no grad")))
+        .collect();
+    let mut all: Vec<&Tensor> = vec![&loss];
+    all.extend(grads.iter());
+    Tensor::try_realize_all(&all).map_err(|e| format!("realize: {e}"))?;
+    compare("loss", &loss.to_f64_vec(), &[f(&case["loss"])])?;
+    for (k, (g, want)) in grads
+        .iter()
+        .zip(case["grads"].as_array().expect("grads"))
+        .enumerate()
+    {
+        if g.shape() != shape(want) {
+            return Err(format!(
+                "grad {k}: shape {:?}, expected {:?}",
+                g.shape(),
+                shape(want)
+            ));
+        }
+        if g.device() != device {
+            return Err(format!("grad {k}: on {}, expected {device}", g.device()));
+        }
+        compare(&format!("grad {k}"), &g.to_f64_vec(), &data(want))?;
+    }
+    Ok(())
+}
+
+fn panic_message(e: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = e.downcast_ref::<String>() {
+        s.clone()
+    } else if let Some(s) = e.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else {
+        "panic".to_string()
+    }
+}
+
+fn run_suite(device: &str) {
+    install_quiet_hook();
+    let filter: Vec<String> = std::env::var("GRADS_FILTER")
+        .map(|f| f.split(',').map(str::to_string).collect())
+        .unwrap_or_default();
+    let cases = load_cases();
+    let mut failures = Vec::new();
+    let mut ran = 0;
+    for case in &cases {
+        let name = case["name"].as_str().expect("name");
+        if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
+            continue;
+        }
+        ran += 1;
+        IN_CASE.with(|c| c.set(true));
+        let r = catch_unwind(AssertUnwindSafe(|| run_case(case, device)));
+        IN_CASE.with(|c| c.set(false));
+        let r = r.unwrap_or_else(|e| Err(format!("panicked: {}", panic_message(&*e))));
+        if let Err(msg) = r {
+            failures.push(format!("  {name}: {msg}"));
+        }
+    }
+    eprintln!(
+        "grads [{device}]: {} passed, {} failed (of {ran})",
+        ran - failures.len(),
+        failures.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "grads [{device}]: {} of {ran} cases failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn grads_cpu() {
+    run_suite("CPU");
+}
+
+#[test]
+fn grads_ref() {
+    run_suite("REF");
+}
+
+// ---- semantics ----
+
+fn t(data: &[f32], shape: &[usize]) -> Tensor {
+    Tensor::from_slice(data, shape)
+}
+
+fn param(data: &[f32], shape: &[usize]) -> Tensor {
+    t(data, shape).requires_grad(true)
+}
+
+fn assert_close(got: &Tensor, want: &[f64]) {
+    let g = got.to_f64_vec();
+    assert_eq!(g.len(), want.len(), "got {g:?}, want {want:?}");
+    for (a, b) in g.iter().zip(want) {
+        assert!(close(*a, *b), "got {g:?}, want {want:?}");
+    }
+}
+
+#[test]
+fn backward_twice_accumulates() {
+    let x = param(&[1.0, -2.0, 3.0], &[3]);
+    (&x * &x).sum(None).backward();
+    let first = x.grad().expect("grad after backward");
+    assert_close(&first, &[2.0, -4.0, 6.0]);
+    (&x * 3.0).sum(None).backward();
+    // like tinygrad's assign: a handle taken before the second call sees the sum
+    assert_close(&first, &[5.0, -1.0, 9.0]);
+    assert_close(&x.grad().expect("grad"), &[5.0, -1.0, 9.0]);
+    x.set_grad(None);
+    assert!(x.grad().is_none());
+}
+
+#[test]
+fn shared_subgraph_gradients_are_summed() {
+    let x = param(&[0.5, -1.0], &[2]);
+    let y = x.exp();
+    let z = (&y * &y + &y).sum(None);
+    let [g] = z.gradient(&[&x]).try_into().expect("one gradient");
+    let want: Vec<f64> = [0.5f64, -1.0]
+        .iter()
+        .map(|v| 2.0 * (2.0 * v).exp() + v.exp())
+        .collect();
+    assert_close(&g, &want);
+}
+
+#[test]
+fn detach_blocks_gradient() {
+    let x = param(&[1.0, 2.0], &[2]);
+    let y = param(&[3.0, 4.0], &[2]);
+    let d = x.detach();
+    assert!(!d.is_requires_grad());
+    (&d * &y + &x.detach() * 2.0).sum(None).backward();
+    assert_close(&y.grad().expect("y.grad"), &[1.0, 2.0]);
+    // x is in the graph only behind detach: zeros, as tinygrad
+    assert_close(&x.grad().expect("x.grad"), &[0.0, 0.0]);
+}
+
+#[test]
+#[should_panic(expected = "no gradient flows")]
+fn backward_through_detach_only_panics() {
+    let x = param(&[1.0, 2.0], &[2]);
+    x.detach().sum(None).backward();
+}
+
+#[test]
+fn no_grad_scope_detaches_results() {
+    let x = param(&[1.0, 2.0], &[2]);
+    let y = param(&[3.0, 4.0], &[2]);
+    assert!(Tensor::is_grad_enabled());
+    let z = Tensor::no_grad(|| {
+        assert!(!Tensor::is_grad_enabled());
+        &x * 2.0
+    });
+    assert!(Tensor::is_grad_enabled());
+    assert!(!z.is_requires_grad());
+    assert!((&x * 2.0).is_requires_grad());
+    (&z * &y).sum(None).backward();
+    assert_close(&z, &[2.0, 4.0]);
+    assert_close(&y.grad().expect("y.grad"), &[2.0, 4.0]);
+    assert_close(&x.grad().expect("x.grad"), &[0.0, 0.0]);
+    {
+        let _g = Tensor::no_grad_guard();
+        assert!(!Tensor::is_grad_enabled());
+    }
+    assert!(Tensor::is_grad_enabled());
+}
+
+#[test]
+fn gradient_of_non_scalar_with_explicit_targets() {
+    // targets need not require grad; y = x * w, seeded with s: dx = s * w, dw = s * x
+    let x = t(&[1.0, 2.0, 3.0], &[3]);
+    let w = t(&[4.0, 5.0, 6.0], &[3]);
+    let unrelated = t(&[7.0, 8.0], &[2]);
+    let y = &x * &w;
+    let s = t(&[1.0, 0.5, -1.0], &[3]);
+    let g = y.gradient_with(&[&x, &w, &unrelated], &s);
+    assert_close(&g[0], &[4.0, 2.5, -6.0]);
+    assert_close(&g[1], &[1.0, 1.0, -3.0]);
+    assert_close(&g[2], &[0.0, 0.0]);
+    assert!(x.grad().is_none(), "gradient() does not touch .grad");
+    // the vector-Jacobian product through a matmul
+    let a = t(&[1.0, 2.0, 3.0, 4.0], &[2, 2]);
+    let b = t(&[1.0, 0.0, 0.0, 1.0], &[2, 2]);
+    let seed = t(&[1.0, 1.0, 0.0, 0.0], &[2, 2]);
+    let g = a.matmul(&b).gradient_with(&[&a], &seed);
+    assert_close(&g[0], &[1.0, 1.0, 0.0, 0.0]);
+}
+
+#[test]
+fn tinygrad_gradient_doc_example() {
+    // tinygrad's Tensor.gradient docstring: z = (y @ eye(3)).sum(); dz/dx, dz/dy
+    let x = Tensor::eye(3, None, DType::FLOAT32);
+    let y = t(&[2.0, 0.0, -2.0], &[1, 3]);
+    let g = y.matmul(&x).sum(None).gradient(&[&x, &y]);
+    assert_close(&g[0], &[2.0, 2.0, 2.0, 0.0, 0.0, 0.0, -2.0, -2.0, -2.0]);
+    assert_close(&g[1], &[1.0, 1.0, 1.0]);
+}
+
+#[test]
+fn requires_grad_on_a_constant_makes_it_unique() {
+    let a = Tensor::ones(&[3], DType::FLOAT32).requires_grad(true);
+    let b = Tensor::ones(&[3], DType::FLOAT32);
+    (&a * 2.0 + &b * 3.0).sum(None).backward();
+    assert_close(&a.grad().expect("a.grad"), &[2.0, 2.0, 2.0]);
+    assert!(b.grad().is_none());
+}
+
+#[test]
+fn requires_grad_flags() {
+    let x = t(&[1.0], &[1]);
+    assert!(!x.is_requires_grad());
+    x.requires_grad_();
+    assert!(x.is_requires_grad());
+    let y = &x * 2.0;
+    assert!(y.is_requires_grad());
+    x.set_requires_grad(false);
+    assert!(!x.is_requires_grad());
+    assert!(!y.is_requires_grad());
+}
+
+#[test]
+fn contiguous_backward_realizes_the_gradient() {
+    let x = param(&[1.0, 2.0, 3.0, 4.0], &[2, 2]);
+    let y = x.permute(&[1, 0]).contiguous_backward();
+    let [g] = (&y * &y).sum(None).gradient(&[&x]).try_into().expect("one");
+    let has_contiguous = g.uop().toposort().iter().any(|n| n.op() == Ops::Contiguous);
+    assert!(has_contiguous, "{:#?}", g.uop());
+    assert_close(&g, &[2.0, 4.0, 6.0, 8.0]);
+}
+
+#[test]
+fn training_flag_and_guard() {
+    assert!(!Tensor::training());
+    {
+        let _train = Tensor::train(true);
+        assert!(Tensor::training());
+        {
+            let _eval = Tensor::train(false);
+            assert!(!Tensor::training());
+        }
+        assert!(Tensor::training());
+    }
+    assert!(!Tensor::training());
+    Tensor::set_training(true);
+    assert!(Tensor::training());
+    Tensor::set_training(false);
+}
+
+#[test]
+fn mlp_forward_and_backward_fuse() {
+    let x = t(
+        &(0..12).map(|v| v as f32 / 6.0 - 1.0).collect::<Vec<_>>(),
+        &[3, 4],
+    );
+    let w1 = param(
+        &(0..20)
+            .map(|v| (v % 7) as f32 / 7.0 - 0.4)
+            .collect::<Vec<_>>(),
+        &[4, 5],
+    );
+    let b1 = param(&[0.1, -0.2, 0.3, 0.0, 0.05], &[5]);
+    let w2 = param(
+        &(0..10)
+            .map(|v| (v % 5) as f32 / 5.0 - 0.5)
+            .collect::<Vec<_>>(),
+        &[5, 2],
+    );
+    let loss = x
+        .matmul(&w1)
+        .add(&b1)
+        .relu()
+        .matmul(&w2)
+        .log_softmax(-1)
+        .mean(None);
+    loss.backward();
+    let grads: Vec<Tensor> = [&w1, &b1, &w2]
+        .iter()
+        .map(|p| p.grad().expect("grad"))
+        .collect();
+    let mut outs = vec![&loss];
+    outs.extend(grads.iter());
+    let kernels = Tensor::schedule(&outs).len();
+    let sink: Vec<tinygrad_uop::UOp> = outs.iter().map(|t| t.uop()).collect();
+    let mut seen = std::collections::HashSet::new();
+    let ops = sink
+        .iter()
+        .flat_map(|u| u.toposort())
+        .filter(|n| {
+            seen.insert(n.clone())
+                && (n.op().is_alu() || n.op().is_movement() || n.op() == Ops::ReduceAxis)
+        })
+        .count();
+    eprintln!("mlp forward+backward: {kernels} kernels for {ops} ops");
+    assert!(
+        kernels < ops,
+        "{kernels} kernels for {ops} ops: forward and backward should fuse"
+    );
+    assert!(kernels >= 3, "{kernels} kernels: one per gradient at least");
+    // (the values of an MLP's gradients are checked by the `mlp` case of grads.json)
+    Tensor::try_realize_all(&outs).expect("realize");
+    assert!(loss.item::<f32>().is_finite());
+}
+
+// ---- bad input ----
+
+#[test]
+#[should_panic(expected = "backward: MUL of shape [3] (float32) is not a scalar")]
+fn backward_on_non_scalar_panics() {
+    let x = param(&[1.0, 2.0, 3.0], &[3]);
+    (&x * 2.0).backward();
+}
+
+#[test]
+#[should_panic(expected = "depends on no tensor that requires grad")]
+fn backward_without_requires_grad_panics() {
+    let x = t(&[1.0, 2.0, 3.0], &[3]);
+    (&x * 2.0).sum(None).backward();
+}
+
+#[test]
+#[should_panic(expected = "only float tensors have gradients")]
+fn gradient_of_int_panics() {
+    let x = Tensor::from_slice(&[1i32, 2], &[2]);
+    x.sum(None).gradient(&[&x]);
+}
+
+#[test]
+#[should_panic(expected = "gradient of shape [2] for")]
+fn seed_with_wrong_shape_panics() {
+    let x = t(&[1.0, 2.0, 3.0], &[3]);
+    (&x * 2.0).gradient_with(&[&x], &t(&[1.0, 1.0], &[2]));
+}
