@@ -51,10 +51,30 @@ impl Device for RefDevice {
                 message: "unclosed Range".into(),
             });
         }
+        // one line per instruction, sources by index: `{u:?}` would print each source's whole
+        // sub-graph, exponential in the depth of a DAG (e.g. the 20 rounds of threefry)
+        let pos: HashMap<&UOp, usize> = prog.uops.iter().enumerate().map(|(i, u)| (u, i)).collect();
         let source = prog
             .uops
             .iter()
-            .map(|u| format!("{u:?}"))
+            .enumerate()
+            .map(|(i, u)| {
+                let srcs: Vec<String> = u
+                    .src()
+                    .iter()
+                    .map(|s| {
+                        pos.get(s)
+                            .map_or_else(|| format!("{s:?}"), |j| format!("%{j}"))
+                    })
+                    .collect();
+                format!(
+                    "%{i} = {} {} ({}) {}",
+                    u.op().name(),
+                    u.dtype(),
+                    srcs.join(", "),
+                    u.arg()
+                )
+            })
             .collect::<Vec<_>>()
             .join("\n");
         Ok(Arc::new(RefKernel {
