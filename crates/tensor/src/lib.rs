@@ -16,6 +16,8 @@
 //! - [`reduce`]: sum/max/mean/var/argmax, softmax, matmul, cumsum.
 //! - [`autograd`]: `requires_grad`, `backward`, `gradient`, `detach`, training and no-grad
 //!   modes — gradients are lazy tensors built on the UOp graph.
+//! - [`nn_ops`]: convolutions and pooling (any number of spatial dims), activations, layernorm/
+//!   batchnorm, `rand`/`dropout`, `one_hot`, attention, losses.
 //! - [`operators`]: Rust operator overloading.
 //! - [`display`]: numpy-style printing.
 //! - [`element`]: Rust element types.
@@ -25,6 +27,7 @@ pub mod display;
 pub mod element;
 pub mod elementwise;
 pub mod movement;
+pub mod nn_ops;
 pub mod operators;
 pub mod reduce;
 pub mod tensor;
@@ -33,6 +36,7 @@ pub use autograd::{NoGradGuard, TrainGuard};
 pub use element::Element;
 pub use elementwise::{IntoOperand, Operand, broadcast_shape};
 pub use half::{bf16, f16};
+pub use nn_ops::{Dims, Padding, Reduction};
 pub use reduce::Axis;
 pub use tensor::{Tensor, TensorError};
 pub use tinygrad_dtype::{ConstValue, DType};

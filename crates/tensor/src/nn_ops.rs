@@ -1,0 +1,1396 @@
+//! Neural-network ops, following tinygrad's `tensor.py`: processing (sliding-window pooling,
+//! convolutions, average/max pooling), activations and other nn functionals, random numbers and
+//! dropout, and losses.
+//!
+//! Everything here is composed from the primitive [`Tensor`] ops (movement views, elementwise ALU
+//! ops, reductions), so every backend runs it without new IR ops. Convolutions and pools work for
+//! any number of spatial dimensions (1-D, 2-D, 3-D, ...), like tinygrad's.
+//!
+//! Random numbers ([`Tensor::rand`]) come from a counter-based generator: Threefry-2x32 with 20
+//! rounds (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", the generator tinygrad
+//! uses), computed inside the kernel with `uint32` adds, shifts, ors and xors. The counter of
+//! element `i` of the `n`-th `rand` call since [`Tensor::manual_seed`] is `(i, n mod 2^32)`; the key
+//! is the 64-bit seed (its high word xor-ed with `n >> 32`). The seed and call number travel in a
+//! small buffer, so repeated calls reuse the same compiled kernel. Results are identical on every
+//! device and for every thread count, and reproducible after `manual_seed`.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use tinygrad_dtype::{ConstValue, DType, default_float, least_upper_float};
+
+use crate::reduce::Axis;
+use crate::{IntoOperand, Tensor};
+
+// ---------------------------------------------------------------------------------------------
+// argument types
+
+/// Per-spatial-dimension sizes (kernel size, stride, dilation, output padding), like tinygrad's
+/// `int|tuple` arguments: a Rust integer (`2`) gives [`Dims::All`], an array or vector (`[2, 3]`)
+/// gives [`Dims::Each`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Dims {
+    /// tinygrad's `None`: the default (for a pool's stride, the kernel size).
+    #[default]
+    Default,
+    /// One value for every spatial dimension (tinygrad's `int`). As a pool's kernel size it
+    /// means a 2-D `(k, k)` window, like tinygrad's `make_tuple(kernel_size, 2)`.
+    All(usize),
+    /// One value per spatial dimension (tinygrad's tuple).
+    Each(Vec<usize>),
+}
+
+/// Padding of the spatial dimensions, in any of tinygrad's forms. Negative values remove
+/// elements (as tinygrad's `pad` does).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Padding {
+    /// The same padding on both sides of every spatial dimension (tinygrad's `int`).
+    All(isize),
+    /// tinygrad's sequence form: either one value per spatial dimension, in dimension order
+    /// (`(pad_h, pad_w)`, both sides), or two per spatial dimension, *last dimension first*
+    /// (`(left, right, top, bottom, ...)`, like `torch.nn.functional.pad`).
+    Flat(Vec<isize>),
+    /// `(before, after)` for each spatial dimension, in dimension order.
+    Pairs(Vec<(isize, isize)>),
+}
+
+/// How a loss reduces its per-element values (tinygrad's `reduction`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Reduction {
+    /// No reduction: the per-element losses.
+    None,
+    /// The sum.
+    Sum,
+    /// The mean (the default).
+    #[default]
+    Mean,
+}
+
+macro_rules! dims_from {
+    ($($t:ty),*) => {$(
+        impl From<$t> for Dims {
+            fn from(v: $t) -> Dims {
+                let u = usize::try_from(v).unwrap_or_else(|_| {
+                    panic!("negative size {v} given as a kernel size, stride or dilation")
+                });
+                Dims::All(u)
+            }
+        }
+        impl<const N: usize> From<[$t; N]> for Dims {
+            fn from(v: [$t; N]) -> Dims {
+                Dims::Each(v.iter().map(|&x| Dims::from(x).one()).collect())
+            }
+        }
+        impl From<&[$t]> for Dims {
+            fn from(v: &[$t]) -> Dims {
+                Dims::Each(v.iter().map(|&x| Dims::from(x).one()).collect())
+            }
+        }
+        impl From<Vec<$t>> for Dims {
+            fn from(v: Vec<$t>) -> Dims {
+                Dims::Each(v.iter().map(|&x| Dims::from(x).one()).collect())
+            }
+        }
+        impl From<$t> for Padding {
+            #[allow(clippy::cast_possible_wrap, clippy::cast_possible_truncation)]
+            fn from(v: $t) -> Padding {
+                Padding::All(v as isize)
+            }
+        }
+        impl<const N: usize> From<[$t; N]> for Padding {
+            #[allow(clippy::cast_possible_wrap, clippy::cast_possible_truncation)]
+            fn from(v: [$t; N]) -> Padding {
+                Padding::Flat(v.iter().map(|&x| x as isize).collect())
+            }
+        }
+        impl From<&[$t]> for Padding {
+            #[allow(clippy::cast_possible_wrap, clippy::cast_possible_truncation)]
+            fn from(v: &[$t]) -> Padding {
+                Padding::Flat(v.iter().map(|&x| x as isize).collect())
+            }
+        }
+        impl From<Vec<$t>> for Padding {
+            #[allow(clippy::cast_possible_wrap, clippy::cast_possible_truncation)]
+            fn from(v: Vec<$t>) -> Padding {
+                Padding::Flat(v.iter().map(|&x| x as isize).collect())
+            }
+        }
+        impl From<Vec<($t, $t)>> for Padding {
+            #[allow(clippy::cast_possible_wrap, clippy::cast_possible_truncation)]
+            fn from(v: Vec<($t, $t)>) -> Padding {
+                Padding::Pairs(v.iter().map(|&(a, b)| (a as isize, b as isize)).collect())
+            }
+        }
+        impl<const N: usize> From<[($t, $t); N]> for Padding {
+            #[allow(clippy::cast_possible_wrap, clippy::cast_possible_truncation)]
+            fn from(v: [($t, $t); N]) -> Padding {
+                Padding::Pairs(v.iter().map(|&(a, b)| (a as isize, b as isize)).collect())
+            }
+        }
+    )*};
+}
+dims_from!(usize, isize, i32, u32, i64);
+
+impl Dims {
+    fn one(&self) -> usize {
+        match self {
+            Dims::All(v) => *v,
+            _ => unreachable!("a scalar"),
+        }
+    }
+
+    /// A kernel size: `All(k)` is the 2-D window `(k, k)`.
+    ///
+    /// # Panics
+    /// On [`Dims::Default`] or a zero or empty kernel.
+    fn kernel(&self, op: &str) -> Vec<usize> {
+        let k = match self {
+            Dims::Default => panic!("{op}: a kernel size is required"),
+            Dims::All(v) => vec![*v; 2],
+            Dims::Each(v) => v.clone(),
+        };
+        assert!(
+            !k.is_empty() && k.iter().all(|&x| x > 0),
+            "{op}: kernel {k:?} must be non-empty and positive"
+        );
+        k
+    }
+
+    /// One value per spatial dimension (`n` of them); `Default` gives `default`.
+    ///
+    /// # Panics
+    /// If the number of values is not `n`, or a value is zero and `nonzero`.
+    fn resolve_or(
+        &self,
+        n: usize,
+        default: &[usize],
+        op: &str,
+        what: &str,
+        nonzero: bool,
+    ) -> Vec<usize> {
+        let v = match self {
+            Dims::Default => default.to_vec(),
+            Dims::All(x) => vec![*x; n],
+            Dims::Each(v) if v.len() == n => v.clone(),
+            Dims::Each(v) => panic!(
+                "{op}: {what} {v:?} has {} values, expected 1 or {n} (one per spatial dimension)",
+                v.len()
+            ),
+        };
+        assert!(
+            !nonzero || v.iter().all(|&x| x > 0),
+            "{op}: {what} {v:?} must be positive"
+        );
+        v
+    }
+
+    /// [`Dims::resolve_or`] with tinygrad's usual default: 1 (0 for output padding).
+    fn resolve(&self, n: usize, op: &str, what: &str, nonzero: bool) -> Vec<usize> {
+        self.resolve_or(n, &vec![usize::from(nonzero); n], op, what, nonzero)
+    }
+}
+
+impl Padding {
+    /// `(before, after)` per spatial dimension (`n` of them), in dimension order — tinygrad's
+    /// `_flat_to_grouped(_resolve_pool_pads(padding, n))`.
+    ///
+    /// # Panics
+    /// If a sequence has neither `n` nor `2n` values (pairs: not `n`).
+    fn resolve(&self, n: usize, op: &str, shape: &[usize]) -> Vec<(isize, isize)> {
+        match self {
+            Padding::All(p) => vec![(*p, *p); n],
+            Padding::Flat(v) if v.len() == n => v.iter().map(|&p| (p, p)).collect(),
+            // (left, right, top, bottom, ...): the last dimension first
+            Padding::Flat(v) if v.len() == 2 * n => (0..n)
+                .map(|j| (v[2 * (n - 1 - j)], v[2 * (n - 1 - j) + 1]))
+                .collect(),
+            Padding::Pairs(v) if v.len() == n => v.clone(),
+            _ => panic!(
+                "{op}: padding must be an int or a sequence of length {n} or {}, got {self:?} \
+                 for input shape {shape:?} with {n} spatial dims",
+                2 * n
+            ),
+        }
+    }
+}
+
+/// Python's `ceildiv` for a positive divisor (rounds toward +inf for negative numerators too).
+fn ceildiv(a: isize, b: isize) -> isize {
+    -((-a).div_euclid(b))
+}
+
+// ---------------------------------------------------------------------------------------------
+// random numbers
+
+static RNG_SEED: AtomicU64 = AtomicU64::new(0);
+static RNG_CALLS: AtomicU64 = AtomicU64::new(0);
+
+/// Threefry-2x32 rotation constants.
+const THREEFRY_ROT: [u32; 8] = [13, 15, 26, 6, 17, 29, 16, 24];
+
+fn rotl32(x: &Tensor, r: u32) -> Tensor {
+    x.lshift(r).bitwise_or(x.rshift(32 - r))
+}
+
+// ---------------------------------------------------------------------------------------------
+
+impl Tensor {
+    // ---- helpers ----
+
+    /// `[0, 1, ..., n-1]` as `dtype` on `device`, without a reduction: the sum of one broadcast
+    /// `[0, 2^b]` (a padded constant) per binary digit, over a `(2, 2, ..., 2)` view flattened
+    /// and cut to `n`. Fuses into its consumer (no kernel of its own).
+    fn nn_ramp(n: usize, dtype: DType, device: &str) -> Tensor {
+        if n <= 1 {
+            return Tensor::zeros_on(&[n], dtype, device);
+        }
+        let bits = (usize::BITS - (n - 1).leading_zeros()) as usize;
+        let full = vec![2usize; bits];
+        let mut acc: Option<Tensor> = None;
+        for ax in 0..bits {
+            let w = 1u64 << (bits - 1 - ax);
+            let digit = Tensor::full_on(&[1], ConstValue::UInt(w), dtype, device).pad(&[(1, 0)], 0);
+            let mut s = vec![1usize; bits];
+            s[ax] = 2;
+            let t = digit.reshape_exact(&s).expand_exact(&full);
+            acc = Some(match acc {
+                None => t,
+                Some(a) => a.add(&t),
+            });
+        }
+        acc.expect("at least one digit")
+            .reshape_exact(&[1 << bits])
+            .shrink(&[(0, n)])
+    }
+
+    /// Pads (positive) or shrinks (negative) the last `pads.len()` axes with `value`.
+    fn pad_spatial(&self, pads: &[(isize, isize)], value: impl Into<ConstValue>) -> Tensor {
+        let shape = self.shape();
+        let off = shape.len() - pads.len();
+        let mut bounds: Vec<(usize, usize)> = shape.iter().map(|&d| (0, d)).collect();
+        let mut padding = vec![(0usize, 0usize); shape.len()];
+        for (j, &(b, a)) in pads.iter().enumerate() {
+            let d = shape[off + j] as isize;
+            let (s, e) = (0.max(-b), d - 0.max(-a));
+            assert!(
+                s <= e,
+                "pad: negative padding {:?} removes more than axis {} of shape {shape:?}",
+                (b, a),
+                off + j
+            );
+            bounds[off + j] = (s as usize, e as usize);
+            padding[off + j] = (b.max(0) as usize, a.max(0) as usize);
+        }
+        self.shrink(&bounds).pad(&padding, value)
+    }
+
+    /// `x.repeat(...)` on the last `reps.len()` axes (a view: reshape, expand, reshape).
+    fn nn_repeat_last(&self, reps: &[usize]) -> Tensor {
+        let shape = self.shape();
+        let off = shape.len() - reps.len();
+        let mut split = shape[..off].to_vec();
+        let mut expanded = shape[..off].to_vec();
+        let mut out = shape[..off].to_vec();
+        for (j, &r) in reps.iter().enumerate() {
+            let s = shape[off + j];
+            split.extend([1, s]);
+            expanded.extend([r, s]);
+            out.push(r * s);
+        }
+        self.reshape_exact(&split)
+            .expand_exact(&expanded)
+            .reshape_exact(&out)
+    }
+
+    // ---- processing ----
+
+    /// tinygrad's `_pool`: the sliding windows of the last `kernel.len()` axes (an integer kernel
+    /// `k` means `(k, k)`) as a view (no
+    /// copies) of shape `(..., o_1, ..., o_n, k_1, ..., k_n)` with `o = ceil((i - d*(k-1)) / s)`.
+    /// Built from pad/shrink/reshape/expand/permute; reduce the trailing axes to pool.
+    ///
+    /// # Panics
+    /// If the tensor has fewer axes than the kernel, the stride/dilation don't match the kernel,
+    /// or a (dilated) window is larger than the input.
+    pub fn pool(
+        &self,
+        kernel: impl Into<Dims>,
+        stride: impl Into<Dims>,
+        dilation: impl Into<Dims>,
+    ) -> Tensor {
+        let k = kernel.into().kernel("pool");
+        let n = k.len();
+        let shape = self.shape();
+        assert!(
+            shape.len() >= n,
+            "pool: can't pool shape {shape:?} with kernel {k:?}"
+        );
+        let s = stride.into().resolve(n, "pool", "stride", true);
+        let d = dilation.into().resolve(n, "pool", "dilation", true);
+        self.pool_impl(&k, &s, &d, "pool")
+    }
+
+    fn pool_impl(&self, k_: &[usize], s_: &[usize], d_: &[usize], op: &str) -> Tensor {
+        let shape = self.shape();
+        let n = k_.len();
+        let nn = shape.len() - n;
+        let i_ = &shape[nn..];
+        for j in 0..n {
+            assert!(
+                d_[j] * (k_[j].max(1) - 1) < i_[j] && k_[j] > 0,
+                "{op}: kernel {k_:?} with dilation {d_:?} is larger than the (padded) input \
+                 {i_:?} (shape {shape:?})"
+            );
+        }
+        let o_: Vec<usize> = (0..n)
+            .map(|j| (i_[j] - d_[j] * (k_[j] - 1)).div_ceil(s_[j]))
+            .collect();
+        let noop = shape[..nn].to_vec();
+        let spatial_first: Vec<isize> = (0..nn as isize).collect();
+        if (0..n).any(|j| k_[j] > s_[j] || d_[j] != 1) {
+            // input size scaling factor to make sure the shrink for the stride is possible
+            let f_: Vec<usize> = (0..n)
+                .map(|j| 1 + usize::from(o_[j] * s_[j] > i_[j] - d_[j] * (k_[j] - 1)))
+                .collect();
+            // repeats such that no padding is needed
+            let reps: Vec<usize> = (0..n)
+                .map(|j| (k_[j] * (i_[j] * f_[j] + d_[j])).div_ceil(i_[j]))
+                .collect();
+            let x = self.nn_repeat_last(&reps);
+            // dilation
+            let mut b = noop.iter().map(|&x| (0, x)).collect::<Vec<_>>();
+            let mut r = noop.clone();
+            for j in 0..n {
+                let w = i_[j] * f_[j] + d_[j];
+                b.push((0, k_[j] * w));
+                r.extend([k_[j], w]);
+            }
+            let x = x.shrink(&b).reshape_exact(&r);
+            // stride
+            let mut b = noop.iter().map(|&x| (0, x)).collect::<Vec<_>>();
+            let mut r = noop.clone();
+            for j in 0..n {
+                b.extend([(0, k_[j]), (0, o_[j] * s_[j])]);
+                r.extend([k_[j], o_[j], s_[j]]);
+            }
+            let x = x.shrink(&b).reshape_exact(&r);
+            let mut b = noop.iter().map(|&x| (0, x)).collect::<Vec<_>>();
+            let mut r = noop.clone();
+            for j in 0..n {
+                b.extend([(0, k_[j]), (0, o_[j]), (0, 1)]);
+                r.extend([k_[j], o_[j]]);
+            }
+            let x = x.shrink(&b).reshape_exact(&r);
+            // move the window axes to the end
+            let mut perm = spatial_first;
+            perm.extend((0..n).map(|j| (nn + 2 * j + 1) as isize));
+            perm.extend((0..n).map(|j| (nn + 2 * j) as isize));
+            return x.permute(&perm);
+        }
+        // kernel <= stride, no dilation: split each axis into (o, s) and keep k of each s
+        let mut p = vec![(0usize, 0usize); nn];
+        let mut b = noop.iter().map(|&x| (0, x)).collect::<Vec<_>>();
+        let mut r = noop.clone();
+        let mut b2 = noop.iter().map(|&x| (0, x)).collect::<Vec<_>>();
+        for j in 0..n {
+            p.push((0, (o_[j] * s_[j]).saturating_sub(i_[j])));
+            b.push((0, o_[j] * s_[j]));
+            r.extend([o_[j], s_[j]]);
+            b2.extend([(0, o_[j]), (0, k_[j])]);
+        }
+        let x = self.pad(&p, 0).shrink(&b).reshape_exact(&r).shrink(&b2);
+        let mut perm = spatial_first;
+        perm.extend((0..n).map(|j| (nn + 2 * j) as isize));
+        perm.extend((0..n).map(|j| (nn + 2 * j + 1) as isize));
+        x.permute(&perm)
+    }
+
+    /// tinygrad's `_apply_ceil_mode`: extra padding after each spatial dimension so that
+    /// [`Tensor::pool`] yields `ceil` output sizes, without windows that start in the padding
+    /// after the input.
+    fn apply_ceil_mode(
+        &self,
+        pads: &[(isize, isize)],
+        k_: &[usize],
+        s_: &[usize],
+        d_: &[usize],
+    ) -> Vec<(isize, isize)> {
+        let shape = self.shape();
+        let i_ = &shape[shape.len() - k_.len()..];
+        let mut out = pads.to_vec();
+        for j in 0..k_.len() {
+            let (i, s, k, d) = (
+                i_[j] as isize,
+                s_[j] as isize,
+                k_[j] as isize,
+                d_[j] as isize,
+            );
+            let (pb, pa) = pads[j];
+            let o = ceildiv(i + pb + pa - (d * (k - 1) + 1), s) + 1;
+            out[j].1 += s * (o - 1) + (d * (k - 1) + 1)
+                - (i + pb + pa)
+                - (s * (o - 1) - (pb + i - 1)).max(0);
+        }
+        out
+    }
+
+    /// Checks a pool's arguments; returns (kernel, stride, dilation, pads).
+    #[allow(clippy::type_complexity)]
+    fn pool_args(
+        &self,
+        op: &str,
+        kernel: Dims,
+        stride: Dims,
+        dilation: Dims,
+        padding: &Padding,
+    ) -> (Vec<usize>, Vec<usize>, Vec<usize>, Vec<(isize, isize)>) {
+        let shape = self.shape();
+        let k = kernel.kernel(op);
+        let n = k.len();
+        assert!(
+            shape.len() >= n,
+            "{op}: input shape {shape:?} has fewer dims than the kernel {k:?}"
+        );
+        let s = stride.resolve_or(n, &k, op, "stride", true);
+        let d = dilation.resolve(n, op, "dilation", true);
+        let pads = padding.resolve(n, op, &shape);
+        let i_ = &shape[shape.len() - n..];
+        for j in 0..n {
+            let padded = i_[j] as isize + pads[j].0 + pads[j].1;
+            assert!(
+                (d[j] * (k[j] - 1) + 1) as isize <= padded,
+                "{op}: kernel {k:?} with dilation {d:?} is larger than the padded input: \
+                 input shape {shape:?}, padding {pads:?}, spatial dim {j} has {padded} elements"
+            );
+        }
+        (k, s, d, pads)
+    }
+
+    /// Average pooling over the last `kernel_size.len()` axes (any number of spatial dims, like
+    /// tinygrad; an integer kernel `k` is `(k, k)`). `stride` [`Dims::Default`] means the kernel
+    /// size; `padding` takes any
+    /// of tinygrad's forms ([`Padding`]). With `ceil_mode` the output size rounds up (windows
+    /// never start in the padding after the input); with `count_include_pad == false` the zero
+    /// padding is not counted in the averages.
+    ///
+    /// # Panics
+    /// On a kernel larger than the padded input, or malformed kernel/stride/padding.
+    pub fn avg_pool2d(
+        &self,
+        kernel_size: impl Into<Dims>,
+        stride: impl Into<Dims>,
+        dilation: impl Into<Dims>,
+        padding: impl Into<Padding>,
+        ceil_mode: bool,
+        count_include_pad: bool,
+    ) -> Tensor {
+        let (k, s, d, reg_pads) = self.pool_args(
+            "avg_pool2d",
+            kernel_size.into(),
+            stride.into(),
+            dilation.into(),
+            &padding.into(),
+        );
+        let n = k.len() as isize;
+        let axes: Vec<isize> = (-n..0).collect();
+        let pool = |x: &Tensor, pads: &[(isize, isize)]| {
+            x.pad_spatial(pads, 0).pool_impl(&k, &s, &d, "avg_pool2d")
+        };
+        let ceil_pads = self.apply_ceil_mode(&reg_pads, &k, &s, &d);
+        let x = self.cast(least_upper_float(self.dtype()));
+        if !count_include_pad {
+            let pads = if ceil_mode { &ceil_pads } else { &reg_pads };
+            let ones = Tensor::ones_like(&x);
+            return pool(&x, pads).sum(axes.clone()) / pool(&ones, pads).sum(axes);
+        }
+        if !ceil_mode {
+            return pool(&x, &reg_pads).mean(axes);
+        }
+        let extra: Vec<(isize, isize)> = ceil_pads
+            .iter()
+            .zip(&reg_pads)
+            .map(|(c, r)| (c.0 - r.0, c.1 - r.1))
+            .collect();
+        let ones = Tensor::ones_like(&x.pad_spatial(&reg_pads, 0));
+        pool(&x, &ceil_pads).sum(axes.clone()) / pool(&ones, &extra).sum(axes)
+    }
+
+    /// Max pooling over the last `kernel_size.len()` axes (any number of spatial dims; an integer
+    /// kernel `k` is `(k, k)`). `stride` [`Dims::Default`] means the kernel size; padding uses the dtype's minimum (`-inf`
+    /// for floats); `ceil_mode` as in [`Tensor::avg_pool2d`].
+    ///
+    /// # Panics
+    /// On a kernel larger than the padded input, or malformed kernel/stride/padding.
+    pub fn max_pool2d(
+        &self,
+        kernel_size: impl Into<Dims>,
+        stride: impl Into<Dims>,
+        dilation: impl Into<Dims>,
+        padding: impl Into<Padding>,
+        ceil_mode: bool,
+    ) -> Tensor {
+        let (k, s, d, mut pads) = self.pool_args(
+            "max_pool2d",
+            kernel_size.into(),
+            stride.into(),
+            dilation.into(),
+            &padding.into(),
+        );
+        if ceil_mode {
+            pads = self.apply_ceil_mode(&pads, &k, &s, &d);
+        }
+        let n = k.len() as isize;
+        let axes: Vec<isize> = (-n..0).collect();
+        self.pad_spatial(&pads, self.dtype().min())
+            .pool_impl(&k, &s, &d, "max_pool2d")
+            .max(axes)
+    }
+
+    /// Convolution (cross-correlation, like PyTorch) of `self` `(batch, groups*cin, *spatial)`
+    /// with `weight` `(cout, cin, *kernel)`, plus `bias` `(cout,)`: any number of spatial
+    /// dimensions (1-D, 2-D, 3-D, ...). `stride` and `dilation` take one value or one per spatial
+    /// dim; `padding` any of tinygrad's forms ([`Padding`], asymmetric included). Built as
+    /// tinygrad does: a [`Tensor::pool`] view of the padded input, broadcast against the weight
+    /// and summed — one fused kernel.
+    ///
+    /// # Panics
+    /// If the channel counts don't match the weight and `groups`, the dims differ, the bias has the
+    /// wrong shape, or the kernel is larger than the padded input.
+    pub fn conv2d(
+        &self,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        groups: usize,
+        stride: impl Into<Dims>,
+        dilation: impl Into<Dims>,
+        padding: impl Into<Padding>,
+    ) -> Tensor {
+        let (xs, ws) = (self.shape(), weight.shape());
+        assert!(
+            xs.len() == ws.len() && xs.len() >= 3,
+            "conv2d: input shape {xs:?} and weight shape {ws:?} need the same number of dims, \
+             at least 3 (batch/out channels, channels, spatial...)"
+        );
+        assert!(groups >= 1, "conv2d: groups must be at least 1, got 0");
+        let nd = ws.len() - 2;
+        let (bs, cin_, cout, cin) = (xs[0], xs[1], ws[0], ws[1]);
+        let hw = ws[2..].to_vec();
+        assert!(
+            groups * cin == cin_,
+            "conv2d: input shape {xs:?} has {cin_} channels, but weight shape {ws:?} with \
+             groups={groups} expects {} (groups * weight channels)",
+            groups * cin
+        );
+        assert!(
+            cout.is_multiple_of(groups),
+            "conv2d: weight shape {ws:?} has {cout} output channels, not divisible by \
+             groups={groups}"
+        );
+        if let Some(b) = bias {
+            assert_eq!(
+                b.shape(),
+                vec![cout],
+                "conv2d: bias shape {:?} doesn't match the {cout} output channels of weight shape \
+                 {ws:?}, expected [{cout}]",
+                b.shape()
+            );
+        }
+        let s = stride.into().resolve(nd, "conv2d", "stride", true);
+        let d = dilation.into().resolve(nd, "conv2d", "dilation", true);
+        let pads = padding.into().resolve(nd, "conv2d", &xs);
+        for j in 0..nd {
+            let padded = xs[2 + j] as isize + pads[j].0 + pads[j].1;
+            assert!(
+                hw[j] > 0 && (d[j] * (hw[j] - 1) + 1) as isize <= padded,
+                "conv2d: kernel {hw:?} (weight shape {ws:?}, dilation {d:?}) is larger than the \
+                 padded input: input shape {xs:?}, padding {pads:?}, spatial dim {j} has {padded} \
+                 elements"
+            );
+        }
+        // (bs, groups*cin, *oyx, *hw)
+        let x = self.pad_spatial(&pads, 0).pool_impl(&hw, &s, &d, "conv2d");
+        let rcout = cout / groups;
+        let oyx = x.shape()[2..2 + nd].to_vec();
+        let mut split = vec![bs, groups, cin, 1];
+        split.extend(&oyx);
+        split.extend(&hw);
+        let mut wide = vec![bs, groups, cin, rcout];
+        wide.extend(&oyx);
+        wide.extend(&hw);
+        let mut perm: Vec<isize> = vec![0, 1, 3];
+        perm.extend((0..nd).map(|j| (4 + j) as isize));
+        perm.push(2);
+        perm.extend((0..nd).map(|j| (4 + nd + j) as isize));
+        // broadcast to (bs, groups, rcout, *oyx, cin, *hw)
+        let x = x.reshape_exact(&split).expand_exact(&wide).permute(&perm);
+        let mut wshape = vec![1, groups, rcout];
+        wshape.extend(std::iter::repeat_n(1, nd));
+        wshape.push(cin);
+        wshape.extend(&hw);
+        let w = weight.reshape_exact(&wshape);
+        let axes: Vec<isize> = (0..=nd as isize).map(|i| -1 - i).collect();
+        let mut out = vec![bs, cout];
+        out.extend(&oyx);
+        let ret = (x * w).sum_keepdim(axes).reshape_exact(&out);
+        match bias {
+            None => ret,
+            Some(b) => {
+                let mut bshape = vec![1, cout];
+                bshape.extend(std::iter::repeat_n(1, nd));
+                ret + b.reshape_exact(&bshape)
+            }
+        }
+    }
+
+    /// Transposed convolution (the gradient of [`Tensor::conv2d`] with respect to its input) of
+    /// `self` `(batch, cin, *spatial)` with `weight` `(cin, cout/groups, *kernel)`, any number of
+    /// spatial dims. The output of spatial size `(i-1)*stride - pad_before - pad_after +
+    /// dilation*(k-1) + 1 + output_padding`. Built as tinygrad does: the input is spread out by
+    /// the stride (zeros between elements) and convolved with the flipped, transposed weight.
+    ///
+    /// # Panics
+    /// On mismatched channels/groups/dims, or arguments that leave no output.
+    #[allow(clippy::too_many_arguments)]
+    pub fn conv_transpose2d(
+        &self,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        groups: usize,
+        stride: impl Into<Dims>,
+        dilation: impl Into<Dims>,
+        padding: impl Into<Padding>,
+        output_padding: impl Into<Dims>,
+    ) -> Tensor {
+        let (xs, ws) = (self.shape(), weight.shape());
+        assert!(
+            xs.len() == ws.len() && xs.len() >= 3,
+            "conv_transpose2d: input shape {xs:?} and weight shape {ws:?} need the same number of \
+             dims, at least 3 (batch/in channels, channels, spatial...)"
+        );
+        assert!(
+            groups >= 1,
+            "conv_transpose2d: groups must be at least 1, got 0"
+        );
+        assert!(
+            ws[0] == xs[1] && ws[0].is_multiple_of(groups),
+            "conv_transpose2d: input shape {xs:?} has {} channels, weight shape {ws:?} expects \
+             {} (its first dim), divisible by groups={groups}",
+            xs[1],
+            ws[0]
+        );
+        let nd = ws.len() - 2;
+        let hw = ws[2..].to_vec();
+        let s = stride
+            .into()
+            .resolve(nd, "conv_transpose2d", "stride", true);
+        let d = dilation
+            .into()
+            .resolve(nd, "conv_transpose2d", "dilation", true);
+        let op = output_padding
+            .into()
+            .resolve(nd, "conv_transpose2d", "output_padding", false);
+        let pads = padding.into().resolve(nd, "conv_transpose2d", &xs);
+        // (cin, cout/g, *hw) -> (g, cin/g, cout/g, *hw) -> (g, cout/g, cin/g, *hw), flipped
+        let flip_axes: Vec<isize> = (3..3 + nd as isize).collect();
+        let w = weight
+            .unflatten(0, &[groups as isize, -1])
+            .transpose(1, 2)
+            .flip(&flip_axes)
+            .flatten(0, 1);
+        let mut x = self.clone();
+        if s.iter().any(|&v| v > 1) {
+            // (k) -> (k, 1) -> pad (k, s) -> (k*s) -> shrink to k*s - (s-1)
+            let sp = &xs[2..];
+            let mut split = xs[..2].to_vec();
+            let mut pad = vec![(0, 0); 2];
+            for j in 0..nd {
+                split.extend([sp[j], 1]);
+                pad.extend([(0, 0), (0, s[j] - 1)]);
+            }
+            let mut merged = xs[..2].to_vec();
+            merged.extend((0..nd).map(|j| sp[j] * s[j]));
+            let mut keep: Vec<(usize, usize)> = xs[..2].iter().map(|&v| (0, v)).collect();
+            keep.extend((0..nd).map(|j| (0, sp[j] * s[j] - (s[j] - 1))));
+            x = x
+                .reshape_exact(&split)
+                .pad(&pad, 0)
+                .reshape_exact(&merged)
+                .shrink(&keep);
+        }
+        let new_pads: Vec<(isize, isize)> = (0..nd)
+            .map(|j| {
+                let e = ((hw[j] as isize) - 1) * d[j] as isize;
+                (e - pads[j].0, e - pads[j].1 + op[j] as isize)
+            })
+            .collect();
+        let xsp = x.shape();
+        for j in 0..nd {
+            let size = xsp[2 + j] as isize + new_pads[j].0 + new_pads[j].1
+                - (d[j] * (hw[j].max(1) - 1)) as isize;
+            assert!(
+                size > 0,
+                "conv_transpose2d: no output for input shape {xs:?}, weight shape {ws:?}, stride \
+                 {s:?}, dilation {d:?}, padding {pads:?} (spatial dim {j})"
+            );
+        }
+        x.conv2d(&w, bias, groups, 1, d, Padding::Pairs(new_pads))
+    }
+
+    // ---- activations ----
+
+    fn as_float(&self) -> Tensor {
+        self.cast(least_upper_float(self.dtype()))
+    }
+
+    /// `min(max(x, 0), 6)`, as `relu(x) - relu(x - 6)`.
+    pub fn relu6(&self) -> Tensor {
+        self.relu() - (self - 6).relu()
+    }
+
+    /// `x` where `x >= 0`, else `neg_slope * x` (tinygrad's default slope is 0.01).
+    pub fn leaky_relu(&self, neg_slope: f64) -> Tensor {
+        self.lt(0).where_(&(self * neg_slope), self)
+    }
+
+    /// Exponential linear unit: `x` for `x > 0`, else `alpha * (e^x - 1)`.
+    pub fn elu(&self, alpha: f64) -> Tensor {
+        self.relu() - (self.exp().rsub(1)).relu() * alpha
+    }
+
+    /// Continuously differentiable ELU: `max(0, x) + min(0, alpha * (e^(x/alpha) - 1))`.
+    pub fn celu(&self, alpha: f64) -> Tensor {
+        self.maximum(0) + (((self / alpha).exp() - 1) * alpha).minimum(0)
+    }
+
+    /// Scaled ELU with tinygrad's constants (`alpha = 1.67326`, `gamma = 1.0507`).
+    pub fn selu(&self) -> Tensor {
+        self.selu_with(1.67326, 1.0507)
+    }
+
+    /// Scaled ELU: `gamma * (x >= 0 ? x : alpha * (e^x - 1))`.
+    pub fn selu_with(&self, alpha: f64, gamma: f64) -> Tensor {
+        self.ge(0).where_(self, &((self.exp() - 1) * alpha)) * gamma
+    }
+
+    /// GELU, tanh approximation (as tinygrad):
+    /// `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`.
+    pub fn gelu(&self) -> Tensor {
+        let x = self.as_float();
+        let inner = (&x + &(&x * &x * &x * 0.044715)) * (2.0 / std::f64::consts::PI).sqrt();
+        &x * 0.5 * (inner.tanh() + 1)
+    }
+
+    /// `x * sigmoid(1.702 x)`.
+    pub fn quick_gelu(&self) -> Tensor {
+        self * (self * 1.702).sigmoid()
+    }
+
+    /// Sigmoid linear unit `x * sigmoid(x)`.
+    pub fn silu(&self) -> Tensor {
+        self * self.sigmoid()
+    }
+
+    /// Same as [`Tensor::silu`].
+    pub fn swish(&self) -> Tensor {
+        self.silu()
+    }
+
+    /// `x * tanh(softplus(x))`.
+    pub fn mish(&self) -> Tensor {
+        self * self.softplus(1.0).tanh()
+    }
+
+    /// `log(1 + e^(beta x)) / beta`, computed stably as
+    /// `(max(bx, 0) + log(1 + e^-|bx|)) / beta` (tinygrad's `logaddexp(bx, 0) / beta`).
+    pub fn softplus(&self, beta: f64) -> Tensor {
+        let bx = self.as_float() * beta;
+        (bx.relu() + (bx.abs().neg().exp() + 1).log()) * (1.0 / beta)
+    }
+
+    /// `log(sigmoid(x))`, as `-softplus(-x)`.
+    pub fn logsigmoid(&self) -> Tensor {
+        self.neg().softplus(1.0).neg()
+    }
+
+    /// `x / (1 + |x|)`.
+    pub fn softsign(&self) -> Tensor {
+        self / (self.abs() + 1)
+    }
+
+    /// Piecewise-linear sigmoid: `relu(alpha x + beta) - relu(alpha x + beta - 1)` (tinygrad's
+    /// defaults: `alpha = 1/6`, `beta = 0.5`).
+    pub fn hardsigmoid(&self, alpha: f64, beta: f64) -> Tensor {
+        let y = self * alpha + beta;
+        y.relu() - (&y - 1).relu()
+    }
+
+    /// `x * relu6(x + 3) / 6`.
+    pub fn hardswish(&self) -> Tensor {
+        self * (self + 3).relu6() * (1.0 / 6.0)
+    }
+
+    /// Clamps into `[min_val, max_val]` (tinygrad's defaults: -1, 1).
+    pub fn hardtanh(&self, min_val: f64, max_val: f64) -> Tensor {
+        self.clip(Some(min_val), Some(max_val))
+    }
+
+    /// Hyperbolic sine `(e^x - e^-x) / 2`.
+    pub fn sinh(&self) -> Tensor {
+        (self.exp() - self.neg().exp()) / 2
+    }
+
+    /// Hyperbolic cosine `(e^x + e^-x) / 2`.
+    pub fn cosh(&self) -> Tensor {
+        (self.exp() + self.neg().exp()) / 2
+    }
+
+    /// Inverse hyperbolic sine `sign(x) log(|x| + sqrt(x^2 + 1))`.
+    pub fn asinh(&self) -> Tensor {
+        let x = self.as_float();
+        (x.abs() + (&x * &x + 1).sqrt()).log() * x.sign()
+    }
+
+    /// Inverse hyperbolic cosine `log(x + sqrt(x^2 - 1))` (NaN below 1).
+    pub fn acosh(&self) -> Tensor {
+        let x = self.as_float();
+        (&x + &(&x * &x - 1).sqrt()).log()
+    }
+
+    /// Inverse hyperbolic tangent `log((1 + x) / (1 - x)) / 2`.
+    pub fn atanh(&self) -> Tensor {
+        let x = self.as_float();
+        ((&x + 1) / x.rsub(1)).log() / 2
+    }
+
+    /// The error function, by Abramowitz & Stegun 7.1.26 (as tinygrad; absolute error below
+    /// 1.5e-7).
+    pub fn erf(&self) -> Tensor {
+        let x = self.as_float();
+        let t = (x.abs() * 0.3275911 + 1).reciprocal();
+        let mut p = &t * 1.061405429;
+        for c in [-1.453152027, 1.421413741, -0.284496736] {
+            p = (p + c) * &t;
+        }
+        let p = (p + 0.254829592) * &t;
+        (p * (&x * &x).neg().exp()).rsub(1) * x.sign()
+    }
+
+    /// Whether each element is `+inf` or `-inf` (bool).
+    pub fn isinf(&self) -> Tensor {
+        self.isinf_signed(true, true)
+    }
+
+    /// Whether each element is `+inf` (if `detect_positive`) or `-inf` (if `detect_negative`).
+    pub fn isinf_signed(&self, detect_positive: bool, detect_negative: bool) -> Tensor {
+        let pos = self.eq(f64::INFINITY);
+        let neg = self.eq(f64::NEG_INFINITY);
+        match (detect_positive, detect_negative) {
+            (true, true) => pos.logical_or(&neg),
+            (true, false) => pos,
+            (false, true) => neg,
+            (false, false) => self.const_like(false, DType::BOOL),
+        }
+    }
+
+    /// Whether each element is NaN (bool).
+    pub fn isnan(&self) -> Tensor {
+        self.ne(self)
+    }
+
+    /// Whether each element is finite (neither infinite nor NaN).
+    pub fn isfinite(&self) -> Tensor {
+        self.isinf().logical_or(&self.isnan()).logical_not()
+    }
+
+    /// Linear interpolation `self + (end - self) * weight`.
+    pub fn lerp(&self, end: &Tensor, weight: impl IntoOperand) -> Tensor {
+        self + (end - self) * weight
+    }
+
+    // ---- normalization ----
+
+    /// Layer normalization over `axis` (no affine part): `(x - mean) / sqrt(var + eps)` with the
+    /// biased variance (tinygrad's defaults: axis -1, eps 1e-5).
+    pub fn layernorm(&self, axis: impl Into<Axis>, eps: f64) -> Tensor {
+        let axis = axis.into();
+        let x = self.as_float();
+        let y = &x - &x.mean_keepdim(axis.clone());
+        let v = (&y * &y).mean_keepdim(axis);
+        &y * &(v + eps).rsqrt()
+    }
+
+    /// tinygrad's functional batch normalization over channel axis 1:
+    /// `(x - mean) * weight * invstd + bias`, where `weight`, `bias`, `mean` and `invstd` have
+    /// one value per channel.
+    pub fn batchnorm(
+        &self,
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        mean: &Tensor,
+        invstd: &Tensor,
+    ) -> Tensor {
+        self.batchnorm_axes(weight, bias, mean, invstd, &[1])
+    }
+
+    /// [`Tensor::batchnorm`] with the per-channel values laid along `axes` (in order).
+    ///
+    /// # Panics
+    /// If an axis is out of range or a parameter's size doesn't match.
+    pub fn batchnorm_axes(
+        &self,
+        weight: Option<&Tensor>,
+        bias: Option<&Tensor>,
+        mean: &Tensor,
+        invstd: &Tensor,
+        axes: &[isize],
+    ) -> Tensor {
+        let xs = self.shape();
+        let ax: Vec<usize> = axes
+            .iter()
+            .map(|&a| crate::movement::resolve_axis(a, xs.len(), "batchnorm", &xs))
+            .collect();
+        let shape: Vec<isize> = xs
+            .iter()
+            .enumerate()
+            .map(|(i, &s)| if ax.contains(&i) { s as isize } else { 1 })
+            .collect();
+        let fit = |t: &Tensor, what: &str| {
+            let n: usize = shape.iter().product::<isize>() as usize;
+            assert_eq!(
+                t.numel(),
+                n,
+                "batchnorm: {what} shape {:?} doesn't match input shape {xs:?} on axes {axes:?}",
+                t.shape()
+            );
+            t.reshape(&shape)
+        };
+        let mut x = self - fit(mean, "mean");
+        if let Some(w) = weight {
+            x = x * fit(w, "weight");
+        }
+        let ret = if invstd.ndim() == ax.len() {
+            x * fit(invstd, "invstd")
+        } else {
+            x * invstd
+        };
+        match bias {
+            Some(b) => ret + fit(b, "bias"),
+            None => ret,
+        }
+    }
+
+    /// Lp normalization along `dim`: `x / max(||x||_p, eps)` (`p = 0` divides by the count of
+    /// non-zeros). tinygrad's defaults: `p = 2`, `dim = 1`, `eps = 1e-12`.
+    pub fn normalize(&self, p: f64, dim: isize, eps: f64) -> Tensor {
+        if p == 0.0 {
+            return self / self.ne(0).sum_keepdim(dim).maximum(eps);
+        }
+        self / self.abs().pow(p).sum_keepdim(dim).pow(1.0 / p).maximum(eps)
+    }
+
+    // ---- random ----
+
+    /// Sets the seed of [`Tensor::rand`] (and so [`Tensor::dropout`]) and restarts its call
+    /// counter: the same seed gives the same sequence of random tensors. The initial seed is 0.
+    pub fn manual_seed(seed: u64) {
+        RNG_SEED.store(seed, Ordering::SeqCst);
+        RNG_CALLS.store(0, Ordering::SeqCst);
+    }
+
+    /// Uniform random values in `[0, 1)` of `shape`, default float dtype, on the default device.
+    /// See the [module docs](crate::nn_ops) for the generator.
+    pub fn rand(shape: &[usize]) -> Tensor {
+        Tensor::rand_on(shape, default_float(), &tinygrad_runtime::default_device())
+    }
+
+    /// Uniform random values in `[0, 1)` with the shape and device of `t` (its dtype if float,
+    /// else the default float).
+    pub fn rand_like(t: &Tensor) -> Tensor {
+        let dt = if t.dtype().is_float() {
+            t.dtype()
+        } else {
+            default_float()
+        };
+        Tensor::rand_on(&t.shape(), dt, t.device())
+    }
+
+    /// [`Tensor::rand`] with a float `dtype` on `device`: the random bits fill the mantissa of a
+    /// number in `[1, 2)`, minus 1 (as tinygrad).
+    ///
+    /// # Panics
+    /// If `dtype` is not a float, or the tensor has more than 2^32 elements.
+    pub fn rand_on(shape: &[usize], dtype: DType, device: &str) -> Tensor {
+        assert!(dtype.is_float(), "rand: only float dtypes, got {dtype}");
+        let numel: usize = shape.iter().product();
+        if numel == 0 {
+            return Tensor::zeros_on(shape, dtype, device);
+        }
+        assert!(
+            numel as u64 <= 1 << 32,
+            "rand: shape {shape:?} has {numel} elements, at most 2^32 per call"
+        );
+        let seed = RNG_SEED.load(Ordering::SeqCst);
+        let call = RNG_CALLS.fetch_add(1, Ordering::SeqCst);
+        let state = Tensor::from_slice_on(
+            &[
+                seed as u32,
+                ((seed >> 32) ^ (call >> 32)) as u32,
+                call as u32,
+            ],
+            &[3],
+            device,
+        );
+        let k0 = state.shrink(&[(0, 1)]);
+        let k1 = state.shrink(&[(1, 2)]);
+        let c1 = state.shrink(&[(2, 3)]);
+        let c0 = Tensor::nn_ramp(numel, DType::UINT32, device);
+        let (x0, x1) = Tensor::threefry2x32(&c0, &c1, &k0, &k1);
+        let (uint, bits) = match dtype.itemsize() {
+            1 => (DType::UINT8, x0.rshift(24u32).cast(DType::UINT8)),
+            2 => (DType::UINT16, x0.rshift(16u32).cast(DType::UINT16)),
+            4 => (DType::UINT32, x0),
+            _ => (
+                DType::UINT64,
+                x1.cast(DType::UINT64)
+                    .lshift(32u64)
+                    .bitwise_or(x0.cast(DType::UINT64)),
+            ),
+        };
+        let (_, nmant) = dtype.finfo().expect("a float dtype");
+        let one = Tensor::full_on(&[1], 1i64, dtype, device).bitcast(uint);
+        let shift = ConstValue::UInt(u64::from(dtype.bitsize() - nmant));
+        let m = bits.rshift(shift).bitwise_or(&one);
+        (m.bitcast(dtype) - 1).reshape_exact(shape)
+    }
+
+    /// Threefry-2x32 with 20 rounds (Random123's `threefry2x32`): the two output words for
+    /// counter `(c0, c1)` and key `(k0, k1)`, all `uint32` tensors (broadcast together). Pure
+    /// integer ops, so it runs inside any kernel.
+    ///
+    /// # Panics
+    /// If an input is not `uint32`.
+    pub fn threefry2x32(c0: &Tensor, c1: &Tensor, k0: &Tensor, k1: &Tensor) -> (Tensor, Tensor) {
+        for t in [c0, c1, k0, k1] {
+            assert_eq!(
+                t.dtype(),
+                DType::UINT32,
+                "threefry2x32: inputs must be uint32, got {} (shape {:?})",
+                t.dtype(),
+                t.shape()
+            );
+        }
+        let ks = [
+            k0.clone(),
+            k1.clone(),
+            k0.bitwise_xor(k1).bitwise_xor(0x1BD1_1BDAu32),
+        ];
+        let mut x0 = c0.add(&ks[0]);
+        let mut x1 = c1.add(&ks[1]);
+        for r in 0..20 {
+            x0 = x0.add(&x1);
+            x1 = rotl32(&x1, THREEFRY_ROT[r % 8]).bitwise_xor(&x0);
+            if r % 4 == 3 {
+                let j = (r + 1) / 4;
+                x0 = x0.add(&ks[j % 3]);
+                x1 = x1.add(&ks[(j + 1) % 3]).add(j as u32);
+            }
+        }
+        (x0, x1)
+    }
+
+    /// Dropout: in training mode ([`Tensor::train`]) zeroes each element with probability `p`
+    /// and scales the rest by `1 / (1 - p)`, using [`Tensor::rand`]; otherwise returns `self`
+    /// (as tinygrad).
+    ///
+    /// # Panics
+    /// If `p` is not in `[0, 1]`.
+    pub fn dropout(&self, p: f64) -> Tensor {
+        assert!(
+            (0.0..=1.0).contains(&p),
+            "dropout: p={p} is out of range [0, 1]"
+        );
+        if !Tensor::training() || p == 0.0 {
+            return self.clone();
+        }
+        if p == 1.0 {
+            return Tensor::zeros_like(self);
+        }
+        let keep = Tensor::rand_on(&self.shape(), default_float(), self.device()).ge(p);
+        keep.where_(self, 0) / (1.0 - p)
+    }
+
+    // ---- one-hot and attention ----
+
+    /// `self == arange(num_classes)` along a new axis `dim` of the result (tinygrad's
+    /// `_one_hot_along_dim`; `self` has size 1 on that axis). Bool.
+    fn one_hot_along_dim(&self, num_classes: usize, dim: isize, op: &str) -> Tensor {
+        let shape = self.shape();
+        assert!(
+            self.dtype().is_int(),
+            "{op}: expects an integer index tensor, got {} (shape {shape:?})",
+            self.dtype()
+        );
+        let d = crate::movement::resolve_axis(dim, shape.len(), op, &shape);
+        let offset = shape.len() - d - 1;
+        let mut rshape = vec![num_classes];
+        rshape.extend(std::iter::repeat_n(1, offset));
+        let ramp = Tensor::nn_ramp(num_classes, DType::INT32, self.device()).reshape_exact(&rshape);
+        self.eq(&ramp)
+    }
+
+    /// One-hot encoding along a new last axis: int32 ones where the index matches, zeros
+    /// elsewhere. `num_classes = -1` infers `max + 1` (reads the data).
+    ///
+    /// # Panics
+    /// If `self` is not an integer tensor, or `num_classes < -1`.
+    pub fn one_hot(&self, num_classes: isize) -> Tensor {
+        assert!(
+            self.dtype().is_int(),
+            "one_hot: expects an integer dtype, got {} (shape {:?})",
+            self.dtype(),
+            self.shape()
+        );
+        assert!(
+            num_classes >= -1,
+            "one_hot: num_classes must be -1 (infer) or non-negative, got {num_classes}"
+        );
+        let n = if num_classes == -1 {
+            self.max(Axis::All).to_f64_vec()[0] as usize + 1
+        } else {
+            num_classes as usize
+        };
+        self.unsqueeze(-1)
+            .one_hot_along_dim(n, -1, "one_hot")
+            .where_(1, 0)
+    }
+
+    /// Scaled dot-product attention `softmax(q k^T / sqrt(d) + mask) v` with `self` the query
+    /// `(..., L, d)`, `key` `(..., S, d)`, `value` `(..., S, dv)`. A bool `attn_mask` keeps the
+    /// positions where it is true; a float one is added. `is_causal` masks out the keys after
+    /// each query position (upper triangle). `dropout_p > 0` applies [`Tensor::dropout`] to the
+    /// attention weights.
+    ///
+    /// # Panics
+    /// If both `attn_mask` and `is_causal` are given, or the shapes don't fit.
+    pub fn scaled_dot_product_attention(
+        &self,
+        key: &Tensor,
+        value: &Tensor,
+        attn_mask: Option<&Tensor>,
+        dropout_p: f64,
+        is_causal: bool,
+    ) -> Tensor {
+        let qs = self.shape();
+        assert!(
+            !qs.is_empty(),
+            "scaled_dot_product_attention: query must have at least 1 dim"
+        );
+        let d = qs[qs.len() - 1];
+        let q = self.as_float();
+        let qk = q.matmul(&key.transpose(-2, -1)) / (d as f64).sqrt();
+        let mask = if is_causal {
+            assert!(
+                attn_mask.is_none(),
+                "scaled_dot_product_attention: cannot set attn_mask when is_causal=True"
+            );
+            let s = qk.shape();
+            let (l, m) = (s[s.len() - 2], s[s.len() - 1]);
+            let rows = Tensor::nn_ramp(l, DType::INT32, self.device()).reshape_exact(&[l, 1]);
+            let cols = Tensor::nn_ramp(m, DType::INT32, self.device()).reshape_exact(&[1, m]);
+            Some(cols.le(&rows))
+        } else {
+            attn_mask.cloned()
+        };
+        let qk = match mask {
+            None => qk,
+            Some(m) if m.dtype().is_bool() => qk + m.where_(0.0, f64::NEG_INFINITY),
+            Some(m) => qk + m,
+        };
+        let w = qk.softmax(-1);
+        let w = if dropout_p > 0.0 {
+            w.dropout(dropout_p)
+        } else {
+            w
+        };
+        w.matmul(value)
+    }
+
+    // ---- losses ----
+
+    fn do_reduction(&self, reduction: Reduction) -> Tensor {
+        match reduction {
+            Reduction::None => self.clone(),
+            Reduction::Sum => self.sum(Axis::All),
+            Reduction::Mean => self.mean(Axis::All),
+        }
+    }
+
+    /// Binary cross-entropy of probabilities `self` against targets `y`:
+    /// `-(y log p + (1 - y) log(1 - p))`.
+    pub fn binary_crossentropy(&self, y: &Tensor, reduction: Reduction) -> Tensor {
+        let l = y.neg() * self.log() - y.rsub(1) * self.rsub(1).log();
+        l.do_reduction(reduction)
+    }
+
+    /// Binary cross-entropy of logits `self` against targets `y` (stable, through
+    /// [`Tensor::logsigmoid`]); `pos_weight` scales the positive term.
+    pub fn binary_crossentropy_logits(
+        &self,
+        y: &Tensor,
+        reduction: Reduction,
+        pos_weight: Option<&Tensor>,
+    ) -> Tensor {
+        let (log_p, log_1mp) = (self.logsigmoid(), self.neg().logsigmoid());
+        let pos = match pos_weight {
+            Some(w) => w * y * &log_p,
+            None => y * &log_p,
+        };
+        (pos + y.rsub(1) * log_1mp).neg().do_reduction(reduction)
+    }
+
+    /// Cross-entropy of logits `self` `(..., classes)` against integer labels `y` `(...)`, via
+    /// one-hot masks (tinygrad's implementation; the class axis is the last). Labels equal to
+    /// `ignore_index` don't count (`-1` is tinygrad's "none": such labels then match no class but
+    /// still count in the mean). `label_smoothing` mixes in the uniform distribution.
+    ///
+    /// # Panics
+    /// If `label_smoothing` is not in `[0, 1]` or `y`'s shape isn't `self`'s without the last
+    /// axis.
+    pub fn sparse_categorical_crossentropy(
+        &self,
+        y: &Tensor,
+        ignore_index: i64,
+        label_smoothing: f64,
+        reduction: Reduction,
+    ) -> Tensor {
+        assert!(
+            (0.0..=1.0).contains(&label_smoothing),
+            "sparse_categorical_crossentropy: label_smoothing must be in [0.0, 1.0], got \
+             {label_smoothing}"
+        );
+        let xs = self.shape();
+        assert!(
+            !xs.is_empty() && y.shape() == xs[..xs.len() - 1],
+            "sparse_categorical_crossentropy: labels shape {:?} must be the logits shape {xs:?} \
+             without the class axis (the last)",
+            y.shape()
+        );
+        let classes = xs[xs.len() - 1];
+        let log_probs = self.log_softmax(-1);
+        let loss_mask = if ignore_index != -1 {
+            y.ne(ignore_index)
+        } else {
+            y.const_like(true, DType::BOOL)
+        };
+        let onehot = y
+            .unsqueeze(-1)
+            .one_hot_along_dim(classes, -1, "sparse_categorical_crossentropy")
+            .logical_and(&loss_mask.unsqueeze(-1));
+        let smoothing = log_probs.mean(-1isize) * &loss_mask * label_smoothing;
+        let unreduced = (&log_probs * &onehot).sum(-1isize) * (1.0 - label_smoothing) + smoothing;
+        if reduction == Reduction::Mean {
+            unreduced.sum(Axis::All).neg() / loss_mask.sum(Axis::All)
+        } else {
+            unreduced.do_reduction(reduction).neg()
+        }
+    }
+
+    /// Cross-entropy of logits `self` `(classes)` or `(batch, classes, ...)` against `y`: integer
+    /// labels (the shape without the class axis 1) or class probabilities (the same shape).
+    ///
+    /// # Panics
+    /// If `label_smoothing` is not in `[0, 1]` or the shapes don't fit.
+    pub fn cross_entropy(&self, y: &Tensor, reduction: Reduction, label_smoothing: f64) -> Tensor {
+        assert!(
+            (0.0..=1.0).contains(&label_smoothing),
+            "cross_entropy: label_smoothing must be in [0.0, 1.0], got {label_smoothing}"
+        );
+        let xs = self.shape();
+        assert!(
+            !xs.is_empty(),
+            "cross_entropy: logits must have at least 1 dim"
+        );
+        let cd: isize = if xs.len() == 1 { 0 } else { 1 };
+        let classes = xs[cd as usize];
+        let mut y = y.clone();
+        if xs != y.shape() {
+            let mut without = xs.clone();
+            without.remove(cd as usize);
+            assert_eq!(
+                y.shape(),
+                without,
+                "cross_entropy: shape mismatch: logits shape {xs:?}, target shape {:?} (expected \
+                 {xs:?} or {without:?})",
+                y.shape()
+            );
+            y = y
+                .unsqueeze(cd)
+                .one_hot_along_dim(classes, cd, "cross_entropy");
+        }
+        let y = y * (1.0 - label_smoothing) + label_smoothing / classes as f64;
+        (self.log_softmax(cd) * y)
+            .sum(cd)
+            .neg()
+            .do_reduction(reduction)
+    }
+
+    /// Negative log-likelihood of log-probabilities `self` `(batch, classes, ...)` against integer
+    /// labels `y` `(batch, ...)`, with optional per-class `weight` and `ignore_index`; the mean is
+    /// weighted (divided by the sum of the weights used).
+    ///
+    /// # Panics
+    /// If the shapes don't fit.
+    pub fn nll_loss(
+        &self,
+        y: &Tensor,
+        weight: Option<&Tensor>,
+        ignore_index: Option<i64>,
+        reduction: Reduction,
+    ) -> Tensor {
+        let xs = self.shape();
+        assert!(
+            xs.len() >= 2,
+            "nll_loss: log-probabilities shape {xs:?} needs (batch, classes, ...)"
+        );
+        let classes = xs[1];
+        let mut without = xs.clone();
+        without.remove(1);
+        assert_eq!(
+            y.shape(),
+            without,
+            "nll_loss: target shape {:?} must be the input shape {xs:?} without axis 1",
+            y.shape()
+        );
+        let w = match weight {
+            None => Tensor::ones_like(y),
+            Some(w) => {
+                assert_eq!(
+                    w.shape(),
+                    vec![classes],
+                    "nll_loss: weight shape {:?}, expected [{classes}]",
+                    w.shape()
+                );
+                // weight[y]
+                y.unsqueeze(-1)
+                    .one_hot_along_dim(classes, -1, "nll_loss")
+                    .where_(w, 0)
+                    .sum(-1isize)
+            }
+        };
+        let masked = match ignore_index {
+            None => w,
+            Some(ii) => w * y.ne(ii),
+        };
+        // gather(1, y.unsqueeze(1)).squeeze(1)
+        let picked = y
+            .unsqueeze(1)
+            .one_hot_along_dim(classes, 1, "nll_loss")
+            .where_(self, 0)
+            .sum(1isize);
+        let nll = picked.neg() * &masked;
+        if reduction == Reduction::Mean {
+            nll.sum(Axis::All) / masked.sum(Axis::All)
+        } else {
+            nll.do_reduction(reduction)
+        }
+    }
+}
