@@ -1,7 +1,9 @@
 //! `cargo xtask`: project automation for tinygrad-rs.
 //!
 //! Commands:
-//! - `bench`: the kernel and end-to-end performance table (lands with the CPU path).
+//! - `bench`: the kernel and end-to-end performance table (see [`bench`]).
+
+mod bench;
 
 use std::process::ExitCode;
 
@@ -9,8 +11,10 @@ const HELP: &str = "\
 cargo xtask <command>
 
 Commands:
-  bench    kernel and end-to-end performance table, with ratios against references
-           measured in the same run (available once the CPU path lands)
+  bench [--quick] [NAME...]
+           kernel and end-to-end performance table (medians of several runs), with ratios
+           against references measured in the same run. NAMEs select rows by substring:
+           matmul256 matmul512 matmul1024 elementwise sum latency
   help     print this message
 ";
 
@@ -22,8 +26,22 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Some("bench") => {
-            eprintln!("xtask bench: no benchmarks yet; the CPU path has not landed");
-            ExitCode::FAILURE
+            if cfg!(debug_assertions) {
+                eprintln!(
+                    "xtask bench: note: built without optimizations; numbers are not representative"
+                );
+            }
+            let rest = &args[1..];
+            let opts = bench::Opts {
+                quick: rest.iter().any(|a| a == "--quick"),
+                filter: rest
+                    .iter()
+                    .filter(|a| !a.starts_with("--"))
+                    .cloned()
+                    .collect(),
+            };
+            bench::run(&opts);
+            ExitCode::SUCCESS
         }
         Some(other) => {
             eprintln!("xtask: unknown command {other:?}\n\n{HELP}");

@@ -111,12 +111,20 @@ struct Ctx<'a> {
 }
 
 /// The Cranelift type holding a value of `dt` (bool is `i8` 0/1; pointers and index are `i64`).
+/// Vectors of 4 32-bit lanes are `f32x4`/`i32x4`; a `bool` vector is an `i32x4` lane mask
+/// (all ones for true), what vector comparisons produce.
 pub fn clif_type(dt: DType) -> Result<Type, String> {
     if dt.is_ptr() {
         return Ok(types::I64);
     }
     if dt.count() != 1 {
-        return Err(format!("vector dtype {dt} is not supported yet"));
+        return match (dt.kind(), dt.count()) {
+            (Scalar::Float32, 4) => Ok(types::F32X4),
+            (Scalar::Int32 | Scalar::UInt32 | Scalar::Bool, 4) => Ok(types::I32X4),
+            _ => Err(format!(
+                "vector dtype {dt} is not supported by the Cranelift renderer"
+            )),
+        };
     }
     Ok(match dt.kind() {
         Scalar::Bool | Scalar::Int8 | Scalar::UInt8 => types::I8,
@@ -153,6 +161,18 @@ impl<'a> Ctx<'a> {
 
     fn constant(&mut self, u: &UOp) -> Result<Value, String> {
         let c = u.as_const().ok_or("const without value")?;
+        if u.dtype().count() > 1 {
+            let vty = clif_type(u.dtype())?;
+            let lane = if u.dtype().is_bool() {
+                self.b
+                    .ins()
+                    .iconst(types::I32, if c.as_bool() { -1 } else { 0 })
+            } else {
+                let sc = UOp::cnst(u.dtype().scalar(), c);
+                self.constant(&sc)?
+            };
+            return Ok(self.b.ins().splat(vty, lane));
+        }
         let ty = clif_type(u.dtype())?;
         Ok(match ty {
             types::F32 => self.b.ins().f32const(c.as_f64() as f32),
@@ -218,10 +238,22 @@ impl<'a> Ctx<'a> {
                 if ty == clif_type(u.s(0).dtype())? {
                     x // e.g. float16 <-> int16: both are 16-bit integers here
                 } else {
-                    self.b.ins().bitcast(ty, MemFlagsData::new(), x)
+                    self.b.ins().bitcast(ty, lane_flags(), x)
                 }
             }
             op if op.is_alu() => self.alu(u)?,
+            Ops::Vectorize => self.vectorize(u)?,
+            Ops::Gep => {
+                let x = self.val(u.s(0))?;
+                let lane = u.arg().as_int().ok_or("Gep needs a lane")? as u8;
+                let v = self.b.ins().extractlane(x, lane);
+                if u.dtype().is_bool() {
+                    // lane mask -> bool 0/1
+                    self.b.ins().icmp_imm_s(IntCC::NotEqual, v, 0)
+                } else {
+                    v
+                }
+            }
             Ops::Sink | Ops::Noop => return Ok(()),
             op => return Err(format!("{op} is not supported by the Cranelift renderer")),
         };
@@ -279,7 +311,7 @@ impl<'a> Ctx<'a> {
         }
         let ty = clif_type(u.dtype())?;
         let addr = self.val(index)?;
-        let flags = MemFlagsData::trusted();
+        let flags = mem_flags(u.dtype());
         let v = if index.src().len() > 2 {
             // Gated load: only touch memory when the condition holds.
             let cond = self.val(index.s(2))?;
@@ -310,8 +342,35 @@ impl<'a> Ctx<'a> {
             return Ok(());
         }
         let addr = self.val(index)?;
-        self.b.ins().store(MemFlagsData::trusted(), value, addr, 0);
+        self.b
+            .ins()
+            .store(mem_flags(u.s(1).dtype()), value, addr, 0);
         Ok(())
+    }
+
+    /// A vector from lane values: a splat when all lanes are the same value. `bool` lanes
+    /// (`i8` 0/1) become lane masks.
+    fn vectorize(&mut self, u: &UOp) -> Result<Value, String> {
+        let vty = clif_type(u.dtype())?;
+        let mut lanes = Vec::with_capacity(u.src().len());
+        for s in u.src() {
+            let v = self.val(s)?;
+            let v = if u.dtype().is_bool() {
+                let wide = self.b.ins().uextend(types::I32, v);
+                self.b.ins().ineg(wide)
+            } else {
+                v
+            };
+            lanes.push(v);
+        }
+        if u.src().iter().all(|s| s == u.s(0)) {
+            return Ok(self.b.ins().splat(vty, lanes[0]));
+        }
+        let mut acc = self.b.ins().splat(vty, lanes[0]);
+        for (i, l) in lanes.iter().enumerate().skip(1) {
+            acc = self.b.ins().insertlane(acc, *l, i as u8);
+        }
+        Ok(acc)
     }
 
     fn cast(&mut self, u: &UOp) -> Result<Value, String> {
@@ -486,10 +545,15 @@ impl<'a> Ctx<'a> {
             Ops::Neg => self.i().ineg(a),
             Ops::FDiv => self.i().fdiv(a, b),
             Ops::Recip => {
-                let one = if ty == types::F32 {
+                let one = if ty.lane_type() == types::F32 {
                     self.i().f32const(1.0)
                 } else {
                     self.i().f64const(1.0)
+                };
+                let one = if ty.is_vector() {
+                    self.i().splat(ty, one)
+                } else {
+                    one
                 };
                 self.i().fdiv(one, a)
             }
@@ -514,6 +578,16 @@ impl<'a> Ctx<'a> {
             Ops::Shl => self.i().ishl(a, b),
             Ops::Shr if unsigned => self.i().ushr(a, b),
             Ops::Shr => self.i().sshr(a, b),
+            Ops::Where if u.dtype().count() > 1 => {
+                // lane mask select: the mask as the values' type, then a bitwise select
+                let vty = clif_type(u.dtype())?;
+                let mask = if vty == types::I32X4 {
+                    srcs[0]
+                } else {
+                    self.i().bitcast(vty, lane_flags(), srcs[0])
+                };
+                self.i().bitselect(mask, srcs[1], srcs[2])
+            }
             Ops::Where => self.i().select(srcs[0], srcs[1], srcs[2]),
             Ops::MulAcc if float => self.i().fma(srcs[0], srcs[1], srcs[2]),
             Ops::MulAcc => {
@@ -561,9 +635,28 @@ impl<'a> Ctx<'a> {
 }
 
 fn zero_of(b: &mut FunctionBuilder<'_>, ty: Type) -> Value {
+    if ty.is_vector() {
+        let lane = zero_of(b, ty.lane_type());
+        return b.ins().splat(ty, lane);
+    }
     match ty {
         types::F32 => b.ins().f32const(0.0),
         types::F64 => b.ins().f64const(0.0),
         _ => b.ins().iconst(ty, 0),
     }
+}
+
+/// Memory flags of a global load or store of `dt`: scalars are naturally aligned; vectors are
+/// only element-aligned (their index can be any element).
+fn mem_flags(dt: DType) -> MemFlagsData {
+    if dt.count() > 1 {
+        MemFlagsData::new().with_notrap()
+    } else {
+        MemFlagsData::trusted()
+    }
+}
+
+/// Flags for bitcasts, which must name the lane order when vector lane types change.
+fn lane_flags() -> MemFlagsData {
+    MemFlagsData::new().with_endianness(cranelift_codegen::ir::Endianness::Little)
 }

@@ -4,6 +4,7 @@
 //! Module map:
 //! - [`emulate`]: `float16`/`bfloat16` computed in `float32` on targets without half arithmetic.
 //! - [`linearize`]: kernel AST -> flat program order with explicit loops and accumulators.
+//! - [`opt`]: kernel optimizations (upcast, unroll, 4-lane vectors) and their heuristic.
 //! - [`program`]: [`Program`] and [`to_program`], the pipeline from kernel AST to program.
 //! - [`renderer`]: the [`Renderer`] trait.
 //! - [`cranelift`]: the Cranelift renderer (CPU JIT).
@@ -13,8 +14,9 @@ pub mod cranelift;
 pub mod decomp;
 pub mod emulate;
 pub mod linearize;
+pub mod opt;
 pub mod program;
 pub mod renderer;
 
-pub use program::{Program, TargetCaps, to_program};
+pub use program::{Program, TargetCaps, to_program, to_program_with};
 pub use renderer::{RenderError, Renderer};

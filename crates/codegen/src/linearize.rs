@@ -8,6 +8,8 @@
 //! ```text
 //! acc = DefineReg; acc[0] = identity; for ranges { acc[0] = acc[0] op value }; result = acc[0]
 //! ```
+//! Reductions over the same ranges (the independent accumulators that kernel opts create) share
+//! one loop nest: all accumulators are initialized before it and updated in its innermost body.
 
 use std::collections::HashMap;
 
@@ -23,11 +25,21 @@ pub fn linearize(ast: &UOp) -> Vec<UOp> {
         .filter(|n| n.op() == Ops::Reduce)
         .cloned()
         .collect();
-    let mut reduce_ranges: HashMap<UOp, UOp> = HashMap::new(); // range -> its reduce
+    // Reduces with the same ranges form a group that shares one loop nest; its first reduce
+    // (in topological order) is the group's leader.
+    let mut reduce_ranges: HashMap<UOp, UOp> = HashMap::new(); // range -> its group's leader
+    let mut members: HashMap<UOp, Vec<UOp>> = HashMap::new(); // leader -> the group
+    let mut leader_of: HashMap<UOp, UOp> = HashMap::new(); // reduce -> its group's leader
     for r in &reduces {
+        let leader = match r.src().get(1).and_then(|rng| reduce_ranges.get(rng)) {
+            Some(l) if l.src()[1..] == r.src()[1..] => l.clone(),
+            _ => r.clone(),
+        };
         for rng in &r.src()[1..] {
-            reduce_ranges.insert(rng.clone(), r.clone());
+            reduce_ranges.insert(rng.clone(), leader.clone());
         }
+        members.entry(leader.clone()).or_default().push(r.clone());
+        leader_of.insert(r.clone(), leader);
     }
     let mut out_ranges: Vec<UOp> = topo
         .iter()
@@ -60,12 +72,47 @@ pub fn linearize(ast: &UOp) -> Vec<UOp> {
         }
         deps.insert(n.clone(), d);
     }
+    for group in members.values() {
+        let mut d: Vec<UOp> = Vec::new();
+        for r in group {
+            for x in &deps[r] {
+                if !d.contains(x) {
+                    d.push(x.clone());
+                }
+            }
+        }
+        for r in group {
+            deps.insert(r.clone(), d.clone());
+        }
+    }
+    if members.values().any(|g| g.len() > 1) {
+        // Users of a grouped reduce depend on everything the group does.
+        for n in &topo {
+            if n.op() == Ops::Reduce || n.src().is_empty() {
+                continue;
+            }
+            let mut d: Vec<UOp> = Vec::new();
+            for s in n.src() {
+                for r in &deps[s] {
+                    if !d.contains(r) {
+                        d.push(r.clone());
+                    }
+                }
+            }
+            if n.op() == Ops::Range {
+                d.push(n.clone());
+            }
+            deps.insert(n.clone(), d);
+        }
+    }
 
     let mut lin = Linearizer {
         topo: &topo,
         deps: &deps,
         out_ranges: &out_ranges,
         reduce_ranges: &reduce_ranges,
+        members: &members,
+        leader_of: &leader_of,
         depth: HashMap::new(),
         map: HashMap::new(),
         out: Vec::new(),
@@ -88,6 +135,8 @@ struct Linearizer<'a> {
     deps: &'a HashMap<UOp, Vec<UOp>>,
     out_ranges: &'a [UOp],
     reduce_ranges: &'a HashMap<UOp, UOp>,
+    members: &'a HashMap<UOp, Vec<UOp>>,
+    leader_of: &'a HashMap<UOp, UOp>,
     depth: HashMap<UOp, usize>,
     map: HashMap<UOp, UOp>,
     out: Vec<UOp>,
@@ -167,7 +216,8 @@ impl Linearizer<'_> {
                 continue; // opened by its parent block
             }
             if n.op() == Ops::Reduce {
-                self.emit_reduce(n, blocks);
+                let leader = self.leader_of[n].clone();
+                self.emit_reduce(&leader, block.as_ref(), blocks);
             } else {
                 let u = self.rebuild(n);
                 self.out.push(u);
@@ -190,7 +240,11 @@ impl Linearizer<'_> {
         if let Some(red) = self.reduce_ranges.get(r).cloned() {
             match self.child_range(Some(r)) {
                 Some(child) => self.emit_loop(&child, blocks),
-                None => self.emit_update(&red),
+                None => {
+                    for m in self.members[&red].clone() {
+                        self.emit_update(&m);
+                    }
+                }
             }
         }
         self.out
@@ -201,7 +255,43 @@ impl Linearizer<'_> {
         self.map[&UOp::new(Ops::Noop, red.dtype(), vec![red.clone()], Arg::None)].clone()
     }
 
-    fn emit_reduce(&mut self, red: &UOp, blocks: &[Option<UOp>]) {
+    /// Emits a group of reductions (given by its leader): accumulators, the shared loop nest,
+    /// and the results.
+    fn emit_reduce(&mut self, leader: &UOp, block: Option<&UOp>, blocks: &[Option<UOp>]) {
+        let group = self.members[leader].clone();
+        if group.len() > 1 {
+            // Work of this block that any member's update needs (a value that does not depend
+            // on the reduce's ranges) must come before the loop, even when it comes after the
+            // leader in topological order.
+            let needed: std::collections::HashSet<UOp> =
+                group.iter().flat_map(|r| r.s(0).toposort()).collect();
+            for (i, n) in self.topo.iter().enumerate() {
+                if blocks[i].as_ref() == block
+                    && needed.contains(n)
+                    && !self.map.contains_key(n)
+                    && !matches!(n.op(), Ops::Range | Ops::Reduce | Ops::Sink)
+                {
+                    let u = self.rebuild(n);
+                    self.out.push(u);
+                }
+            }
+        }
+        let mut results = Vec::new();
+        for red in &group {
+            results.push(self.emit_acc(red));
+        }
+        let mut rs: Vec<UOp> = leader.src()[1..].to_vec();
+        rs.sort_by_key(range_id);
+        self.emit_loop(&rs[0], blocks);
+        for (red, idx) in group.iter().zip(results) {
+            let result = UOp::new(Ops::Load, red.dtype(), vec![idx], Arg::Int(1));
+            self.out.push(result.clone());
+            self.map.insert(red.clone(), result);
+        }
+    }
+
+    /// Defines and initializes the accumulator of `red`; returns its register index.
+    fn emit_acc(&mut self, red: &UOp) -> UOp {
         let dt = red.dtype();
         let Arg::Op(op) = red.arg() else {
             panic!("Reduce needs an Op arg")
@@ -234,12 +324,7 @@ impl Linearizer<'_> {
             UOp::new(Ops::Noop, dt, vec![red.clone()], Arg::None),
             idx.clone(),
         );
-        let mut rs: Vec<UOp> = red.src()[1..].to_vec();
-        rs.sort_by_key(range_id);
-        self.emit_loop(&rs[0], blocks);
-        let result = UOp::new(Ops::Load, dt, vec![idx], Arg::Int(1));
-        self.out.push(result.clone());
-        self.map.insert(red.clone(), result);
+        idx
     }
 
     fn emit_update(&mut self, red: &UOp) {

@@ -4,6 +4,7 @@ use tinygrad_dtype::DType;
 use tinygrad_uop::{Arg, Ops, UOp};
 
 use crate::linearize::{kernel_name, linearize};
+use crate::opt::{KernelOpts, apply_opts, heuristic};
 
 /// What a target can execute natively; the pipeline decomposes the rest.
 #[derive(Clone, Copy, Debug)]
@@ -28,10 +29,19 @@ pub struct Program {
     /// The size of the outermost output loop (what a launcher may split across threads), if the
     /// kernel has any output loop.
     pub outer_size: Option<usize>,
+    /// The kernel optimizations applied (empty when none).
+    pub opts: KernelOpts,
 }
 
-/// Lowers a kernel AST into a [`Program`] for a target with capabilities `caps`.
+/// Lowers a kernel AST into a [`Program`] for a target with capabilities `caps`, without kernel
+/// optimizations (see [`to_program_with`]).
 pub fn to_program(ast: &UOp, caps: TargetCaps) -> Program {
+    to_program_with(ast, caps, false)
+}
+
+/// Lowers a kernel AST into a [`Program`]; with `optimize`, the hand-coded heuristic's opts
+/// ([`crate::opt`]: upcast, unroll, 4-lane vectors) are applied before linearizing.
+pub fn to_program_with(ast: &UOp, caps: TargetCaps, optimize: bool) -> Program {
     // The buffer slots come from the kernel as scheduled: simplification may remove every load
     // of an input (all of them gated off, e.g. an empty input), but the launcher still binds it.
     let mut globals: Vec<DType> = Vec::new();
@@ -55,6 +65,14 @@ pub fn to_program(ast: &UOp, caps: TargetCaps) -> Program {
     if !caps.transcendentals {
         ast = tinygrad_uop::graph_rewrite(&ast, crate::decomp::decomp_rules(), &mut (), false);
     }
+    let mut opts = KernelOpts::default();
+    if optimize {
+        let o = heuristic(&ast);
+        if let Ok(new) = apply_opts(&ast, &o) {
+            ast = new;
+            opts = o;
+        }
+    }
     let uops = linearize(&ast);
     let outer_size = uops
         .iter()
@@ -68,5 +86,6 @@ pub fn to_program(ast: &UOp, caps: TargetCaps) -> Program {
         uops,
         globals,
         outer_size,
+        opts,
     }
 }

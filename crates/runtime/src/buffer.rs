@@ -57,6 +57,17 @@ impl Buffer {
         g
     }
 
+    /// Locks the memory for a writer that overwrites every element before reading any (a
+    /// kernel's output, [`Self::copy_in`]): on first use it may get a reused allocation with
+    /// stale contents from the [`buffer_pool`](crate::buffer_pool) instead of fresh zeroed pages.
+    pub fn lock_for_overwrite(&self) -> MutexGuard<'_, Option<HostMem>> {
+        let mut g = self.mem.lock().unwrap_or_else(|e| e.into_inner());
+        if g.is_none() {
+            *g = Some(crate::buffer_pool::alloc_uninit(self.nbytes().div_ceil(8)));
+        }
+        g
+    }
+
     /// Copies `bytes` (exactly [`Self::nbytes`]) into the buffer.
     ///
     /// # Panics
@@ -71,7 +82,7 @@ impl Buffer {
             self.dtype,
             self.nbytes()
         );
-        let mut g = self.lock();
+        let mut g = self.lock_for_overwrite();
         let mem = g.as_mut().expect("allocated by lock");
         bytemuck::cast_slice_mut::<u64, u8>(mem)[..bytes.len()].copy_from_slice(bytes);
     }
@@ -101,6 +112,15 @@ impl Buffer {
                 any.downcast_ref::<BufferRef>().map(|r| r.0.clone())
             }
             _ => None,
+        }
+    }
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        let mem = self.mem.get_mut().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(mem) = mem {
+            crate::buffer_pool::release(mem);
         }
     }
 }

@@ -11,6 +11,7 @@ use tinygrad_codegen::{Program, Renderer, TargetCaps};
 
 use crate::Buffer;
 use crate::device::{Device, DeviceError, Kernel};
+use crate::thread_pool::global_pool;
 
 /// The kernel ABI: `(bufs, start, end)` — see [`CraneliftRenderer`].
 type KernelFn = extern "C" fn(*const *mut u8, i64, i64);
@@ -87,11 +88,44 @@ struct CpuKernel {
     source: String,
     outer: Option<usize>,
     globals: Vec<(tinygrad_dtype::DType, usize)>,
+    /// Estimated operations per launch (decides whether to use the thread pool).
+    work: f64,
+}
+
+/// Kernels estimated below this many operations run on the calling thread: waking the pool's
+/// workers costs more than it saves.
+const PARALLEL_MIN_WORK: f64 = 65_536.0;
+
+/// A rough count of the operations a launch executes: every instruction times the trip counts
+/// of its enclosing loops.
+fn estimate_work(prog: &Program) -> f64 {
+    let mut mult = vec![1.0f64];
+    let mut total = 0.0;
+    for u in &prog.uops {
+        let top = *mult.last().expect("outer scope");
+        match u.op() {
+            tinygrad_uop::Ops::Range => {
+                let n = u.s(0).as_int().unwrap_or(1).max(0) as f64;
+                mult.push(top * n);
+            }
+            tinygrad_uop::Ops::End => {
+                mult.pop();
+            }
+            _ => total += top,
+        }
+    }
+    total
 }
 
 impl Device for CpuDevice {
     fn name(&self) -> &'static str {
         "CPU"
+    }
+
+    fn optimizes(&self) -> bool {
+        // NOOPT=1 turns the kernel optimizations off (tinygrad's flag).
+        static NOOPT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        !*NOOPT.get_or_init(|| std::env::var("NOOPT").is_ok_and(|v| !v.is_empty() && v != "0"))
     }
 
     fn caps(&self) -> TargetCaps {
@@ -109,6 +143,7 @@ impl Device for CpuDevice {
             source,
             outer: prog.outer_size,
             globals,
+            work: estimate_work(prog),
         }))
     }
 }
@@ -130,9 +165,19 @@ impl Kernel for CpuKernel {
         let mut order: Vec<usize> = (0..bufs.len()).collect();
         order.sort_by_key(|&i| bufs[i].id());
         order.dedup_by_key(|i| bufs[*i].id());
+        // The output (slot 0) is overwritten entirely, so unless it is also read it may take a
+        // reused allocation (no page faults) instead of fresh zeroed memory.
+        let out_is_read = bufs[1..].iter().any(|b| b.id() == bufs[0].id());
         let mut guards: Vec<_> = order
             .iter()
-            .map(|&i| (bufs[i].id(), bufs[i].lock()))
+            .map(|&i| {
+                let g = if i == 0 && !out_is_read {
+                    bufs[i].lock_for_overwrite()
+                } else {
+                    bufs[i].lock()
+                };
+                (bufs[i].id(), g)
+            })
             .collect();
         let mut ptrs: Vec<*mut u8> = Vec::with_capacity(bufs.len());
         for b in bufs {
@@ -143,12 +188,28 @@ impl Kernel for CpuKernel {
             let mem = g.1.as_mut().expect("allocated by lock");
             ptrs.push(mem.as_mut_ptr().cast::<u8>());
         }
-        let end = self.outer.unwrap_or(1) as i64;
-        // SAFETY: `ptrs` holds one pointer per global slot, each to a live allocation of at
-        // least `size * itemsize` bytes of the slot's dtype (checked above, held locked by
-        // `guards` for the duration of the call). The generated code only indexes within the
-        // buffers' shapes (the scheduler's index math) and gates loads outside them.
-        (self.f)(ptrs.as_ptr(), 0, end);
+        let end = self.outer.unwrap_or(1);
+        let pool = global_pool();
+        let tasks = match self.outer {
+            Some(n) if self.work >= PARALLEL_MIN_WORK => n.min(pool.threads() * 4),
+            _ => 1,
+        };
+        // Task `t` runs the outer output loop over its share of `0..end`. Output elements are
+        // disjoint between tasks (each writes the iterations of its own slice).
+        let (f, addrs) = (self.f, ptrs.iter().map(|p| *p as usize).collect::<Vec<_>>());
+        pool.run(
+            tasks,
+            Box::new(move |t| {
+                let (lo, hi) = (end * t / tasks, end * (t + 1) / tasks);
+                // SAFETY: `addrs` holds one pointer per global slot, each to a live allocation
+                // of at least `size * itemsize` bytes of the slot's dtype (checked above, held
+                // locked by `guards` until `run` returns, which is after every task finished).
+                // The generated code only indexes within the buffers' shapes (the scheduler's
+                // index math) and gates loads outside them; tasks run disjoint slices of the
+                // outer loop, so no two of them write the same output element.
+                f(addrs.as_ptr().cast::<*mut u8>(), lo as i64, hi as i64);
+            }),
+        );
         drop(guards);
     }
 

@@ -67,6 +67,11 @@ pub trait Device: Send + Sync {
     fn name(&self) -> &'static str;
     /// What the device's code generator executes natively.
     fn caps(&self) -> TargetCaps;
+    /// Whether kernels for this device get the kernel optimizations of
+    /// `tinygrad_codegen::opt` (upcast, unroll, 4-lane vectors). Off by default.
+    fn optimizes(&self) -> bool {
+        false
+    }
     /// Compiles a program (the caller caches by kernel AST).
     fn compile(&self, prog: &Program) -> Result<Arc<dyn Kernel>, DeviceError>;
 }

@@ -2,16 +2,20 @@
 //!
 //! Module map:
 //! - [`buffer`]: [`Buffer`], a typed array on a device, and its handle inside `Buffer` UOps.
+//! - [`buffer_pool`]: reuse of freed large host allocations (no page faults for new outputs).
 //! - [`device`]: the [`Device`]/[`Kernel`] traits, the registry (`CPU`, `REF`; `DEV=`), `DEBUG`.
 //! - [`cpu`]: the Cranelift JIT device.
 //! - [`reference`](mod@reference): `REF`, an interpreter of the linear program — the oracle for every backend.
 //! - [`realize`]: running a schedule with a compiled-kernel cache and `DEBUG` output.
+//! - [`thread_pool`]: the persistent worker threads that split CPU kernels across cores.
 
 pub mod buffer;
+pub mod buffer_pool;
 pub mod cpu;
 pub mod device;
 pub mod realize;
 pub mod reference;
+pub mod thread_pool;
 
 pub use buffer::{Buffer, BufferRef};
 pub use device::{

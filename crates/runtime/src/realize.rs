@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
-use tinygrad_codegen::to_program;
+use tinygrad_codegen::to_program_with;
 use tinygrad_schedule::ScheduleItem;
 use tinygrad_uop::{Ops, UOp};
 
@@ -41,7 +41,10 @@ pub fn get_kernel(
     if debug_level() >= 5 {
         eprintln!("kernel AST:\n{}", ast.pretty());
     }
-    let prog = to_program(ast, dev.caps());
+    let prog = to_program_with(ast, dev.caps(), dev.optimizes());
+    if debug_level() >= 3 && !prog.opts.is_empty() {
+        eprintln!("{}: {:?}", prog.name, prog.opts);
+    }
     if debug_level() >= 6 {
         for (i, u) in prog.uops.iter().enumerate() {
             eprintln!(

@@ -3,6 +3,7 @@
 //! Module map:
 //! - [`rangeify`]: lowering one realized node into a kernel AST — movement ops become index
 //!   arithmetic on loop ranges, reductions become kernel `Reduce`s, inputs become `Load`s.
+//! - [`split`]: large reductions split into two kernels, so a full `sum` runs on all cores.
 //! - this file: [`create_schedule`] — which nodes become buffers (the realize decisions) and the
 //!   kernels that compute them, in dependency order.
 //!
@@ -17,6 +18,7 @@
 //! the elementwise ops after it.
 
 pub mod rangeify;
+pub mod split;
 
 use std::collections::{HashMap, HashSet};
 
@@ -59,6 +61,9 @@ pub fn create_schedule(
     outputs: &[UOp],
     new_buffer: &mut dyn FnMut(DType, usize) -> UOp,
 ) -> Schedule {
+    let requested = outputs;
+    let split = split::split_reduces(outputs);
+    let outputs = &split[..];
     let sink = UOp::new(Ops::Sink, DType::VOID, outputs.to_vec(), Arg::None);
     let topo = sink.toposort();
 
@@ -136,6 +141,14 @@ pub fn create_schedule(
         sched.items = items;
         sched.becomes = becomes;
         break;
+    }
+    // Outputs whose graph was rewritten (split reductions) become what their rewrite became.
+    for (o, s) in requested.iter().zip(outputs) {
+        if o != s
+            && let Some(v) = sched.becomes.get(s).cloned()
+        {
+            sched.becomes.insert(o.clone(), v);
+        }
     }
     sched
 }

@@ -1,0 +1,1032 @@
+//! Kernel optimizations (tinygrad's `codegen/opt`): tinygrad-style opts applied to a kernel AST
+//! before it is linearized.
+//!
+//! An opt is a [`Split`] of one loop range into an outer range and *lane* axes whose iterations
+//! are laid out in registers instead of a loop:
+//! - on an output range it is tinygrad's **UPCAST**: each outer iteration computes a tile of
+//!   outputs, so a value loaded once (`A[i, k]`) serves every lane that needs it (register
+//!   tiling: a 4x8 tile of a matmul keeps 8 vector accumulators in registers);
+//! - on a reduce range it is **UNROLL**: several independent accumulators per reduction, combined
+//!   after the loop, so consecutive additions do not wait for each other.
+//!
+//! One lane axis may be the **vector** axis: its 4 lanes become SIMD lanes (`float32.vec(4)`).
+//! Loads and stores whose index moves by exactly 1 along it become vector loads and stores,
+//! values that do not depend on it are broadcast, other accesses gather lane by lane. Operations
+//! that the target executes on vectors ([`vector_native`]) stay vectors; everything else (index
+//! arithmetic, 64-bit types, divisions, ...) is computed per lane, so every kernel can be
+//! vectorized correctly, only more or less profitably. [`KernelOpts::order`] reorders the output
+//! loops (the outermost one is what the launcher splits across threads).
+//!
+//! Sizes that are not a multiple of a split:
+//! - output ranges: the last tile is shifted back to end at the last element (`min(o*P, N-P)`),
+//!   overlapping the previous one. Overlapping outputs are recomputed and stored again with the
+//!   same value, which is harmless because a kernel's output never aliases its inputs;
+//! - reduce ranges: the remainder gets its own (tail) reduction over the last `N % P` elements,
+//!   combined with the unrolled one.
+//!
+//! A split needs the range to have at least as many iterations as its lanes; [`heuristic`] picks
+//! only valid splits, [`apply_opts`] rejects invalid ones.
+//!
+//! After [`apply_opts`] the AST has no lane ranges: every lane axis has been expanded into
+//! explicit copies and vectors ("expand" in tinygrad). Reductions over lanes become several
+//! `Reduce` nodes over the same ranges, which the linearizer runs in one loop.
+
+use std::collections::{HashMap, HashSet};
+
+use tinygrad_dtype::{DType, Scalar};
+use tinygrad_uop::{Arg, AxisKind, Ops, UOp};
+
+/// The SIMD width (in 32-bit lanes) the vector axis uses.
+pub const VECTOR_WIDTH: usize = 4;
+
+/// Splits one range (by its id) into an outer range and lane axes.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Split {
+    /// The range's id (`Arg::Range(id, _)`).
+    pub axis: usize,
+    /// Lane axis sizes, innermost (stride 1) first: `[4, 2]` makes a range of 8 lanes, `r =
+    /// outer*8 + l1*4 + l0`.
+    pub lanes: Vec<usize>,
+    /// Whether the first lane axis becomes SIMD vector lanes (its size must be
+    /// [`VECTOR_WIDTH`]). At most one split per kernel may set it.
+    pub vector: bool,
+}
+
+/// The optimizations of one kernel.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct KernelOpts {
+    /// Splits, applied in order (at most one per reduce range).
+    pub splits: Vec<Split>,
+    /// The output ranges' ids from the outermost loop to the innermost; `None` keeps the
+    /// scheduled order (the output's row-major order).
+    pub order: Option<Vec<usize>>,
+}
+
+impl KernelOpts {
+    /// Whether there is nothing to apply.
+    pub fn is_empty(&self) -> bool {
+        self.splits.is_empty() && self.order.is_none()
+    }
+}
+
+fn range_id(r: &UOp) -> usize {
+    match r.arg() {
+        Arg::Range(id, _) => *id,
+        _ => usize::MAX,
+    }
+}
+
+fn range_kind(r: &UOp) -> AxisKind {
+    match r.arg() {
+        Arg::Range(_, k) => *k,
+        _ => AxisKind::Loop,
+    }
+}
+
+fn range_size(r: &UOp) -> Option<usize> {
+    r.s(0).as_int().map(|s| s.max(0) as usize)
+}
+
+/// The coefficient of `var` in the integer expression `e` if `e` is affine in it (`Some(0)`
+/// when `e` does not depend on it), `None` when it is not affine (divisions, modulo, products
+/// of two variables, ...).
+pub fn affine_coeff(e: &UOp, var: &UOp, memo: &mut HashMap<UOp, Option<i64>>) -> Option<i64> {
+    if let Some(c) = memo.get(e) {
+        return *c;
+    }
+    let c = if e == var {
+        Some(1)
+    } else if e.src().is_empty() {
+        Some(0)
+    } else {
+        match e.op() {
+            Ops::Add => {
+                let a = affine_coeff(e.s(0), var, memo);
+                let b = affine_coeff(e.s(1), var, memo);
+                a.zip(b).map(|(a, b)| a + b)
+            }
+            Ops::Sub => {
+                let a = affine_coeff(e.s(0), var, memo);
+                let b = affine_coeff(e.s(1), var, memo);
+                a.zip(b).map(|(a, b)| a - b)
+            }
+            Ops::Neg => affine_coeff(e.s(0), var, memo).map(|a| -a),
+            Ops::Mul => {
+                let a = affine_coeff(e.s(0), var, memo);
+                let b = affine_coeff(e.s(1), var, memo);
+                match (a, b, e.s(0).as_int(), e.s(1).as_int()) {
+                    (_, Some(b), Some(ca), _) => Some(ca * b),
+                    (Some(a), _, _, Some(cb)) => Some(a * cb),
+                    (Some(0), Some(0), _, _) => Some(0),
+                    _ => None,
+                }
+            }
+            _ => {
+                let mut all_zero = true;
+                for s in e.src() {
+                    if affine_coeff(s, var, memo) != Some(0) {
+                        all_zero = false;
+                        break;
+                    }
+                }
+                if all_zero { Some(0) } else { None }
+            }
+        }
+    };
+    memo.insert(e.clone(), c);
+    c
+}
+
+/// Whether the target runs `op` on 4-lane vectors of these dtypes natively (32-bit lanes:
+/// `float32`, `int32`, `uint32`, and `bool` as a 32-bit lane mask). `scalar_shift`: a shift's
+/// amount is the same for every lane.
+pub fn vector_native(op: Ops, out: DType, srcs: &[DType], scalar_shift: bool) -> bool {
+    let lane32 = |d: DType| {
+        d.count() == 1
+            && !d.is_ptr()
+            && matches!(
+                d.kind(),
+                Scalar::Float32 | Scalar::Int32 | Scalar::UInt32 | Scalar::Bool
+            )
+    };
+    if !lane32(out) || !srcs.iter().all(|d| lane32(*d)) {
+        return false;
+    }
+    let s0 = srcs.first().map_or(out, |d| *d);
+    let float = s0.kind() == Scalar::Float32;
+    let int = matches!(s0.kind(), Scalar::Int32 | Scalar::UInt32);
+    let boolean = s0.kind() == Scalar::Bool;
+    match op {
+        Ops::Add | Ops::Sub | Ops::Mul => float || int,
+        Ops::Max => float || s0.kind() == Scalar::Int32,
+        Ops::Neg | Ops::FDiv | Ops::Sqrt | Ops::Trunc | Ops::Recip | Ops::MulAcc => float,
+        Ops::And | Ops::Or | Ops::Xor => int || boolean,
+        Ops::CmpEq | Ops::CmpNe => true,
+        Ops::CmpLt => float || s0.kind() == Scalar::Int32,
+        Ops::Where => srcs.len() == 3 && srcs[0].kind() == Scalar::Bool && srcs[1] == srcs[2],
+        Ops::Shl | Ops::Shr => int && scalar_shift,
+        Ops::Cast => s0.kind() == Scalar::Int32 && out.kind() == Scalar::Float32,
+        Ops::Bitcast => {
+            (float && matches!(out.kind(), Scalar::Int32 | Scalar::UInt32))
+                || (int && out.kind() == Scalar::Float32)
+        }
+        _ => false,
+    }
+}
+
+/// Whether a value of `dt` can be loaded and stored as a 4-lane vector.
+fn vector_memory(dt: DType) -> bool {
+    dt.count() == 1 && matches!(dt.kind(), Scalar::Float32 | Scalar::Int32 | Scalar::UInt32)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Heuristic
+
+/// What the heuristic sees of a kernel.
+struct Analysis {
+    /// Output ranges, outermost first.
+    out: Vec<UOp>,
+    /// Reduce nodes.
+    reduces: Vec<UOp>,
+    /// Load indices (with their dtype) and the store's index and value dtype.
+    loads: Vec<(UOp, DType)>,
+    store: Option<(UOp, DType)>,
+}
+
+fn analyze(ast: &UOp) -> Analysis {
+    let topo = ast.toposort();
+    let reduce_ranges: HashSet<UOp> = topo
+        .iter()
+        .filter(|n| n.op() == Ops::Reduce)
+        .flat_map(|n| n.src()[1..].to_vec())
+        .collect();
+    let mut out: Vec<UOp> = topo
+        .iter()
+        .filter(|n| n.op() == Ops::Range && !reduce_ranges.contains(*n))
+        .cloned()
+        .collect();
+    out.sort_by_key(range_id);
+    let mut stores = topo.iter().filter(|n| n.op() == Ops::Store);
+    let store = stores.next().map(|s| (s.s(0).s(1).clone(), s.s(1).dtype()));
+    let store = if stores.next().is_some() { None } else { store };
+    Analysis {
+        out,
+        reduces: topo
+            .iter()
+            .filter(|n| n.op() == Ops::Reduce)
+            .cloned()
+            .collect(),
+        loads: topo
+            .iter()
+            .filter(|n| n.op() == Ops::Load && n.s(0).op() == Ops::Index)
+            .map(|n| (n.s(0).s(1).clone(), n.dtype()))
+            .collect(),
+        store,
+    }
+}
+
+/// tinygrad's hand-coded optimizer, for a CPU with 4-lane 32-bit vectors:
+/// - elementwise: the innermost output axis (contiguous in the output) as vector lanes, two
+///   vectors per iteration;
+/// - a reduction whose inner output axis is contiguous or broadcast in every input (a matmul's
+///   `j`, `x.sum(0)`'s columns): that axis upcast to 2 vectors, another output axis upcast by 4
+///   (a 4x8 register tile, loads reused across it), and the reduce unrolled when the tile has
+///   few accumulators;
+/// - a reduction along a contiguous axis (`x.sum(1)`, a full sum): unrolled into 4 vector
+///   accumulators;
+/// - anything else: left alone.
+pub fn heuristic(ast: &UOp) -> KernelOpts {
+    let mut opts = KernelOpts::default();
+    let a = analyze(ast);
+    let Some((store_idx, store_dt)) = a.store.clone() else {
+        return opts;
+    };
+    if a.reduces.len() > 1 {
+        return opts;
+    }
+    let w = VECTOR_WIDTH;
+    let coeff = |e: &UOp, r: &UOp| affine_coeff(e, r, &mut HashMap::new());
+    let size = |r: &UOp| range_size(r).unwrap_or(0);
+    // The inner output axis: contiguous in the output.
+    let inner = a
+        .out
+        .iter()
+        .rev()
+        .find(|r| coeff(&store_idx, r) == Some(1))
+        .cloned();
+    let Some(red) = a.reduces.first() else {
+        // Elementwise.
+        if let Some(r) = inner
+            && vector_memory(store_dt)
+            && size(&r) >= w
+        {
+            let lanes = if size(&r) >= 4 * w {
+                vec![w, 2]
+            } else {
+                vec![w]
+            };
+            opts.splits.push(Split {
+                axis: range_id(&r),
+                lanes,
+                vector: true,
+            });
+        }
+        return opts;
+    };
+    let red_ranges: Vec<UOp> = red.src()[1..].to_vec();
+    let vec_dt_ok = vector_memory(store_dt) && vector_memory(red.dtype());
+    // A vector output axis: every load is contiguous or constant along it.
+    if let Some(j) = inner.clone()
+        && vec_dt_ok
+        && size(&j) >= w
+        && a.loads
+            .iter()
+            .all(|(i, _)| matches!(coeff(i, &j), Some(0 | 1)))
+        && a.loads.iter().any(|(i, _)| coeff(i, &j) == Some(1))
+    {
+        let lanes = if size(&j) >= 2 * w {
+            vec![w, 2]
+        } else {
+            vec![w]
+        };
+        let mut accs = lanes[1..].iter().product::<usize>();
+        opts.splits.push(Split {
+            axis: range_id(&j),
+            lanes,
+            vector: true,
+        });
+        // Register tiling: the other output axis with the most reuse (the largest).
+        if let Some(i) = a
+            .out
+            .iter()
+            .filter(|r| **r != j && size(r) >= 4)
+            .max_by_key(|r| size(r))
+        {
+            opts.splits.push(Split {
+                axis: range_id(i),
+                lanes: vec![4],
+                vector: false,
+            });
+            accs *= 4;
+            // The vector axis outermost: one column panel of the contiguous input stays in
+            // cache while every row tile streams past it (and threads split the panels).
+            if a.out.len() == 2 && std::env::var("OPT_ORDER").map_or(true, |v| v != "0") {
+                opts.order = Some(vec![range_id(&j), range_id(i)]);
+            }
+        }
+        // Few accumulators: unroll the innermost reduce range for independent chains.
+        if accs < 4
+            && let Some(k) = red_ranges.iter().max_by_key(|r| range_id(r))
+            && size(k) >= 4
+        {
+            opts.splits.push(Split {
+                axis: range_id(k),
+                lanes: vec![4 / accs.max(1)],
+                vector: false,
+            });
+        }
+        return opts;
+    }
+    // A vector reduce axis: contiguous (or constant) in every load.
+    if let Some(k) = red_ranges
+        .iter()
+        .rev()
+        .find(|k| {
+            a.loads.iter().any(|(i, _)| coeff(i, k) == Some(1))
+                && a.loads
+                    .iter()
+                    .all(|(i, _)| matches!(coeff(i, k), Some(0 | 1)))
+        })
+        .cloned()
+        && vector_memory(red.dtype())
+        && a.loads.iter().all(|(_, dt)| vector_memory(*dt))
+        && size(&k) >= w
+    {
+        let lanes = if size(&k) >= 4 * w {
+            vec![w, 4]
+        } else {
+            vec![w]
+        };
+        opts.splits.push(Split {
+            axis: range_id(&k),
+            lanes,
+            vector: true,
+        });
+    }
+    opts
+}
+
+// ---------------------------------------------------------------------------------------------
+// Applying opts
+
+/// One lane axis after a split.
+#[derive(Clone, Debug)]
+struct LaneAxis {
+    range: UOp,
+    size: usize,
+}
+
+/// Applies `opts` to a kernel AST and expands the lane axes. Returns the new AST, or why the
+/// opts do not fit this kernel.
+pub fn apply_opts(ast: &UOp, opts: &KernelOpts) -> Result<UOp, String> {
+    if opts.is_empty() {
+        return Ok(ast.clone());
+    }
+    let mut next_id = ast
+        .toposort()
+        .iter()
+        .filter(|n| n.op() == Ops::Range)
+        .map(|r| range_id(r) + 1)
+        .max()
+        .unwrap_or(0);
+    let mut ast = ast.clone();
+    let mut lanes: Vec<LaneAxis> = Vec::new();
+    let mut vector: Option<UOp> = None;
+    let mut split_reduces: HashSet<UOp> = HashSet::new();
+    for sp in &opts.splits {
+        let topo = ast.toposort();
+        let r = topo
+            .iter()
+            .find(|n| n.op() == Ops::Range && range_id(n) == sp.axis)
+            .cloned()
+            .ok_or_else(|| format!("no range {} to split", sp.axis))?;
+        let n = range_size(&r).ok_or("symbolic range size")?;
+        let p: usize = sp.lanes.iter().product();
+        if sp.lanes.is_empty() || sp.lanes.contains(&0) || p < 2 || n < p {
+            return Err(format!(
+                "can't split range {} of {n} into {:?}",
+                sp.axis, sp.lanes
+            ));
+        }
+        if sp.vector && (sp.lanes[0] != VECTOR_WIDTH || vector.is_some()) {
+            return Err("one vector axis of the vector width".into());
+        }
+        let kind = range_kind(&r);
+        let reduce = kind == AxisKind::Reduce;
+        let lane_kind = if reduce {
+            AxisKind::Unroll
+        } else {
+            AxisKind::Upcast
+        };
+        let mut lane_expr: Option<UOp> = None;
+        let mut lane_ranges = Vec::new();
+        let mut stride = 1usize;
+        for (i, &sz) in sp.lanes.iter().enumerate() {
+            let l = UOp::range(sz as i64, next_id, lane_kind);
+            next_id += 1;
+            if sp.vector && i == 0 {
+                vector = Some(l.clone());
+            } else {
+                lanes.push(LaneAxis {
+                    range: l.clone(),
+                    size: sz,
+                });
+            }
+            let term = if stride == 1 {
+                l.clone()
+            } else {
+                &l * (stride as i64)
+            };
+            lane_expr = Some(match lane_expr {
+                None => term,
+                Some(e) => e + term,
+            });
+            lane_ranges.push(l);
+            stride *= sz;
+        }
+        let lane_expr = lane_expr.expect("at least one lane");
+        if !reduce {
+            let o = UOp::range(n.div_ceil(p) as i64, sp.axis, kind);
+            let base = if n % p == 0 {
+                &o * (p as i64)
+            } else {
+                (&o * (p as i64)).minimum((n - p) as i64)
+            };
+            ast = ast.substitute(&HashMap::from([(r, base + lane_expr)]));
+            continue;
+        }
+        let (m, t) = (n / p, n % p);
+        let o = UOp::range(m as i64, sp.axis, kind);
+        let mut map = HashMap::new();
+        for red in topo
+            .iter()
+            .filter(|x| x.op() == Ops::Reduce && x.src()[1..].contains(&r))
+        {
+            if !split_reduces.insert(red.clone()) {
+                return Err("one split per reduction".into());
+            }
+            let Arg::Op(op) = red.arg() else {
+                return Err("Reduce without op".into());
+            };
+            let val = red.s(0);
+            let main_val = val.substitute(&HashMap::from([(
+                r.clone(),
+                &o * (p as i64) + lane_expr.clone(),
+            )]));
+            let mut src = vec![main_val];
+            src.extend(
+                red.src()[1..]
+                    .iter()
+                    .map(|x| if *x == r { o.clone() } else { x.clone() }),
+            );
+            src.extend(lane_ranges.iter().cloned());
+            let main = UOp::new(Ops::Reduce, red.dtype(), src, red.arg().clone());
+            split_reduces.insert(main.clone());
+            let result = if t == 0 {
+                main
+            } else {
+                // The remainder: the last t iterations, with fresh copies of the other ranges.
+                let tr = UOp::range(t as i64, next_id, AxisKind::Reduce);
+                next_id += 1;
+                let mut tmap = HashMap::new();
+                tmap.insert(r.clone(), UOp::index((m * p) as i64) + tr.clone());
+                let mut tail_src = vec![];
+                for x in &red.src()[1..] {
+                    if *x == r {
+                        tail_src.push(tr.clone());
+                    } else {
+                        let f = UOp::range(x.s(0).clone(), next_id, AxisKind::Reduce);
+                        next_id += 1;
+                        tmap.insert(x.clone(), f.clone());
+                        tail_src.push(f);
+                    }
+                }
+                let mut src = vec![val.substitute(&tmap)];
+                src.extend(tail_src);
+                let tail = UOp::new(Ops::Reduce, red.dtype(), src, red.arg().clone());
+                split_reduces.insert(tail.clone());
+                main.alu(*op, &[tail])
+            };
+            map.insert(red.clone(), result);
+        }
+        if map.is_empty() {
+            return Err(format!("reduce range {} is in no reduction", sp.axis));
+        }
+        ast = ast.substitute(&map);
+    }
+    if let Some(order) = &opts.order {
+        ast = reorder_outputs(&ast, order)?;
+    }
+    Ok(Expander::new(lanes, vector).run(&ast))
+}
+
+/// Renumbers the output ranges so they nest in `order` (outermost first).
+fn reorder_outputs(ast: &UOp, order: &[usize]) -> Result<UOp, String> {
+    let topo = ast.toposort();
+    let in_reduce: HashSet<UOp> = topo
+        .iter()
+        .filter(|n| n.op() == Ops::Reduce)
+        .flat_map(|n| n.src()[1..].to_vec())
+        .collect();
+    let outs: Vec<UOp> = topo
+        .iter()
+        .filter(|n| n.op() == Ops::Range && !in_reduce.contains(*n))
+        .filter(|n| matches!(range_kind(n), AxisKind::Loop | AxisKind::Global))
+        .cloned()
+        .collect();
+    let mut ids: Vec<usize> = outs.iter().map(range_id).collect();
+    ids.sort_unstable();
+    let mut want = order.to_vec();
+    want.sort_unstable();
+    if want != ids {
+        return Err(format!("order {order:?} is not a permutation of {ids:?}"));
+    }
+    let map: HashMap<UOp, UOp> = outs
+        .iter()
+        .map(|r| {
+            let pos = order
+                .iter()
+                .position(|&x| x == range_id(r))
+                .expect("checked");
+            (r.clone(), r.with_arg(Arg::Range(ids[pos], range_kind(r))))
+        })
+        .collect();
+    Ok(ast.substitute(&map))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Expansion of lane axes
+
+/// One value of an expanded node at one combination of its non-vector lanes.
+#[derive(Clone, Debug)]
+enum Val {
+    /// The same for every vector lane.
+    S(UOp),
+    /// One scalar per vector lane.
+    L(Vec<UOp>),
+    /// A vector UOp (`dtype.vec(VECTOR_WIDTH)`).
+    V(UOp),
+}
+
+/// An expanded node: its values for every combination of the (non-vector) lane axes it depends
+/// on (`axes`, row-major, the last axis fastest).
+#[derive(Clone, Debug)]
+struct Ex {
+    axes: Vec<usize>,
+    vals: Vec<Val>,
+}
+
+struct Expander {
+    lanes: Vec<LaneAxis>,
+    vector: Option<UOp>,
+    memo: HashMap<UOp, Ex>,
+    coeff_memo: HashMap<UOp, Option<i64>>,
+}
+
+impl Expander {
+    fn new(lanes: Vec<LaneAxis>, vector: Option<UOp>) -> Self {
+        Expander {
+            lanes,
+            vector,
+            memo: HashMap::new(),
+            coeff_memo: HashMap::new(),
+        }
+    }
+
+    fn w(&self) -> usize {
+        VECTOR_WIDTH
+    }
+
+    /// The entry of `ex` at the full lane assignment `at` (one value per lane axis).
+    fn at<'e>(&self, ex: &'e Ex, at: &[usize]) -> &'e Val {
+        let mut i = 0;
+        for &a in &ex.axes {
+            i = i * self.lanes[a].size + at[a];
+        }
+        &ex.vals[i]
+    }
+
+    /// Every assignment of the lane axes `axes` (others 0), row-major.
+    fn combos(&self, axes: &[usize]) -> Vec<Vec<usize>> {
+        let mut out = vec![vec![0usize; self.lanes.len()]];
+        for &a in axes {
+            let mut next = Vec::with_capacity(out.len() * self.lanes[a].size);
+            for c in &out {
+                for v in 0..self.lanes[a].size {
+                    let mut c = c.clone();
+                    c[a] = v;
+                    next.push(c);
+                }
+            }
+            out = next;
+        }
+        out
+    }
+
+    fn to_v(&self, v: &Val) -> UOp {
+        match v {
+            Val::V(x) => x.clone(),
+            Val::S(x) => UOp::new(
+                Ops::Vectorize,
+                x.dtype().vec(self.w()),
+                vec![x.clone(); self.w()],
+                Arg::None,
+            ),
+            Val::L(xs) => UOp::new(
+                Ops::Vectorize,
+                xs[0].dtype().vec(self.w()),
+                xs.clone(),
+                Arg::None,
+            ),
+        }
+    }
+
+    fn to_l(&self, v: &Val) -> Vec<UOp> {
+        match v {
+            Val::S(x) => vec![x.clone(); self.w()],
+            Val::L(xs) => xs.clone(),
+            Val::V(x) => (0..self.w())
+                .map(|k| {
+                    UOp::new(
+                        Ops::Gep,
+                        x.dtype().scalar(),
+                        vec![x.clone()],
+                        Arg::Int(k as i64),
+                    )
+                })
+                .collect(),
+        }
+    }
+
+    /// Builds `op` (scalar result dtype `dt`) over expanded sources.
+    fn build(&self, op: Ops, dt: DType, arg: &Arg, vals: &[Val]) -> Val {
+        if vals.iter().all(|v| matches!(v, Val::S(_))) {
+            let src: Vec<UOp> = vals
+                .iter()
+                .map(|v| match v {
+                    Val::S(x) => x.clone(),
+                    _ => unreachable!("all scalar"),
+                })
+                .collect();
+            return Val::S(UOp::new(op, dt, src, arg.clone()));
+        }
+        let src_dts: Vec<DType> = vals
+            .iter()
+            .map(|v| match v {
+                Val::S(x) | Val::V(x) => x.dtype().scalar(),
+                Val::L(xs) => xs[0].dtype(),
+            })
+            .collect();
+        let shift = matches!(op, Ops::Shl | Ops::Shr);
+        let scalar_shift = shift && matches!(vals[1], Val::S(_));
+        if vals.iter().any(|v| matches!(v, Val::V(_)))
+            && vector_native(op, dt, &src_dts, scalar_shift)
+        {
+            let src: Vec<UOp> = vals
+                .iter()
+                .enumerate()
+                .map(|(i, v)| match v {
+                    Val::S(x) if shift && i == 1 => x.clone(),
+                    v => self.to_v(v),
+                })
+                .collect();
+            return Val::V(UOp::new(op, dt.vec(self.w()), src, arg.clone()));
+        }
+        let lanes: Vec<Vec<UOp>> = vals.iter().map(|v| self.to_l(v)).collect();
+        Val::L(
+            (0..self.w())
+                .map(|k| {
+                    let src: Vec<UOp> = lanes.iter().map(|l| l[k].clone()).collect();
+                    UOp::new(op, dt, src, arg.clone())
+                })
+                .collect(),
+        )
+    }
+
+    fn union_axes(&self, exs: &[&Ex]) -> Vec<usize> {
+        let mut axes: Vec<usize> = exs.iter().flat_map(|e| e.axes.iter().copied()).collect();
+        axes.sort_unstable();
+        axes.dedup();
+        axes
+    }
+
+    fn coeff_vec(&mut self, idx: &UOp) -> Option<i64> {
+        match &self.vector {
+            Some(v) => affine_coeff(idx, &v.clone(), &mut self.coeff_memo),
+            None => Some(0),
+        }
+    }
+
+    fn run(mut self, ast: &UOp) -> UOp {
+        for (i, l) in self.lanes.iter().enumerate() {
+            let ex = Ex {
+                axes: vec![i],
+                vals: (0..l.size).map(|v| Val::S(UOp::index(v as i64))).collect(),
+            };
+            self.memo.insert(l.range.clone(), ex);
+        }
+        if let Some(v) = &self.vector {
+            let ex = Ex {
+                axes: vec![],
+                vals: vec![Val::L(
+                    (0..self.w()).map(|k| UOp::index(k as i64)).collect(),
+                )],
+            };
+            self.memo.insert(v.clone(), ex);
+        }
+        let topo = ast.toposort();
+        for n in &topo {
+            if self.memo.contains_key(n) {
+                continue;
+            }
+            let ex = match n.op() {
+                Ops::Load if n.s(0).op() == Ops::Index => self.load(n),
+                Ops::Store => self.store(n),
+                Ops::Reduce => self.reduce(n),
+                Ops::Sink => {
+                    let mut stores = Vec::new();
+                    for s in n.src() {
+                        for v in &self.memo[s].vals {
+                            match v {
+                                Val::S(x) | Val::V(x) => stores.push(x.clone()),
+                                Val::L(xs) => stores.extend(xs.iter().cloned()),
+                            }
+                        }
+                    }
+                    Ex {
+                        axes: vec![],
+                        vals: vec![Val::S(n.with_src(stores))],
+                    }
+                }
+                _ if n.src().is_empty() => Ex {
+                    axes: vec![],
+                    vals: vec![Val::S(n.clone())],
+                },
+                _ => self.generic(n),
+            };
+            self.memo.insert(n.clone(), ex);
+        }
+        match &self.memo[ast].vals[0] {
+            Val::S(x) => x.clone(),
+            _ => unreachable!("the sink is scalar"),
+        }
+    }
+
+    fn generic(&mut self, n: &UOp) -> Ex {
+        let srcs: Vec<Ex> = n.src().iter().map(|s| self.memo[s].clone()).collect();
+        let axes = self.union_axes(&srcs.iter().collect::<Vec<_>>());
+        let vals = self
+            .combos(&axes)
+            .iter()
+            .map(|c| {
+                let v: Vec<Val> = srcs.iter().map(|e| self.at(e, c).clone()).collect();
+                self.build(n.op(), n.dtype(), n.arg(), &v)
+            })
+            .collect();
+        Ex { axes, vals }
+    }
+
+    fn index_parts(&self, index: &UOp) -> (UOp, Ex, Option<Ex>) {
+        let g = index.s(0).clone();
+        let idx = self.memo[index.s(1)].clone();
+        let gate = index.src().get(2).map(|v| self.memo[v].clone());
+        (g, idx, gate)
+    }
+
+    fn mk_index(g: &UOp, idx: &UOp, gate: Option<&UOp>) -> UOp {
+        let mut src = vec![g.clone(), idx.simplify()];
+        if let Some(v) = gate {
+            src.push(v.simplify());
+        }
+        UOp::new(Ops::Index, g.dtype(), src, Arg::None)
+    }
+
+    fn load(&mut self, n: &UOp) -> Ex {
+        let index = n.s(0);
+        let (g, idx, gate) = self.index_parts(index);
+        let contiguous = self.coeff_vec(index.s(1)) == Some(1);
+        let mut parts = vec![&idx];
+        if let Some(gx) = &gate {
+            parts.push(gx);
+        }
+        let axes = self.union_axes(&parts);
+        let dt = n.dtype();
+        let mk_load = |i: &UOp, gv: Option<&UOp>, dt: DType| {
+            UOp::new(
+                Ops::Load,
+                dt,
+                vec![Self::mk_index(&g, i, gv)],
+                n.arg().clone(),
+            )
+        };
+        let vals = self
+            .combos(&axes)
+            .iter()
+            .map(|c| {
+                let iv = self.at(&idx, c);
+                let gv = gate.as_ref().map(|gx| self.at(gx, c));
+                let gate_scalar = match gv {
+                    None => Some(None),
+                    Some(Val::S(x)) => Some(Some(x)),
+                    _ => None,
+                };
+                match (iv, gate_scalar) {
+                    (Val::S(i), Some(gs)) => Val::S(mk_load(i, gs, dt)),
+                    (Val::L(ls), Some(gs)) if contiguous && vector_memory(dt) => {
+                        Val::V(mk_load(&ls[0], gs, dt.vec(self.w())))
+                    }
+                    _ => {
+                        let il = self.to_l(iv);
+                        let gl = gv.map(|g| self.to_l(g));
+                        Val::L(
+                            (0..self.w())
+                                .map(|k| mk_load(&il[k], gl.as_ref().map(|g| &g[k]), dt))
+                                .collect(),
+                        )
+                    }
+                }
+            })
+            .collect();
+        Ex { axes, vals }
+    }
+
+    fn store(&mut self, n: &UOp) -> Ex {
+        let index = n.s(0);
+        let (g, idx, gate) = self.index_parts(index);
+        let value = self.memo[n.s(1)].clone();
+        let contiguous = self.coeff_vec(index.s(1)) == Some(1);
+        let mut parts = vec![&idx, &value];
+        if let Some(gx) = &gate {
+            parts.push(gx);
+        }
+        let axes = self.union_axes(&parts);
+        let vals = self
+            .combos(&axes)
+            .iter()
+            .map(|c| {
+                let iv = self.at(&idx, c);
+                let vv = self.at(&value, c);
+                let gv = gate.as_ref().map(|gx| self.at(gx, c));
+                let st = |i: &UOp, gv: Option<&UOp>, v: UOp| {
+                    UOp::new(
+                        Ops::Store,
+                        DType::VOID,
+                        vec![Self::mk_index(&g, i, gv), v],
+                        n.arg().clone(),
+                    )
+                };
+                match (iv, vv, gv) {
+                    (Val::S(i), Val::S(v), None | Some(Val::S(_))) => {
+                        let gs = gv.map(|g| self.to_l(g)[0].clone());
+                        Val::S(st(i, gs.as_ref(), v.clone()))
+                    }
+                    (Val::L(ls), vv, None | Some(Val::S(_)))
+                        if contiguous && vector_memory(n.s(1).dtype()) =>
+                    {
+                        let gs = gv.map(|g| self.to_l(g)[0].clone());
+                        Val::S(st(&ls[0], gs.as_ref(), self.to_v(vv)))
+                    }
+                    _ => {
+                        let il = self.to_l(iv);
+                        let vl = self.to_l(vv);
+                        let gl = gv.map(|g| self.to_l(g));
+                        Val::L(
+                            (0..self.w())
+                                .map(|k| st(&il[k], gl.as_ref().map(|g| &g[k]), vl[k].clone()))
+                                .collect(),
+                        )
+                    }
+                }
+            })
+            .collect();
+        Ex { axes, vals }
+    }
+
+    /// Folds `vals` with `op` pairwise (a balanced tree).
+    fn fold(&self, op: Ops, dt: DType, mut vals: Vec<Val>) -> Val {
+        while vals.len() > 1 {
+            let mut next = Vec::with_capacity(vals.len().div_ceil(2));
+            let mut it = vals.into_iter();
+            while let Some(a) = it.next() {
+                match it.next() {
+                    Some(b) => next.push(self.build(op, dt, &Arg::None, &[a, b])),
+                    None => next.push(a),
+                }
+            }
+            vals = next;
+        }
+        vals.pop().expect("at least one value")
+    }
+
+    fn reduce(&mut self, n: &UOp) -> Ex {
+        let Arg::Op(op) = n.arg().clone() else {
+            panic!("Reduce without op")
+        };
+        let dt = n.dtype();
+        let value = self.memo[n.s(0)].clone();
+        let lane_of: HashMap<UOp, usize> = self
+            .lanes
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (l.range.clone(), i))
+            .collect();
+        let mut real = Vec::new();
+        let mut reduced = Vec::new();
+        let mut vec_reduced = false;
+        for r in &n.src()[1..] {
+            if let Some(&a) = lane_of.get(r) {
+                reduced.push(a);
+            } else if Some(r) == self.vector.as_ref() {
+                vec_reduced = true;
+            } else {
+                real.push(r.clone());
+            }
+        }
+        let axes: Vec<usize> = value
+            .axes
+            .iter()
+            .copied()
+            .filter(|a| !reduced.contains(a))
+            .collect();
+        let acc = |x: UOp| {
+            if real.is_empty() {
+                x
+            } else {
+                let mut src = vec![x.clone()];
+                src.extend(real.iter().cloned());
+                UOp::new(Ops::Reduce, x.dtype(), src, Arg::Op(op))
+            }
+        };
+        let vals = self
+            .combos(&axes)
+            .iter()
+            .map(|c| {
+                let mut accs = Vec::new();
+                for u in self.combos(&reduced) {
+                    let mut full = c.clone();
+                    for &a in &reduced {
+                        full[a] = u[a];
+                    }
+                    let e = self.at(&value, &full).clone();
+                    let e = match e {
+                        Val::V(x) if !vector_native(op, dt, &[dt, dt], false) => {
+                            Val::L(self.to_l(&Val::V(x)))
+                        }
+                        e => e,
+                    };
+                    let a = match e {
+                        Val::S(x) => Val::S(acc(x)),
+                        Val::V(x) => Val::V(acc(x)),
+                        Val::L(xs) => Val::L(xs.into_iter().map(acc).collect()),
+                    };
+                    let a = if vec_reduced {
+                        let lanes = match &a {
+                            Val::S(x) => vec![x.clone(); self.w()],
+                            other => self.to_l(other),
+                        };
+                        self.fold(op, dt, lanes.into_iter().map(Val::S).collect())
+                    } else {
+                        a
+                    };
+                    accs.push(a);
+                }
+                self.fold(op, dt, accs)
+            })
+            .collect();
+        Ex { axes, vals }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn affine_coefficients() {
+        let r = UOp::range(8i64, 0, AxisKind::Loop);
+        let s = UOp::range(4i64, 1, AxisKind::Loop);
+        let m = &mut HashMap::new();
+        assert_eq!(affine_coeff(&(&r * 16 + &s * 3 + 5), &s, m), Some(3));
+        assert_eq!(
+            affine_coeff(&(&r * 16 + &s * 3 + 5), &r, &mut HashMap::new()),
+            Some(16)
+        );
+        assert_eq!(affine_coeff(&r.idiv(2), &r, &mut HashMap::new()), None);
+        assert_eq!(affine_coeff(&(&r - &s), &s, &mut HashMap::new()), Some(-1));
+        assert_eq!(affine_coeff(&(&r * &s), &s, &mut HashMap::new()), None);
+    }
+
+    #[test]
+    fn invalid_splits_are_rejected() {
+        let r = UOp::range(3i64, 0, AxisKind::Loop);
+        let ast = UOp::new(Ops::Sink, DType::VOID, vec![r.clone()], Arg::None);
+        let too_big = KernelOpts {
+            splits: vec![Split {
+                axis: 0,
+                lanes: vec![4],
+                vector: true,
+            }],
+            order: None,
+        };
+        assert!(apply_opts(&ast, &too_big).is_err());
+        let missing = KernelOpts {
+            splits: vec![Split {
+                axis: 7,
+                lanes: vec![2],
+                vector: false,
+            }],
+            order: None,
+        };
+        assert!(apply_opts(&ast, &missing).is_err());
+    }
+}

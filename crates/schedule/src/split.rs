@@ -1,0 +1,104 @@
+//! Splitting large reductions into two kernels (tinygrad's `split_reduceop`), so that a
+//! reduction to few outputs (a full `sum`) still has an output loop to run on several cores.
+//!
+//! A reduction of `P` input elements into `Q` outputs with `P / Q >= 32768` has one reduced
+//! dimension `D` cut into `(div, D / div)`, `div` the largest of 256..=8 that divides `D` (fewer
+//! when the output is already large). The first kernel reduces the `D / div` part into `Q * div`
+//! partial results, the second reduces those `div` partials:
+//! `x.sum()` over 16M elements becomes 256 contiguous sums of 65536 elements, then a sum of 256.
+//! `SPLIT_REDUCEOP=0` turns this off.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use tinygrad_uop::{Arg, Ops, UOp};
+
+/// Reductions with at least this many input elements per output are split.
+pub const SPLIT_THRESHOLD: usize = 32768;
+
+fn enabled() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var("SPLIT_REDUCEOP").map_or(true, |v| v != "0"))
+}
+
+/// The graphs of `outputs` with every large reduction split in two (the same nodes when there is
+/// nothing to split).
+pub fn split_reduces(outputs: &[UOp]) -> Vec<UOp> {
+    if !enabled() {
+        return outputs.to_vec();
+    }
+    let sink = UOp::new(
+        Ops::Sink,
+        tinygrad_dtype::DType::VOID,
+        outputs.to_vec(),
+        Arg::None,
+    );
+    let mut map = HashMap::new();
+    for n in sink.toposort() {
+        if n.op() == Ops::ReduceAxis
+            && let Some(s) = split_one(&n)
+        {
+            map.insert(n, s);
+        }
+    }
+    if map.is_empty() {
+        return outputs.to_vec();
+    }
+    sink.substitute(&map).src().to_vec()
+}
+
+fn split_one(r: &UOp) -> Option<UOp> {
+    let Arg::Reduce(op, axes) = r.arg().clone() else {
+        return None;
+    };
+    let x = r.s(0);
+    let shape = x.shape_vec();
+    if shape.contains(&0) {
+        return None;
+    }
+    let p: usize = shape.iter().product();
+    let q: usize = r.shape_vec().iter().product();
+    if p / q.max(1) < SPLIT_THRESHOLD {
+        return None;
+    }
+    let max_div = 256.min((1usize << 22) / q.max(1));
+    let (d, div) = axes.iter().find_map(|&a| {
+        (8..=max_div)
+            .rev()
+            .find(|div| shape[a].is_multiple_of(*div))
+            .map(|div| (a, div))
+    })?;
+    let mut split_shape = shape[..d].to_vec();
+    split_shape.push(div);
+    split_shape.push(shape[d] / div);
+    split_shape.extend_from_slice(&shape[d + 1..]);
+    let xr = UOp::new(
+        Ops::Reshape,
+        x.dtype(),
+        vec![x.clone()],
+        Arg::shape(&split_shape),
+    );
+    // Move `div` last: the remaining dimensions keep the original numbering.
+    let mut perm: Vec<usize> = (0..split_shape.len()).filter(|&i| i != d).collect();
+    perm.push(d);
+    let xp = UOp::new(Ops::Permute, x.dtype(), vec![xr], Arg::shape(&perm));
+    let first = UOp::new(
+        Ops::ReduceAxis,
+        r.dtype(),
+        vec![xp],
+        Arg::Reduce(op, axes.clone()),
+    );
+    let partial = UOp::new(Ops::Contiguous, r.dtype(), vec![first], Arg::None);
+    let second = UOp::new(
+        Ops::ReduceAxis,
+        r.dtype(),
+        vec![partial],
+        Arg::Reduce(op, vec![shape.len()].into()),
+    );
+    Some(UOp::new(
+        Ops::Reshape,
+        r.dtype(),
+        vec![second],
+        Arg::shape(&r.shape_vec()),
+    ))
+}
