@@ -239,7 +239,7 @@ impl Tensor {
     /// `[0, 1, ..., n-1]` as `dtype` on `device`, without a reduction: the sum of one broadcast
     /// `[0, 2^b]` (a padded constant) per binary digit, over a `(2, 2, ..., 2)` view flattened
     /// and cut to `n`. Fuses into its consumer (no kernel of its own).
-    fn nn_ramp(n: usize, dtype: DType, device: &str) -> Tensor {
+    pub(crate) fn nn_ramp(n: usize, dtype: DType, device: &str) -> Tensor {
         if n <= 1 {
             return Tensor::zeros_on(&[n], dtype, device);
         }

@@ -272,10 +272,9 @@ impl Tensor {
     /// `[0, 1, ..., n-1]` as int32 (a reduce over a padded triangle of ones, as tinygrad builds
     /// ranges without any data).
     pub(crate) fn index_ramp(n: usize) -> Tensor {
-        // ones(n+1 x n) padded so row i has i ones in the first columns:
-        // sum over the flattened-and-reshaped triangle, the classic _cumalu construction.
-        let ones = Tensor::full_dtype(&[n], 1i64, DType::INT32);
-        ones.cumsum_axis0() - 1
+        // a sum of one padded constant per binary digit: O(log n) work per element, fuses into
+        // its consumer (a cumsum of ones would be an n x n reduce)
+        Tensor::nn_ramp(n, DType::INT32, &default_device())
     }
 
     /// `steps` evenly spaced values from `start` to `end` inclusive (default float dtype).
