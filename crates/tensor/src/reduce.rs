@@ -416,10 +416,6 @@ impl Tensor {
         t.cumsum_last().transpose(a as isize, last)
     }
 
-    pub(crate) fn cumsum_axis0(&self) -> Tensor {
-        self.cumsum_last()
-    }
-
     /// Cumulative sum of the last axis as a reduce over a sliding window (tinygrad's `_cumalu`):
     /// row `i` of an `n x n` view is the input shifted right by `i` with zeros shifted in.
     fn cumsum_last(&self) -> Tensor {
