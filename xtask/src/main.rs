@@ -1,7 +1,7 @@
 //! `cargo xtask`: project automation for tinygrad-rs.
 //!
 //! Commands:
-//! - `bench`: the kernel and end-to-end performance table (see [`bench`]).
+//! - `bench`: the kernel and end-to-end performance table (see [`mod@bench`]).
 
 mod bench;
 
