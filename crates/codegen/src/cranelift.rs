@@ -80,6 +80,7 @@ impl Renderer for CraneliftRenderer {
             start: params[1],
             end: params[2],
             first_loop: true,
+            offsets: HashMap::new(),
         };
         for u in &prog.uops {
             cx.emit(u).map_err(err)?;
@@ -108,6 +109,8 @@ struct Ctx<'a> {
     start: Value,
     end: Value,
     first_loop: bool,
+    /// Constant byte offsets of `Index` nodes, folded into their loads and stores.
+    offsets: HashMap<UOp, i32>,
 }
 
 /// The Cranelift type holding a value of `dt` (bool is `i8` 0/1; pointers and index are `i64`).
@@ -220,13 +223,25 @@ impl<'a> Ctx<'a> {
                     return Ok(()); // register access: handled by Load/Store
                 }
                 let base = self.val(u.s(0))?;
-                let idx = self.val(u.s(1))?;
                 let size = u.dtype().base().itemsize() as i64;
-                let off = if size == 1 {
-                    idx
-                } else {
-                    self.b.ins().imul_imm_s(idx, size)
+                // `x + c`: the constant part becomes the access's immediate offset.
+                let (x, c) = match (u.s(1).op(), u.s(1).src().get(1).and_then(|c| c.as_int())) {
+                    (Ops::Add, Some(c)) if (c * size).abs() < i32::MAX as i64 / 2 => {
+                        (u.s(1).s(0), c)
+                    }
+                    _ => (u.s(1), 0),
                 };
+                let idx = self.val(x)?;
+                let off = match size {
+                    1 => idx,
+                    s if s > 0 && (s as u64).is_power_of_two() => {
+                        self.b.ins().ishl_imm(idx, s.trailing_zeros() as i64)
+                    }
+                    s => self.b.ins().imul_imm_s(idx, s),
+                };
+                if c != 0 {
+                    self.offsets.insert(u.clone(), (c * size) as i32);
+                }
                 self.b.ins().iadd(base, off)
             }
             Ops::Load => return self.load(u),
@@ -312,6 +327,7 @@ impl<'a> Ctx<'a> {
         let ty = clif_type(u.dtype())?;
         let addr = self.val(index)?;
         let flags = mem_flags(u.dtype());
+        let offset = self.offsets.get(index).copied().unwrap_or(0);
         let v = if index.src().len() > 2 {
             // Gated load: only touch memory when the condition holds.
             let cond = self.val(index.s(2))?;
@@ -322,13 +338,13 @@ impl<'a> Ctx<'a> {
             self.b.ins().brif(cond, do_load, &[], join, &[zero.into()]);
             self.b.switch_to_block(do_load);
             self.b.seal_block(do_load);
-            let loaded = self.b.ins().load(ty, flags, addr, 0);
+            let loaded = self.b.ins().load(ty, flags, addr, offset);
             self.b.ins().jump(join, &[loaded.into()]);
             self.b.switch_to_block(join);
             self.b.seal_block(join);
             res
         } else {
-            self.b.ins().load(ty, flags, addr, 0)
+            self.b.ins().load(ty, flags, addr, offset)
         };
         self.vals.insert(u.clone(), v);
         Ok(())
@@ -342,9 +358,10 @@ impl<'a> Ctx<'a> {
             return Ok(());
         }
         let addr = self.val(index)?;
+        let offset = self.offsets.get(index).copied().unwrap_or(0);
         self.b
             .ins()
-            .store(mem_flags(u.s(1).dtype()), value, addr, 0);
+            .store(mem_flags(u.s(1).dtype()), value, addr, offset);
         Ok(())
     }
 
