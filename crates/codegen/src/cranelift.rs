@@ -235,7 +235,7 @@ impl<'a> Ctx<'a> {
                 let off = match size {
                     1 => idx,
                     s if s > 0 && (s as u64).is_power_of_two() => {
-                        self.b.ins().ishl_imm(idx, s.trailing_zeros() as i64)
+                        self.b.ins().ishl_imm_u(idx, i64::from(s.trailing_zeros()))
                     }
                     s => self.b.ins().imul_imm_s(idx, s),
                 };
