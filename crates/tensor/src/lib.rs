@@ -18,15 +18,20 @@
 //!   modes — gradients are lazy tensors built on the UOp graph.
 //! - [`nn_ops`]: convolutions and pooling (any number of spatial dims), activations, layernorm/
 //!   batchnorm, `rand`/`dropout`, `one_hot`, attention, losses.
+//! - [`assign`]: `assign` — replacing a tensor's value lazily (optimizer updates).
+//! - [`nn`]: layers, `Module`/`Parameters` and state dicts, optimizers, safetensors files,
+//!   weight initialization.
 //! - [`operators`]: Rust operator overloading.
 //! - [`display`]: numpy-style printing.
 //! - [`element`]: Rust element types.
 
+pub mod assign;
 pub mod autograd;
 pub mod display;
 pub mod element;
 pub mod elementwise;
 pub mod movement;
+pub mod nn;
 pub mod nn_ops;
 pub mod operators;
 pub mod reduce;

