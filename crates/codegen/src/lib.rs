@@ -8,6 +8,7 @@
 //! - [`program`]: [`Program`] and [`to_program`], the pipeline from kernel AST to program.
 //! - [`renderer`]: the [`Renderer`] trait.
 //! - [`cranelift`]: the Cranelift renderer (CPU JIT).
+//! - [`ptx`]: the PTX renderer (NVIDIA GPUs; CUDA device, `ptxas` checks).
 //! - [`decomp`]: transcendentals (`exp2`, `log2`, `sin`) as graphs of simple ALU ops.
 
 pub mod cranelift;
@@ -16,6 +17,7 @@ pub mod emulate;
 pub mod linearize;
 pub mod opt;
 pub mod program;
+pub mod ptx;
 pub mod renderer;
 
 pub use program::{Program, TargetCaps, to_program, to_program_with};

@@ -57,6 +57,12 @@ impl std::error::Error for DeviceError {}
 pub trait Kernel: Send + Sync {
     /// Runs the kernel on `bufs` (slot order; slot 0 is the output).
     fn launch(&self, bufs: &[Arc<Buffer>]);
+    /// Runs the kernel like [`Kernel::launch`], returning the device's own measure of the
+    /// kernel's run time in seconds where it has one (GPU events), for `DEBUG=2`.
+    fn launch_timed(&self, bufs: &[Arc<Buffer>]) -> Option<f64> {
+        self.launch(bufs);
+        None
+    }
     /// The generated code, for `DEBUG=4`.
     fn source(&self) -> &str;
 }
@@ -76,13 +82,15 @@ pub trait Device: Send + Sync {
     fn compile(&self, prog: &Program) -> Result<Arc<dyn Kernel>, DeviceError>;
 }
 
-/// Every device name this build knows.
-pub const DEVICE_NAMES: &[&str] = &["CPU", "REF"];
+/// Every device name this build knows (`CUDA` is an `Unavailable` error without the `cuda`
+/// feature, the driver or a GPU).
+pub const DEVICE_NAMES: &[&str] = &["CPU", "REF", "CUDA"];
 
-/// The device called `name` (case-insensitive; `CPU`, `REF`), created once per process.
+/// The device called `name` (case-insensitive; `CPU`, `REF`, `CUDA`), created once per process.
 pub fn get_device(name: &str) -> Result<Arc<dyn Device>, DeviceError> {
     static CPU: OnceLock<Result<Arc<dyn Device>, DeviceError>> = OnceLock::new();
     static REF: OnceLock<Arc<dyn Device>> = OnceLock::new();
+    static CUDA: OnceLock<Result<Arc<dyn Device>, DeviceError>> = OnceLock::new();
     match name.to_ascii_uppercase().as_str() {
         "CPU" => CPU
             .get_or_init(|| crate::cpu::CpuDevice::new().map(|d| Arc::new(d) as _))
@@ -90,6 +98,7 @@ pub fn get_device(name: &str) -> Result<Arc<dyn Device>, DeviceError> {
         "REF" => Ok(REF
             .get_or_init(|| Arc::new(crate::reference::RefDevice))
             .clone()),
+        "CUDA" => CUDA.get_or_init(crate::cuda::open).clone(),
         _ => Err(DeviceError::Unknown {
             name: name.to_string(),
         }),

@@ -5,6 +5,7 @@
 //! - [`buffer_pool`]: reuse of freed large host allocations (no page faults for new outputs).
 //! - [`device`]: the [`Device`]/[`Kernel`] traits, the registry (`CPU`, `REF`; `DEV=`), `DEBUG`.
 //! - [`cpu`]: the Cranelift JIT device.
+//! - [`cuda`]: the `CUDA` device (PTX through the CUDA driver; cargo feature `cuda`).
 //! - [`reference`](mod@reference): `REF`, an interpreter of the linear program — the oracle for every backend.
 //! - [`realize`]: running a schedule with a compiled-kernel cache and `DEBUG` output.
 //! - [`thread_pool`]: the persistent worker threads that split CPU kernels across cores.
@@ -12,6 +13,7 @@
 pub mod buffer;
 pub mod buffer_pool;
 pub mod cpu;
+pub mod cuda;
 pub mod device;
 pub mod realize;
 pub mod reference;

@@ -102,9 +102,11 @@ pub fn run_schedule(dev: &dyn Device, items: &[ScheduleItem]) -> Result<(), Devi
             })
             .collect();
         let t0 = Instant::now();
-        kernel.launch(&bufs);
         if debug_level() >= 2 {
-            let dt = t0.elapsed().as_secs_f64();
+            // The device's own timing where it has one (GPU events), else wall time.
+            let dt = kernel
+                .launch_timed(&bufs)
+                .unwrap_or_else(|| t0.elapsed().as_secs_f64());
             let bytes: usize = bufs.iter().map(|b| b.nbytes()).sum();
             eprintln!(
                 "*** {:<4} {:<24} arg {:2} tm {:9.2}us {:8.2} GFLOPS {:7.2} GB/s",
@@ -115,6 +117,8 @@ pub fn run_schedule(dev: &dyn Device, items: &[ScheduleItem]) -> Result<(), Devi
                 flops / dt / 1e9,
                 bytes as f64 / dt / 1e9
             );
+        } else {
+            kernel.launch(&bufs);
         }
     }
     Ok(())

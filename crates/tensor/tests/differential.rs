@@ -202,6 +202,19 @@ fn run(shape: &[usize], seed: u64, steps: &[(u8, u8)], device: &str) -> (Vec<f32
     (t.to_vec::<f32>(), a)
 }
 
+/// The device named by `DEV` when it is neither `CPU` nor `REF` (`DEV=CUDA` in
+/// `scripts/gpu-check.sh`): the random graphs run there too. Panics if it is unavailable.
+fn dev_under_test() -> Option<String> {
+    let dev = tinygrad_tensor::default_device();
+    if std::env::var("DEV").map_or(true, |d| d.is_empty()) || dev == "CPU" || dev == "REF" {
+        return None;
+    }
+    if let Err(e) = tinygrad_tensor::get_device(&dev) {
+        panic!("DEV={dev} asked for, but: {e}");
+    }
+    Some(dev)
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(500))]
     #[test]
@@ -212,6 +225,14 @@ proptest! {
     ) {
         let (cpu, reference) = run(&shape, seed, &steps, "CPU");
         let (refdev, _) = run(&shape, seed, &steps, "REF");
+        if let Some(dev) = dev_under_test() {
+            let (got, _) = run(&shape, seed, &steps, &dev);
+            prop_assert_eq!(got.len(), reference.data.len());
+            for (i, (g, e)) in got.iter().zip(&reference.data).enumerate() {
+                let tol = 1e-6 + 1e-3 * e.abs();
+                prop_assert!((*g as f64 - e).abs() <= tol, "{}[{}] = {} expected {} (steps {:?})", dev, i, g, e, steps);
+            }
+        }
         prop_assert_eq!(cpu.len(), reference.data.len());
         for (i, ((c, r), e)) in cpu.iter().zip(&refdev).zip(&reference.data).enumerate() {
             let tol = 1e-6 + 1e-3 * e.abs();

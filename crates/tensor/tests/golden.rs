@@ -1,8 +1,10 @@
 //! Golden tests: every Tensor op against expected values computed independently (numpy, float64)
 //! by `tests/golden/gen_golden.py` into `tests/golden/cases.json` (format: `tests/golden/README.md`).
 //!
-//! The whole suite runs once per device (`golden_cpu`, `golden_ref`). Every case runs, even after
+//! The whole suite runs once per device (`golden_cpu`, `golden_ref`, and `golden_dev` on the
+//! device named by `DEV` when it is another one, e.g. `DEV=CUDA`). Every case runs, even after
 //! failures (panics included), and all failures are reported together; the test fails if any did.
+//! `golden_ptx` renders every kernel of the suite to PTX and assembles it with `ptxas`.
 //!
 //! Debugging helpers (environment variables):
 //! - `GOLDEN_FILTER=substr[,substr...]`: run only the cases whose name contains one of them;
@@ -16,6 +18,8 @@ use std::sync::Once;
 
 use serde_json::Value;
 use tinygrad_tensor::{Axis, DType, Tensor};
+
+mod ptx_check;
 
 /// tinygrad's test tolerances for float outputs.
 const ATOL: f64 = 1e-6;
@@ -523,6 +527,85 @@ fn golden_cpu() {
 #[test]
 fn golden_ref() {
     run_suite("REF");
+}
+
+/// The suite on the device named by `DEV` (`DEV=CUDA` in `scripts/gpu-check.sh`). Skipped, saying
+/// so, when `DEV` is unset or names `CPU`/`REF` (run above); fails when that device is missing.
+#[test]
+fn golden_dev() {
+    let dev = tinygrad_tensor::default_device();
+    if std::env::var("DEV").map_or(true, |d| d.is_empty()) || dev == "CPU" || dev == "REF" {
+        eprintln!("golden_dev: SKIPPED: DEV names no device besides CPU and REF");
+        return;
+    }
+    if let Err(e) = tinygrad_tensor::get_device(&dev) {
+        panic!("golden_dev: DEV={dev} asked for, but: {e}");
+    }
+    run_suite(&dev);
+}
+
+/// Every kernel of the suite rendered to PTX for `sm_80` and `sm_90` and assembled by `ptxas`
+/// (found as `tests/ptx_check` says; without it only rendering is checked, and the skip is
+/// printed), and run by the PTX emulator (`ptx_check::emu`): each case's result must match the
+/// expected values like on a device. The cases are built on `REF` and scheduled.
+#[test]
+fn golden_ptx() {
+    install_quiet_hook();
+    let mut kernels = ptx_check::Kernels::default();
+    let (mut failures, mut emulated) = (Vec::new(), 0usize);
+    for case in &load_cases() {
+        let name = case["name"].as_str().expect("name");
+        IN_CASE.with(|c| c.set(true));
+        let res = catch_unwind(AssertUnwindSafe(|| {
+            let t = run_op(case, "REF");
+            kernels.add(name, &t);
+            match ptx_check::emulate(&t)? {
+                None => Ok(false),
+                Some((vals, dt)) => {
+                    let shape = t.shape();
+                    let got = match dt {
+                        DType::FLOAT32 => {
+                            let v: Vec<f32> = vals.iter().map(|&x| x as f32).collect();
+                            Tensor::from_slice_on(&v, &shape, "REF")
+                        }
+                        DType::INT32 => {
+                            let v: Vec<i32> = vals.iter().map(|&x| x as i32).collect();
+                            Tensor::from_slice_on(&v, &shape, "REF")
+                        }
+                        DType::UINT8 => {
+                            let v: Vec<u8> = vals.iter().map(|&x| x as u8).collect();
+                            Tensor::from_slice_on(&v, &shape, "REF")
+                        }
+                        DType::BOOL => {
+                            let v: Vec<bool> = vals.iter().map(|&x| x != 0.0).collect();
+                            Tensor::from_slice_on(&v, &shape, "REF")
+                        }
+                        other => return Err(format!("emulated output of dtype {other}")),
+                    };
+                    check(case, &got, "REF").map(|()| true)
+                }
+            }
+        }));
+        IN_CASE.with(|c| c.set(false));
+        match res {
+            Ok(Ok(ran)) => emulated += usize::from(ran),
+            Ok(Err(e)) => failures.push(format!("{name} (emulated PTX): {}", truncate(&e))),
+            Err(e) => failures.push(format!("{name}: panicked: {}", panic_message(&*e))),
+        }
+    }
+    eprintln!(
+        "ptx [golden]: emulator: {emulated} cases computed by PTX, {} failed",
+        failures.len()
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    kernels.check("golden");
+}
+
+fn truncate(s: &str) -> &str {
+    match s.char_indices().nth(4000) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    }
 }
 
 /// The comparison itself: tolerances, NaN/infinity handling, exact ints, shape and dtype.
