@@ -581,7 +581,18 @@ impl<'a> Ctx<'a> {
             Ops::Max if unsigned => self.i().umax(a, b),
             Ops::Max => self.i().smax(a, b),
             Ops::IDiv | Ops::Mod if float => return Err(format!("{op} on float")),
-            Ops::IDiv | Ops::Mod => self.divmod(op, a, b, ty, unsigned),
+            Ops::IDiv | Ops::Mod => match const_divisor(u) {
+                Some(c) => {
+                    // a u64's bounds may not fit vmax's i64: assume the worst there
+                    let xmax = if unsigned && ty.bits() == 64 {
+                        u64::MAX
+                    } else {
+                        u.s(0).vmax().max(0) as u64
+                    };
+                    self.divmod_const(op, a, c, xmax, ty)
+                }
+                None => self.divmod(op, a, b, ty, unsigned),
+            },
             Ops::CmpLt if float => self.i().fcmp(FloatCC::LessThan, a, b),
             Ops::CmpLt if unsigned => self.i().icmp(IntCC::UnsignedLessThan, a, b),
             Ops::CmpLt => self.i().icmp(IntCC::SignedLessThan, a, b),
@@ -619,6 +630,42 @@ impl<'a> Ctx<'a> {
         })
     }
 
+    /// `x // c` or `x % c` for a numerator known to be non-negative and a constant `c > 0` (see
+    /// [`const_divisor`]): a shift or mask for powers of two, else a multiply by a "magic"
+    /// reciprocal and a shift when that is exact for every `x <= xmax` (a hardware division
+    /// costs 20-40 cycles, and index arithmetic divides in inner loops), else a plain division
+    /// (no guards needed: `c` is neither 0 nor -1).
+    fn divmod_const(&mut self, op: Ops, a: Value, c: u64, xmax: u64, ty: Type) -> Value {
+        let bits = ty.bits();
+        let is_div = op == Ops::IDiv;
+        if c.is_power_of_two() {
+            return if is_div {
+                self.i().ushr_imm_u(a, c.trailing_zeros() as i64)
+            } else {
+                self.i().band_imm_s(a, (c - 1) as i64)
+            };
+        }
+        let q = match magic_reciprocal(c, xmax, bits) {
+            Some((m, s)) => {
+                let m = self.i().iconst(ty, m as i64);
+                let p = self.i().imul(a, m);
+                self.i().ushr_imm_u(p, s as i64)
+            }
+            None => {
+                let cv = self.i().iconst(ty, c as i64);
+                if !is_div {
+                    return self.i().urem(a, cv);
+                }
+                self.i().udiv(a, cv)
+            }
+        };
+        if is_div {
+            return q;
+        }
+        let qc = self.i().imul_imm_s(q, c as i64);
+        self.i().isub(a, qc)
+    }
+
     /// Total integer division/remainder: `x/0 = x%0 = 0`, `MIN/-1` wraps, never traps.
     fn divmod(&mut self, op: Ops, a: Value, b: Value, ty: Type, unsigned: bool) -> Value {
         let zero = self.i().iconst(ty, 0);
@@ -651,6 +698,38 @@ impl<'a> Ctx<'a> {
     }
 }
 
+/// The divisor of a scalar integer `IDiv`/`Mod` node `u` when it is a positive constant and the
+/// numerator is provably non-negative, so truncating division is plain unsigned division.
+fn const_divisor(u: &UOp) -> Option<u64> {
+    let dt = u.dtype();
+    if dt.count() != 1 || !dt.is_int() || u.s(0).dtype() != dt {
+        return None;
+    }
+    let c = u.s(1).as_int()?;
+    (c > 0 && u.s(0).vmin() >= 0).then_some(c as u64)
+}
+
+/// A multiplier `m` and shift `s` with `x / c == (x * m) >> s` for every `0 <= x <= xmax`,
+/// computed without overflowing `bits`-bit arithmetic; `None` when no such pair exists.
+///
+/// With `m = ceil(2^s / c)` and `e = m*c - 2^s` (`0 <= e < c`), `x*m / 2^s = x/c + x*e/(c*2^s)`;
+/// the error term stays below `1/c` (so the floor is unchanged) when `x*e < 2^s`.
+pub(crate) fn magic_reciprocal(c: u64, xmax: u64, bits: u32) -> Option<(u64, u32)> {
+    if c < 2 || bits > 64 {
+        return None;
+    }
+    let limit = 1u128 << bits;
+    for s in 0..bits {
+        let p = 1u128 << s;
+        let m = p.div_ceil(c as u128);
+        let e = m * c as u128 - p;
+        if (xmax as u128) * e < p && (xmax as u128) * m < limit && m < limit {
+            return Some((m as u64, s));
+        }
+    }
+    None
+}
+
 fn zero_of(b: &mut FunctionBuilder<'_>, ty: Type) -> Value {
     if ty.is_vector() {
         let lane = zero_of(b, ty.lane_type());
@@ -676,4 +755,40 @@ fn mem_flags(dt: DType) -> MemFlagsData {
 /// Flags for bitcasts, which must name the lane order when vector lane types change.
 fn lane_flags() -> MemFlagsData {
     MemFlagsData::new().with_endianness(cranelift_codegen::ir::Endianness::Little)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::magic_reciprocal;
+
+    #[test]
+    fn magic_reciprocal_is_exact_up_to_xmax() {
+        for c in 2u64..300 {
+            for xmax in [1u64, 255, 1000, 65_535, 1 << 20] {
+                let Some((m, s)) = magic_reciprocal(c, xmax, 64) else {
+                    panic!("no magic for c={c} xmax={xmax}");
+                };
+                let step = (xmax / 5000).max(1);
+                let xs = (0..=xmax)
+                    .step_by(step as usize)
+                    .chain(xmax.saturating_sub(300)..=xmax);
+                for x in xs {
+                    assert_eq!((x * m) >> s, x / c, "c={c} x={x} m={m} s={s}");
+                }
+            }
+        }
+        // 32-bit: products must not overflow
+        let (m, s) = magic_reciprocal(7, 1 << 12, 32).expect("7 below 2^12 in 32 bits");
+        assert_eq!(
+            magic_reciprocal(7, 1 << 20, 32),
+            None,
+            "2^20 * m overflows 32 bits"
+        );
+        assert!(((1u64 << 12) * m) < (1 << 32));
+        for x in 0..=(1u64 << 12) {
+            assert_eq!((x * m) >> s, x / 7);
+        }
+        // huge numerators have no exact 64-bit magic for 7
+        assert_eq!(magic_reciprocal(7, u64::MAX, 64), None);
+    }
 }
