@@ -2,6 +2,7 @@
 //! renderer per target turns into code.
 //!
 //! Module map:
+//! - [`gemm`]: matmul-shaped kernels split into packing kernels, a GEMM and an epilogue.
 //! - [`emulate`]: `float16`/`bfloat16` computed in `float32` on targets without half arithmetic.
 //! - [`linearize`]: kernel AST -> flat program order with explicit loops and accumulators.
 //! - [`opt`]: kernel optimizations (upcast, unroll, 4-lane vectors) and their heuristic.
@@ -14,11 +15,12 @@
 pub mod cranelift;
 pub mod decomp;
 pub mod emulate;
+pub mod gemm;
 pub mod linearize;
 pub mod opt;
 pub mod program;
 pub mod ptx;
 pub mod renderer;
 
-pub use program::{Program, TargetCaps, to_program, to_program_with};
+pub use program::{Program, TargetCaps, to_program, to_program_with, to_program_with_opts};
 pub use renderer::{RenderError, Renderer};

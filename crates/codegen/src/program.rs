@@ -42,6 +42,21 @@ pub fn to_program(ast: &UOp, caps: TargetCaps) -> Program {
 /// Lowers a kernel AST into a [`Program`]; with `optimize`, the hand-coded heuristic's opts
 /// ([`crate::opt`]: upcast, unroll, 4-lane vectors) are applied before linearizing.
 pub fn to_program_with(ast: &UOp, caps: TargetCaps, optimize: bool) -> Program {
+    to_program_inner(ast, caps, optimize.then_some(None))
+}
+
+/// Lowers a kernel AST into a [`Program`] with the given opts instead of the heuristic's
+/// (falling back to none if they don't apply).
+pub fn to_program_with_opts(ast: &UOp, caps: TargetCaps, opts: &KernelOpts) -> Program {
+    to_program_inner(ast, caps, Some(Some(opts.clone())))
+}
+
+/// `opts`: `None` no opts, `Some(None)` the heuristic's, `Some(Some(o))` exactly `o`.
+fn to_program_inner(
+    ast: &UOp,
+    caps: TargetCaps,
+    opts_choice: Option<Option<KernelOpts>>,
+) -> Program {
     // The buffer slots come from the kernel as scheduled: simplification may remove every load
     // of an input (all of them gated off, e.g. an empty input), but the launcher still binds it.
     let mut globals: Vec<DType> = Vec::new();
@@ -66,8 +81,8 @@ pub fn to_program_with(ast: &UOp, caps: TargetCaps, optimize: bool) -> Program {
         ast = tinygrad_uop::graph_rewrite(&ast, crate::decomp::decomp_rules(), &mut (), false);
     }
     let mut opts = KernelOpts::default();
-    if optimize {
-        let o = heuristic(&ast);
+    if let Some(choice) = opts_choice {
+        let o = choice.unwrap_or_else(|| heuristic(&ast));
         if let Ok(new) = apply_opts(&ast, &o) {
             ast = new;
             opts = o;

@@ -83,7 +83,7 @@ impl CpuDevice {
     }
 }
 
-struct CpuKernel {
+pub(crate) struct CpuKernel {
     f: KernelFn,
     source: String,
     outer: Option<usize>,
@@ -117,6 +117,24 @@ fn estimate_work(prog: &Program) -> f64 {
     total
 }
 
+impl CpuDevice {
+    /// JIT-compiles `prog` into a kernel of this device.
+    pub(crate) fn compile_cpu(&self, prog: &Program) -> Result<CpuKernel, DeviceError> {
+        let (f, source) = self.jit(prog).map_err(|message| DeviceError::Compile {
+            kernel: prog.name.clone(),
+            message,
+        })?;
+        let globals = prog.globals.iter().map(|d| (*d, d.itemsize())).collect();
+        Ok(CpuKernel {
+            f,
+            source,
+            outer: prog.outer_size,
+            globals,
+            work: estimate_work(prog),
+        })
+    }
+}
+
 impl Device for CpuDevice {
     fn name(&self) -> &'static str {
         "CPU"
@@ -133,84 +151,128 @@ impl Device for CpuDevice {
     }
 
     fn compile(&self, prog: &Program) -> Result<Arc<dyn Kernel>, DeviceError> {
-        let (f, source) = self.jit(prog).map_err(|message| DeviceError::Compile {
-            kernel: prog.name.clone(),
-            message,
-        })?;
-        let globals = prog.globals.iter().map(|d| (*d, d.itemsize())).collect();
-        Ok(Arc::new(CpuKernel {
-            f,
-            source,
-            outer: prog.outer_size,
-            globals,
-            work: estimate_work(prog),
-        }))
+        Ok(Arc::new(self.compile_cpu(prog)?))
+    }
+
+    fn compile_ast(
+        &self,
+        ast: &tinygrad_uop::UOp,
+    ) -> Option<Result<crate::device::CompiledAst, DeviceError>> {
+        crate::gemm::compile(self, ast)
+    }
+}
+
+/// Locked host memory of a launch's buffers: the guards (held until dropped) and each slot's
+/// address.
+pub(crate) struct LockedBuffers<'a> {
+    _guards: Vec<(
+        u64,
+        std::sync::MutexGuard<'a, Option<crate::buffer::HostMem>>,
+    )>,
+    /// The address of each slot's memory, in slot order.
+    pub addrs: Vec<usize>,
+}
+
+/// Locks each distinct buffer of `bufs` once (a kernel may read and write the same buffer),
+/// checking them against the kernel's `globals`. The output (slot 0) is overwritten entirely,
+/// so unless it is also read it may take a reused allocation instead of fresh zeroed memory.
+pub(crate) fn lock_buffers<'a>(
+    bufs: &'a [Arc<Buffer>],
+    globals: &[tinygrad_dtype::DType],
+) -> LockedBuffers<'a> {
+    assert_eq!(
+        bufs.len(),
+        globals.len(),
+        "kernel launch: wrong number of buffers"
+    );
+    for (b, dt) in bufs.iter().zip(globals) {
+        assert_eq!(
+            b.dtype, *dt,
+            "kernel launch: buffer {b:?} bound to a {dt} slot"
+        );
+    }
+    let mut order: Vec<usize> = (0..bufs.len()).collect();
+    order.sort_by_key(|&i| bufs[i].id());
+    order.dedup_by_key(|i| bufs[*i].id());
+    let out_is_read = bufs[1..].iter().any(|b| b.id() == bufs[0].id());
+    let mut guards: Vec<_> = order
+        .iter()
+        .map(|&i| {
+            let g = if i == 0 && !out_is_read {
+                bufs[i].lock_for_overwrite()
+            } else {
+                bufs[i].lock()
+            };
+            (bufs[i].id(), g)
+        })
+        .collect();
+    let mut addrs = Vec::with_capacity(bufs.len());
+    for b in bufs {
+        let g = guards
+            .iter_mut()
+            .find(|(id, _)| *id == b.id())
+            .expect("locked above");
+        let mem = g.1.as_mut().expect("allocated by lock");
+        addrs.push(mem.as_mut_ptr() as usize);
+    }
+    LockedBuffers {
+        _guards: guards,
+        addrs,
+    }
+}
+
+impl CpuKernel {
+    /// The element dtype of each slot.
+    pub(crate) fn slot_dtypes(&self) -> Vec<tinygrad_dtype::DType> {
+        self.globals.iter().map(|(d, _)| *d).collect()
+    }
+
+    /// The size of the outermost output loop (1 when there is none).
+    pub(crate) fn outer_len(&self) -> usize {
+        self.outer.unwrap_or(1)
+    }
+
+    /// Runs iterations `lo..hi` of the outer loop with slot addresses `addrs`, split into tasks
+    /// on the thread pool when the work is large enough.
+    ///
+    /// # Safety
+    /// Each address must point to live memory that stays valid (and is not accessed by anything
+    /// else) until this returns, large enough for every element the kernel's index arithmetic
+    /// reaches in iterations `lo..hi` (which the scheduler's shapes and the callers guarantee).
+    pub(crate) unsafe fn run_range(&self, addrs: &[usize], lo: usize, hi: usize) {
+        if hi <= lo {
+            return;
+        }
+        let pool = global_pool();
+        let work = self.work * (hi - lo) as f64 / self.outer_len().max(1) as f64;
+        let tasks = match self.outer {
+            Some(_) if work >= PARALLEL_MIN_WORK => (hi - lo).min(pool.threads() * 4),
+            _ => 1,
+        };
+        let (f, addrs) = (self.f, addrs.to_vec());
+        pool.run(
+            tasks,
+            Box::new(move |t| {
+                let n = hi - lo;
+                let (a, b) = (lo + n * t / tasks, lo + n * (t + 1) / tasks);
+                // SAFETY: the caller guarantees every address is valid for the iterations
+                // `lo..hi`; tasks run disjoint slices of them, and iterations of the outer loop
+                // write disjoint output elements.
+                f(addrs.as_ptr().cast::<*mut u8>(), a as i64, b as i64);
+            }),
+        );
     }
 }
 
 impl Kernel for CpuKernel {
     fn launch(&self, bufs: &[Arc<Buffer>]) {
-        assert_eq!(
-            bufs.len(),
-            self.globals.len(),
-            "kernel launch: wrong number of buffers"
-        );
-        for (b, (dt, _)) in bufs.iter().zip(&self.globals) {
-            assert_eq!(
-                b.dtype, *dt,
-                "kernel launch: buffer {b:?} bound to a {dt} slot"
-            );
-        }
-        // Lock each distinct buffer once (a kernel may read and write the same buffer).
-        let mut order: Vec<usize> = (0..bufs.len()).collect();
-        order.sort_by_key(|&i| bufs[i].id());
-        order.dedup_by_key(|i| bufs[*i].id());
-        // The output (slot 0) is overwritten entirely, so unless it is also read it may take a
-        // reused allocation (no page faults) instead of fresh zeroed memory.
-        let out_is_read = bufs[1..].iter().any(|b| b.id() == bufs[0].id());
-        let mut guards: Vec<_> = order
-            .iter()
-            .map(|&i| {
-                let g = if i == 0 && !out_is_read {
-                    bufs[i].lock_for_overwrite()
-                } else {
-                    bufs[i].lock()
-                };
-                (bufs[i].id(), g)
-            })
-            .collect();
-        let mut ptrs: Vec<*mut u8> = Vec::with_capacity(bufs.len());
-        for b in bufs {
-            let g = guards
-                .iter_mut()
-                .find(|(id, _)| *id == b.id())
-                .expect("locked above");
-            let mem = g.1.as_mut().expect("allocated by lock");
-            ptrs.push(mem.as_mut_ptr().cast::<u8>());
-        }
-        let end = self.outer.unwrap_or(1);
-        let pool = global_pool();
-        let tasks = match self.outer {
-            Some(n) if self.work >= PARALLEL_MIN_WORK => n.min(pool.threads() * 4),
-            _ => 1,
-        };
-        // Task `t` runs the outer output loop over its share of `0..end`. Output elements are
-        // disjoint between tasks (each writes the iterations of its own slice).
-        let (f, addrs) = (self.f, ptrs.iter().map(|p| *p as usize).collect::<Vec<_>>());
-        pool.run(
-            tasks,
-            Box::new(move |t| {
-                let (lo, hi) = (end * t / tasks, end * (t + 1) / tasks);
-                // SAFETY: `addrs` holds one pointer per global slot, each to a live allocation
-                // of at least `size * itemsize` bytes of the slot's dtype (checked above, held
-                // locked by `guards` until `run` returns, which is after every task finished).
-                // The generated code only indexes within the buffers' shapes (the scheduler's
-                // index math) and gates loads outside them; tasks run disjoint slices of the
-                // outer loop, so no two of them write the same output element.
-                f(addrs.as_ptr().cast::<*mut u8>(), lo as i64, hi as i64);
-            }),
-        );
-        drop(guards);
+        let locked = lock_buffers(bufs, &self.slot_dtypes());
+        // SAFETY: `locked` holds every buffer's memory locked (at least `size * itemsize`
+        // bytes of the slot's dtype, checked by `lock_buffers`) until it is dropped after the
+        // run. The generated code only indexes within the buffers' shapes (the scheduler's
+        // index math) and gates loads outside them.
+        unsafe { self.run_range(&locked.addrs, 0, self.outer_len()) };
+        drop(locked);
     }
 
     fn source(&self) -> &str {

@@ -67,6 +67,9 @@ pub trait Kernel: Send + Sync {
     fn source(&self) -> &str;
 }
 
+/// A kernel compiled by [`Device::compile_ast`]: the kernel, its name and flops per launch.
+pub type CompiledAst = (Arc<dyn Kernel>, String, f64);
+
 /// A device: where buffers live and kernels run.
 pub trait Device: Send + Sync {
     /// The device's name (`CPU`, `REF`).
@@ -80,6 +83,14 @@ pub trait Device: Send + Sync {
     }
     /// Compiles a program (the caller caches by kernel AST).
     fn compile(&self, prog: &Program) -> Result<Arc<dyn Kernel>, DeviceError>;
+
+    /// Compiles a kernel AST the device handles with its own strategy instead of the generic
+    /// pipeline (the CPU's GEMM path for matmul-shaped kernels): `None` for the generic path,
+    /// else the kernel, its name and its flop count per launch.
+    fn compile_ast(&self, ast: &tinygrad_uop::UOp) -> Option<Result<CompiledAst, DeviceError>> {
+        let _ = ast;
+        None
+    }
 }
 
 /// Every device name this build knows (`CUDA` is an `Unavailable` error without the `cuda`

@@ -5,6 +5,7 @@
 //! - [`buffer_pool`]: reuse of freed large host allocations (no page faults for new outputs).
 //! - [`device`]: the [`Device`]/[`Kernel`] traits, the registry (`CPU`, `REF`; `DEV=`), `DEBUG`.
 //! - [`cpu`]: the Cranelift JIT device.
+//! - [`gemm`]: the CPU's GEMM path (packing kernels + AVX2/FMA micro-kernel + epilogue).
 //! - [`cuda`]: the `CUDA` device (PTX through the CUDA driver; cargo feature `cuda`).
 //! - [`reference`](mod@reference): `REF`, an interpreter of the linear program — the oracle for every backend.
 //! - [`realize`]: running a schedule with a compiled-kernel cache and `DEBUG` output.
@@ -15,6 +16,7 @@ pub mod buffer_pool;
 pub mod cpu;
 pub mod cuda;
 pub mod device;
+pub mod gemm;
 pub mod realize;
 pub mod reference;
 pub mod thread_pool;

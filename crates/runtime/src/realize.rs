@@ -41,6 +41,18 @@ pub fn get_kernel(
     if debug_level() >= 5 {
         eprintln!("kernel AST:\n{}", ast.pretty());
     }
+    if let Some(compiled) = dev.compile_ast(ast) {
+        let entry = compiled?;
+        COMPILES.fetch_add(1, Ordering::Relaxed);
+        if debug_level() >= 4 {
+            eprintln!("{}", entry.0.source());
+        }
+        cache()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, entry.clone());
+        return Ok(entry);
+    }
     let prog = to_program_with(ast, dev.caps(), dev.optimizes());
     if debug_level() >= 3 && !prog.opts.is_empty() {
         eprintln!("{}: {:?}", prog.name, prog.opts);

@@ -1,0 +1,384 @@
+//! Matmul-shaped kernels split for an external GEMM micro-kernel (the CPU's AVX2/FMA path; the
+//! role tinygrad gives its tensor-core `TC` opt).
+//!
+//! A kernel of the form `STORE(out[i], f(REDUCE_ADD(MUL(x, y), k...)))` — how tinygrad
+//! expresses matmul, batched matmul, `linear`, `einsum` contractions and every convolution,
+//! forward and backward — is a GEMM `C[b, m, n] = sum_k A[b, m, k] * B[b, n, k]` whose operands
+//! are arbitrary fused expressions of the kernel's loop ranges. The kernel's ranges are
+//! classified by which operand uses them:
+//! - output ranges used by both `x` and `y`: the **batch** (`b`, e.g. conv groups);
+//! - output ranges used by one operand only: **M** (rows, from `x` after orientation) and **N**;
+//! - output ranges used by neither: not GEMM dimensions (the result is the same along them);
+//! - the reduce ranges: **K**.
+//!
+//! [`plan_gemm`] returns three ordinary kernel ASTs that the target compiles with its normal
+//! pipeline:
+//! - `pack_a` / `pack_b`: write one operand, zero-padded, into the micro-kernel's panel layout
+//!   (`R` rows interleaved per `k`: `[panel][k][R]`, `R` = MR or NR). Their outermost range is
+//!   the panel index (a launcher runs any sub-range of panels); the K offset and the batch index
+//!   come from a small `int64` params buffer (`[k0, b]`), clamped so every index stays in bounds.
+//!   Any fused producer of the operand (casts, padding gates, im2col-style index arithmetic) is
+//!   evaluated here, once per element.
+//! - `epilogue`: the original kernel with the `REDUCE` replaced by a load of the GEMM result `C`
+//!   (`[b][Mp][Np]`, row-major, padded): one pass over the output that applies the rest of the
+//!   fused kernel (bias, activation, ...).
+
+use std::collections::HashMap;
+
+use tinygrad_dtype::DType;
+use tinygrad_uop::{Arg, AxisKind, Ops, UOp};
+
+/// Micro-kernel and blocking sizes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct GemmTile {
+    /// Rows of `A` per micro-kernel call.
+    pub mr: usize,
+    /// Columns of `B` per micro-kernel call (the vector direction).
+    pub nr: usize,
+    /// Target K block (sized for L1/L2).
+    pub kc: usize,
+}
+
+/// One matmul-shaped kernel, split into packing, GEMM and epilogue.
+#[derive(Clone, Debug)]
+pub struct GemmPlan {
+    /// The tile the packing layouts were built for.
+    pub tile: GemmTile,
+    /// Batch count (product of the batch ranges).
+    pub batch: usize,
+    /// Rows of `C` (product of the M ranges) and the padded count (a multiple of `mr`).
+    pub m: usize,
+    /// Padded rows.
+    pub mp: usize,
+    /// Columns of `C` and the padded count (a multiple of `nr`).
+    pub n: usize,
+    /// Padded columns.
+    pub np: usize,
+    /// Reduction length, its block size (`kc` balanced so blocks are equal) and block count.
+    pub k: usize,
+    /// The K block size actually used.
+    pub kb: usize,
+    /// K blocks (`ceil(k / kb)`); `kp = kb * n_kb`.
+    pub n_kb: usize,
+    /// K elements per packing launch (a multiple of `kb`).
+    pub k_chunk: usize,
+    /// Packs `A` (slot 0: panels, then the inputs in `a_slots` order, then params).
+    pub pack_a: UOp,
+    /// The id of the packing kernels' row-in-panel range (the one to unroll).
+    pub pack_row_axis: usize,
+    /// Original buffer slot of each input slot `1..` of `pack_a`.
+    pub a_slots: Vec<usize>,
+    /// Packs `B`, like `pack_a`.
+    pub pack_b: UOp,
+    /// Original buffer slot of each input slot `1..` of `pack_b`.
+    pub b_slots: Vec<usize>,
+    /// The original kernel reading `C` (at slot `c_slot`) instead of reducing.
+    pub epilogue: UOp,
+    /// The slot of `C` in the epilogue (one past the original slots).
+    pub c_slot: usize,
+    /// The element dtype of each of the original kernel's slots.
+    pub globals: Vec<DType>,
+}
+
+/// The sizes and ids of ranges.
+fn size(r: &UOp) -> usize {
+    r.s(0).as_int().unwrap_or(0).max(0) as usize
+}
+
+fn ranges_of(u: &UOp) -> Vec<UOp> {
+    u.toposort()
+        .into_iter()
+        .filter(|n| n.op() == Ops::Range)
+        .collect()
+}
+
+/// `x` decomposed into the mixed-radix digits of `ranges` (row-major: the last range varies
+/// fastest), as a substitution map.
+fn decompose(x: &UOp, ranges: &[UOp], map: &mut HashMap<UOp, UOp>) {
+    let mut stride = 1i64;
+    for r in ranges.iter().rev() {
+        let n = size(r) as i64;
+        let mut d = if stride == 1 {
+            x.clone()
+        } else {
+            x.idiv(stride)
+        };
+        if stride * n < ranges.iter().map(|r| size(r) as i64).product::<i64>() {
+            d = d.modulo(n);
+        }
+        map.insert(r.clone(), d);
+        stride *= n;
+    }
+}
+
+/// The row-major flat index of `ranges` (the inverse of [`decompose`]).
+fn flatten(ranges: &[UOp]) -> UOp {
+    let mut idx = UOp::index(0);
+    let mut stride = 1i64;
+    for r in ranges.iter().rev() {
+        idx = idx.add(r.mul(stride));
+        stride *= size(r) as i64;
+    }
+    idx
+}
+
+/// `x` clamped into `0..=hi` (`vmin`/`vmax` then know the bounds).
+fn clamp(x: &UOp, hi: i64) -> UOp {
+    x.maximum(0i64).minimum(hi)
+}
+
+/// Renumbers the `DefineGlobal`s of `u` to `1..` (in slot order); returns the new graph and
+/// the original slot of each new slot.
+fn renumber_inputs(u: &UOp) -> (UOp, Vec<usize>) {
+    let mut globals: Vec<UOp> = u
+        .toposort()
+        .into_iter()
+        .filter(|n| n.op() == Ops::DefineGlobal)
+        .collect();
+    globals.sort_by_key(slot_of);
+    let mut map = HashMap::new();
+    let mut slots = Vec::new();
+    for (i, g) in globals.iter().enumerate() {
+        slots.push(slot_of(g));
+        map.insert(g.clone(), global(g.dtype(), i + 1));
+    }
+    (u.substitute(&map), slots)
+}
+
+fn slot_of(g: &UOp) -> usize {
+    match g.arg() {
+        Arg::Int(s) => *s as usize,
+        _ => usize::MAX,
+    }
+}
+
+fn global(ptr_dt: DType, slot: usize) -> UOp {
+    UOp::new(Ops::DefineGlobal, ptr_dt, vec![], Arg::Int(slot as i64))
+}
+
+fn load(buf: &UOp, idx: UOp) -> UOp {
+    let index = UOp::new(Ops::Index, buf.dtype(), vec![buf.clone(), idx], Arg::None);
+    UOp::new(Ops::Load, buf.dtype().base(), vec![index], Arg::None)
+}
+
+fn store(buf: &UOp, idx: UOp, value: UOp) -> UOp {
+    let index = UOp::new(Ops::Index, buf.dtype(), vec![buf.clone(), idx], Arg::None);
+    UOp::new(Ops::Store, DType::VOID, vec![index, value], Arg::None)
+}
+
+/// Dimensions shared by both packing kernels.
+struct PackDims<'a> {
+    /// The first of three range ids unused by the kernel.
+    first_id: usize,
+    batch: &'a [UOp],
+    red: &'a [UOp],
+    k: usize,
+    k_chunk: usize,
+}
+
+/// The packing kernel of one operand: `panels[p][kk][r] = operand(row p*R + r, k0 + kk)`,
+/// zero outside the operand. Rows and K past the operand are not clamped but gated: every load
+/// of the operand gets the validity condition (a gated load touches no memory when it is
+/// false), so the index arithmetic stays that of the original kernel, divisions by constants of
+/// bounded values included.
+fn pack_kernel(
+    operand: &UOp,
+    rows: &[UOp],
+    len: usize,
+    r_size: usize,
+    d: &PackDims<'_>,
+) -> (UOp, Vec<usize>) {
+    let (operand, slots) = renumber_inputs(operand);
+    let params = global(
+        DType::INT64.ptr(tinygrad_dtype::AddrSpace::Global),
+        slots.len() + 1,
+    );
+    let panels = len.div_ceil(r_size);
+    // Fresh range ids: a range equal to one of the kernel's (same size and id) would be
+    // hash-consed into the same node and substituted along with it.
+    let p = UOp::range(panels as i64, d.first_id, AxisKind::Loop);
+    let kk = UOp::range(d.k_chunk as i64, d.first_id + 1, AxisKind::Loop);
+    let r = UOp::range(r_size as i64, d.first_id + 2, AxisKind::Loop);
+    // Offsets from the launcher, clamped once so the bounds analysis knows their ranges.
+    let nb: usize = d.batch.iter().map(size).product();
+    let k0 = clamp(&load(&params, UOp::index(0)).cast(DType::INDEX), d.k as i64);
+    let bi = clamp(
+        &load(&params, UOp::index(1)).cast(DType::INDEX),
+        nb.max(1) as i64 - 1,
+    );
+    let row = p.mul(r_size as i64).add(&r);
+    let k = kk.add(&k0);
+    let valid = row.lt(len as i64).alu(Ops::And, &[k.lt(d.k as i64)]);
+    let mut map = HashMap::new();
+    decompose(&row, rows, &mut map);
+    decompose(&k, d.red, &mut map);
+    decompose(&bi, d.batch, &mut map);
+    for idx in operand.toposort() {
+        if idx.op() == Ops::Index && idx.src().len() >= 2 {
+            let mut src = idx.src().to_vec();
+            let gate = match src.get(2) {
+                Some(g) => g.alu(Ops::And, std::slice::from_ref(&valid)),
+                None => valid.clone(),
+            };
+            src.truncate(2);
+            src.push(gate);
+            // Indices are rebuilt with the substituted ranges below; gate the original node.
+            map.insert(idx.clone(), idx.with_src(src).substitute(&map));
+        }
+    }
+    let value = operand.substitute(&map);
+    let value = valid.where_(value, UOp::cnst(DType::FLOAT32, 0.0f32));
+    let out = global(DType::FLOAT32.ptr(tinygrad_dtype::AddrSpace::Global), 0);
+    let idx = p
+        .mul((d.k_chunk * r_size) as i64)
+        .add(kk.mul(r_size as i64))
+        .add(&r);
+    let sink = UOp::new(
+        Ops::Sink,
+        DType::VOID,
+        vec![store(&out, idx, value)],
+        Arg::None,
+    );
+    (sink, slots)
+}
+
+/// Splits `ast` per the module docs when it is a float32 matmul-shaped kernel with at least
+/// `min_flops` multiply-adds x 2 and both sides of at least 4; `None` otherwise.
+pub fn plan_gemm(ast: &UOp, tile: GemmTile, min_flops: f64) -> Option<GemmPlan> {
+    if ast.op() != Ops::Sink || ast.src().len() != 1 {
+        return None;
+    }
+    // Simplified first: index arithmetic of views often mentions ranges it doesn't depend on
+    // (`(k*25 + r) // 800` with `k*25 + r < 800`), which would hide which operand uses them.
+    let ast = &tinygrad_uop::graph_rewrite(ast, tinygrad_uop::sym(), &mut (), false);
+    let st = ast.s(0);
+    if st.op() != Ops::Store || st.s(1).dtype() != DType::FLOAT32 {
+        return None;
+    }
+    let nodes = ast.toposort();
+    let reduces: Vec<&UOp> = nodes.iter().filter(|n| n.op() == Ops::Reduce).collect();
+    let [red] = reduces.as_slice() else {
+        return None;
+    };
+    if !matches!(red.arg(), Arg::Op(Ops::Add)) || red.dtype() != DType::FLOAT32 {
+        return None;
+    }
+    let mul = red.s(0);
+    if mul.op() != Ops::Mul || mul.dtype() != DType::FLOAT32 {
+        return None;
+    }
+    // Every range must be a plain output loop or one of this reduce's ranges.
+    let red_ranges: Vec<UOp> = red.src()[1..].to_vec();
+    let all_ranges: Vec<UOp> = nodes
+        .iter()
+        .filter(|n| n.op() == Ops::Range)
+        .cloned()
+        .collect();
+    let out_ranges: Vec<UOp> = all_ranges
+        .iter()
+        .filter(|r| !red_ranges.contains(r))
+        .cloned()
+        .collect();
+    if out_ranges
+        .iter()
+        .chain(&red_ranges)
+        .any(|r| r.s(0).as_int().is_none())
+        || out_ranges
+            .iter()
+            .any(|r| !matches!(r.arg(), Arg::Range(_, AxisKind::Loop)))
+    {
+        return None;
+    }
+    let (mut x, mut y) = (mul.s(0).clone(), mul.s(1).clone());
+    let (mut rx, mut ry) = (ranges_of(&x), ranges_of(&y));
+    let mut batch = Vec::new();
+    let (mut mr_, mut nr_) = (Vec::new(), Vec::new());
+    for r in &out_ranges {
+        match (rx.contains(r), ry.contains(r)) {
+            (true, true) => batch.push(r.clone()),
+            (true, false) => mr_.push(r.clone()),
+            (false, true) => nr_.push(r.clone()),
+            (false, false) => {}
+        }
+    }
+    let prod = |v: &[UOp]| v.iter().map(size).product::<usize>();
+    // The smaller side is N (the vector direction, packed once): A is repacked per N chunk.
+    if prod(&nr_) > prod(&mr_) {
+        std::mem::swap(&mut x, &mut y);
+        std::mem::swap(&mut rx, &mut ry);
+        std::mem::swap(&mut mr_, &mut nr_);
+    }
+    let (nb, m, n, k) = (prod(&batch), prod(&mr_), prod(&nr_), prod(&red_ranges));
+    let flops = 2.0 * nb as f64 * m as f64 * n as f64 * k as f64;
+    if m < 4 || n < 4 || k < 4 || flops < min_flops {
+        return None;
+    }
+    let n_kb = k.div_ceil(tile.kc);
+    let kb = k.div_ceil(n_kb);
+    let mp = m.div_ceil(tile.mr) * tile.mr;
+    let np = n.div_ceil(tile.nr) * tile.nr;
+    // K per packing launch: the packed A and B of one chunk stay within ~32 MiB.
+    let per_k = (mp.min(4096) + np) * 4;
+    let blocks = ((32usize << 20) / (per_k * kb)).clamp(1, n_kb);
+    let k_chunk = blocks * kb;
+    let first_id = all_ranges
+        .iter()
+        .filter_map(|r| match r.arg() {
+            Arg::Range(id, _) => Some(*id),
+            _ => None,
+        })
+        .max()
+        .map_or(0, |m| m + 1);
+    let dims = PackDims {
+        first_id,
+        batch: &batch,
+        red: &red_ranges,
+        k,
+        k_chunk,
+    };
+    let (pack_a, a_slots) = pack_kernel(&x, &mr_, m, tile.mr, &dims);
+    let (pack_b, b_slots) = pack_kernel(&y, &nr_, n, tile.nr, &dims);
+    // The epilogue: C[b][m][n] replaces the reduce.
+    let c_slot = nodes
+        .iter()
+        .filter(|n| n.op() == Ops::DefineGlobal)
+        .map(slot_of)
+        .max()
+        .unwrap_or(0)
+        + 1;
+    let c = global(
+        DType::FLOAT32.ptr(tinygrad_dtype::AddrSpace::Global),
+        c_slot,
+    );
+    let cidx = flatten(&batch)
+        .mul((mp * np) as i64)
+        .add(flatten(&mr_).mul(np as i64))
+        .add(flatten(&nr_));
+    let mut globals = vec![DType::VOID; c_slot];
+    for g in nodes.iter().filter(|n| n.op() == Ops::DefineGlobal) {
+        globals[slot_of(g)] = g.dtype().base();
+    }
+    let mut map = HashMap::new();
+    map.insert((*red).clone(), load(&c, cidx));
+    let epilogue = ast.substitute(&map);
+    Some(GemmPlan {
+        tile,
+        batch: nb,
+        m,
+        mp,
+        n,
+        np,
+        k,
+        kb,
+        n_kb,
+        k_chunk,
+        pack_a,
+        pack_row_axis: first_id + 2,
+        a_slots,
+        pack_b,
+        b_slots,
+        epilogue,
+        c_slot,
+        globals,
+    })
+}

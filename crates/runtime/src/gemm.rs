@@ -1,0 +1,475 @@
+//! The CPU GEMM path: matmul-shaped kernels (see [`tinygrad_codegen::gemm`]) run as generated
+//! packing kernels, an AVX2/FMA micro-kernel with cache blocking on every core, and a generated
+//! epilogue kernel.
+//!
+//! Why a micro-kernel next to Cranelift: Cranelift emits 128-bit vectors only and schedules
+//! nothing, which caps its generated matmul loops far below the FMA units' peak. A register-tiled
+//! 6x16 outer product (12 accumulators of 8 lanes) written with `std::arch` intrinsics runs near
+//! peak, and everything shape-specific (operand index arithmetic, padding gates, fused
+//! producers, bias and activation) stays in generated code.
+//!
+//! Blocking (Goto/BLIS): `B` is packed for a chunk of K once, `A` in chunks of rows; each task
+//! owns a block of `C` (rows x columns) and walks its K blocks, reusing one `B` panel (16 KB, L1)
+//! across the rows of its `A` block (L2).
+//!
+//! `CPU_GEMM=0` turns the path off (the generic Cranelift kernels run instead);
+//! `CPU_GEMM_MIN_FLOPS` sets the smallest kernel that takes it (default 2^22 flops). The path
+//! needs AVX2 and FMA, detected at run time; without them it is never taken.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use tinygrad_codegen::gemm::{GemmPlan, GemmTile, plan_gemm};
+use tinygrad_codegen::opt::{KernelOpts, Split, VECTOR_WIDTH};
+use tinygrad_codegen::{to_program_with, to_program_with_opts};
+use tinygrad_uop::UOp;
+
+use crate::Buffer;
+use crate::cpu::{CpuDevice, CpuKernel, lock_buffers};
+use crate::device::{CompiledAst, Device, DeviceError, Kernel};
+use crate::thread_pool::global_pool;
+
+/// The micro-kernel's tile: 6 rows x 16 columns (two 8-lane vectors), K blocks of ~256.
+pub const TILE: GemmTile = GemmTile {
+    mr: 6,
+    nr: 16,
+    kc: 256,
+};
+
+/// Whether the GEMM path may run: AVX2 and FMA present and `CPU_GEMM` not `0`.
+pub fn enabled() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var("CPU_GEMM").map_or(true, |v| v != "0") && simd_available())
+}
+
+#[cfg(target_arch = "x86_64")]
+fn simd_available() -> bool {
+    std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn simd_available() -> bool {
+    false
+}
+
+static LAUNCHES: AtomicU64 = AtomicU64::new(0);
+
+/// How many GEMM-path kernels have been launched in this process (lets tests check that the
+/// path really ran).
+pub fn launch_count() -> u64 {
+    LAUNCHES.load(Ordering::Relaxed)
+}
+
+fn min_flops_cell() -> &'static AtomicU64 {
+    static MIN: OnceLock<AtomicU64> = OnceLock::new();
+    MIN.get_or_init(|| {
+        let v = std::env::var("CPU_GEMM_MIN_FLOPS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or((1u64 << 22) as f64);
+        AtomicU64::new(v.to_bits())
+    })
+}
+
+fn min_flops() -> f64 {
+    f64::from_bits(min_flops_cell().load(Ordering::Relaxed))
+}
+
+/// Sets the smallest kernel (in flops) that takes the GEMM path, for kernels compiled from now
+/// on (`CPU_GEMM_MIN_FLOPS` sets the initial value; `0.0` sends every eligible kernel there —
+/// what the tests of the path do).
+pub fn set_min_flops(flops: f64) {
+    min_flops_cell().store(flops.to_bits(), Ordering::Relaxed);
+}
+
+/// The CPU device's [`Device::compile_ast`]: a [`GemmKernel`] when `ast` is matmul-shaped.
+pub(crate) fn compile(dev: &CpuDevice, ast: &UOp) -> Option<Result<CompiledAst, DeviceError>> {
+    if !enabled() {
+        return None;
+    }
+    let plan = plan_gemm(ast, TILE, min_flops())?;
+    Some(GemmKernel::new(dev, plan).map(|k| {
+        let name = k.name.clone();
+        let flops = 2.0 * (k.plan.batch * k.plan.m * k.plan.n * k.plan.k) as f64;
+        (Arc::new(k) as Arc<dyn Kernel>, name, flops)
+    }))
+}
+
+/// Scratch memory reused across launches: packed `A` and `B`, and `C`.
+#[derive(Default)]
+struct Scratch {
+    a: Vec<f32>,
+    b: Vec<f32>,
+    c: Vec<f32>,
+}
+
+/// A matmul-shaped kernel run as packing + micro-kernel + epilogue.
+pub(crate) struct GemmKernel {
+    plan: GemmPlan,
+    name: String,
+    pack_a: CpuKernel,
+    pack_b: CpuKernel,
+    epilogue: CpuKernel,
+    source: String,
+    scratch: Mutex<Scratch>,
+}
+
+/// Compiles a packing kernel so that its outer loop is the panel index (the launcher runs
+/// sub-ranges of panels): without opts if the heuristic changed the outer loop.
+fn compile_pack(
+    dev: &CpuDevice,
+    ast: &UOp,
+    panels: usize,
+    r: usize,
+    axis: usize,
+) -> Result<CpuKernel, DeviceError> {
+    // One panel: its range is folded away, and the launcher runs the whole kernel.
+    let fits = |o: Option<usize>| panels == 1 || o == Some(panels);
+    // The panel's rows fully unrolled (range `axis` of the packing kernel): what depends on the
+    // row alone is computed once per panel, what depends on k once per k.
+    let lanes = if r.is_multiple_of(VECTOR_WIDTH) {
+        vec![VECTOR_WIDTH, r / VECTOR_WIDTH]
+    } else {
+        vec![r]
+    };
+    let opts = KernelOpts {
+        splits: vec![Split {
+            axis,
+            vector: lanes.len() == 2,
+            lanes,
+        }],
+        order: None,
+    };
+    let prog = to_program_with_opts(ast, dev.caps(), &opts);
+    let prog = if fits(prog.outer_size) {
+        prog
+    } else {
+        to_program_with(ast, dev.caps(), false)
+    };
+    if crate::device::debug_level() >= 7 {
+        eprintln!("packing kernel AST:\n{}", ast.pretty());
+    }
+    if crate::device::debug_level() >= 6 {
+        for (i, u) in prog.uops.iter().enumerate() {
+            let srcs: Vec<usize> = u
+                .src()
+                .iter()
+                .filter_map(|s| prog.uops.iter().position(|x| x == s))
+                .collect();
+            eprintln!(
+                "{i:4} {:<12} {:<10} {:?} {}",
+                u.op().name(),
+                u.dtype().to_string(),
+                srcs,
+                u.arg()
+            );
+        }
+    }
+    if !fits(prog.outer_size) {
+        return Err(DeviceError::Compile {
+            kernel: prog.name,
+            message: format!(
+                "gemm packing kernel: outer loop {:?}, expected {panels} panels",
+                prog.outer_size
+            ),
+        });
+    }
+    dev.compile_cpu(&prog)
+}
+
+/// Runs panels `lo..hi` of a packing kernel compiled by [`compile_pack`] for `panels` panels.
+///
+/// # Safety
+/// As [`CpuKernel::run_range`] for those panels.
+unsafe fn run_panels(k: &CpuKernel, addrs: &[usize], panels: usize, lo: usize, hi: usize) {
+    // SAFETY: forwarded; with one panel the whole kernel is that panel.
+    unsafe {
+        if panels == 1 {
+            k.run_range(addrs, 0, k.outer_len());
+        } else {
+            k.run_range(addrs, lo, hi);
+        }
+    }
+}
+
+impl GemmKernel {
+    fn new(dev: &CpuDevice, plan: GemmPlan) -> Result<GemmKernel, DeviceError> {
+        let (axis, tile) = (plan.pack_row_axis, plan.tile);
+        let pack_a = compile_pack(dev, &plan.pack_a, plan.mp / tile.mr, tile.mr, axis)?;
+        let pack_b = compile_pack(dev, &plan.pack_b, plan.np / tile.nr, tile.nr, axis)?;
+        let eprog = to_program_with(&plan.epilogue, dev.caps(), dev.optimizes());
+        let name = format!("gemm_{}_{}_{}_{}", plan.batch, plan.m, plan.n, plan.k);
+        let epilogue = dev.compile_cpu(&eprog)?;
+        let source = format!(
+            "// {name}: pack A\n{}\n// pack B\n{}\n// epilogue ({})\n{}",
+            pack_a.source(),
+            pack_b.source(),
+            eprog.name,
+            epilogue.source()
+        );
+        Ok(GemmKernel {
+            plan,
+            name,
+            pack_a,
+            pack_b,
+            epilogue,
+            source,
+            scratch: Mutex::new(Scratch::default()),
+        })
+    }
+
+    fn run(&self, bufs: &[Arc<Buffer>], scratch: &mut Scratch) {
+        let p = &self.plan;
+        let (mr, nr, kb) = (p.tile.mr, p.tile.nr, p.kb);
+        let locked = lock_buffers(bufs, &p.globals);
+        let addrs = &locked.addrs;
+        let kp = kb * p.n_kb;
+        let k_chunk = p.k_chunk;
+        // Rows of A packed per launch: ~16 MiB, whole panels.
+        let a_rows = (((16usize << 20) / (4 * k_chunk)) / mr * mr).clamp(mr, p.mp);
+        resize(&mut scratch.a, a_rows * k_chunk);
+        resize(&mut scratch.b, p.np * k_chunk);
+        resize(&mut scratch.c, p.batch * p.mp * p.np);
+        let (a_buf, b_buf, c_buf) = (
+            scratch.a.as_mut_ptr() as usize,
+            scratch.b.as_mut_ptr() as usize,
+            scratch.c.as_mut_ptr() as usize,
+        );
+        let profile = crate::device::debug_level() >= 3;
+        let mut times = [0f64; 4];
+        let mut clock = std::time::Instant::now();
+        let mut lap = |i: usize| {
+            if profile {
+                times[i] += clock.elapsed().as_secs_f64();
+                clock = std::time::Instant::now();
+            }
+        };
+        let mut params = [0i64; 2];
+        let params_addr = params.as_mut_ptr() as usize;
+        let slot_addrs = |first: usize, slots: &[usize]| -> Vec<usize> {
+            let mut v = vec![first];
+            v.extend(slots.iter().map(|&s| addrs[s]));
+            v.push(params_addr);
+            v
+        };
+        for bi in 0..p.batch {
+            for k0 in (0..kp).step_by(k_chunk) {
+                params[0] = k0 as i64;
+                params[1] = bi as i64;
+                let blocks = (k0 / kb)..((k0 + k_chunk) / kb).min(p.n_kb);
+                // SAFETY: slot 0 is `b` (np * k_chunk floats: every panel's k_chunk x nr), the
+                // inputs are the locked buffers at their original slots, and `params` is live
+                // on this frame; the packing kernel clamps every index into its operand.
+                unsafe {
+                    let n_panels = p.np / nr;
+                    run_panels(
+                        &self.pack_b,
+                        &slot_addrs(b_buf, &p.b_slots),
+                        n_panels,
+                        0,
+                        n_panels,
+                    )
+                };
+                lap(1);
+                for m0 in (0..p.mp).step_by(a_rows) {
+                    let m1 = (m0 + a_rows).min(p.mp);
+                    // Panels m0/mr.. are written at `(panel - m0/mr) * k_chunk * mr` of `a`:
+                    // the kernel indexes from the panel number, so its base moves back.
+                    let base = a_buf.wrapping_sub((m0 / mr) * k_chunk * mr * 4);
+                    // SAFETY: panels `m0/mr..m1/mr` land inside `a` (a_rows * k_chunk floats)
+                    // by the base adjustment above; inputs and params as for B.
+                    unsafe {
+                        let addrs = slot_addrs(base, &p.a_slots);
+                        run_panels(&self.pack_a, &addrs, p.mp / mr, m0 / mr, m1 / mr)
+                    };
+                    lap(0);
+                    let c_off = bi * p.mp * p.np;
+                    let job = BlockJob {
+                        a: a_buf,
+                        b: b_buf,
+                        c: c_buf + 4 * c_off,
+                        rows: m1 - m0,
+                        m0,
+                        np: p.np,
+                        kb,
+                        k_chunk,
+                        blocks: blocks.clone(),
+                        first_block: k0 == 0,
+                    };
+                    job.run(mr, nr);
+                    lap(2);
+                }
+            }
+        }
+        let mut eaddrs = addrs.clone();
+        eaddrs.push(c_buf);
+        // SAFETY: the original buffers stay locked by `locked`; `c` holds batch * mp * np
+        // floats, every index the epilogue computes (`b*mp*np + m*np + n` within the
+        // unpadded sizes).
+        unsafe {
+            self.epilogue
+                .run_range(&eaddrs, 0, self.epilogue.outer_len())
+        };
+        lap(3);
+        if profile {
+            eprintln!(
+                "{}: pack A {:.2} ms, pack B {:.2} ms, micro-kernel {:.2} ms, epilogue {:.2} ms",
+                self.name,
+                times[0] * 1e3,
+                times[1] * 1e3,
+                times[2] * 1e3,
+                times[3] * 1e3
+            );
+        }
+        drop(locked);
+    }
+}
+
+fn resize(v: &mut Vec<f32>, n: usize) {
+    if v.len() < n {
+        *v = vec![0.0; n];
+    }
+}
+
+/// The GEMM of one packed chunk: `C[m0.., ..] (+)= A_chunk x B_chunk` over K blocks `blocks`.
+#[derive(Clone)]
+struct BlockJob {
+    a: usize,
+    b: usize,
+    c: usize,
+    rows: usize,
+    m0: usize,
+    np: usize,
+    kb: usize,
+    k_chunk: usize,
+    blocks: std::ops::Range<usize>,
+    first_block: bool,
+}
+
+impl BlockJob {
+    fn run(&self, mr: usize, nr: usize) {
+        let (m_panels, n_panels) = (self.rows / mr, self.np / nr);
+        // Tasks: blocks of up to 24 row panels (144 rows: the A block stays in L2) x up to 32
+        // column panels, at least 4 per thread when the chunk allows.
+        let threads = global_pool().threads();
+        let mut mb = 24.min(m_panels).max(1);
+        while mb > 1 && m_panels.div_ceil(mb) * n_panels.div_ceil(32) < 4 * threads {
+            mb /= 2;
+        }
+        let nb = if m_panels.div_ceil(mb) >= 2 * threads {
+            32.min(n_panels)
+        } else {
+            n_panels.div_ceil(4 * threads).max(1)
+        };
+        let (tm, tn) = (m_panels.div_ceil(mb), n_panels.div_ceil(nb));
+        let job = self.clone();
+        global_pool().run(
+            tm * tn,
+            Box::new(move |t| {
+                let (im, jn) = (t / tn, t % tn);
+                let ms = (im * mb)..((im + 1) * mb).min(m_panels);
+                let ns = (jn * nb)..((jn + 1) * nb).min(n_panels);
+                job.task(mr, nr, ms, ns);
+            }),
+        );
+    }
+
+    fn task(&self, mr: usize, nr: usize, ms: std::ops::Range<usize>, ns: std::ops::Range<usize>) {
+        for i in 0..self.blocks.len() {
+            let kk = i * self.kb;
+            let accumulate = !(self.first_block && i == 0);
+            for jn in ns.clone() {
+                let b = self.b + 4 * (jn * self.k_chunk * nr + kk * nr);
+                for im in ms.clone() {
+                    let a = self.a + 4 * (im * self.k_chunk * mr + kk * mr);
+                    let c = self.c + 4 * ((self.m0 + im * mr) * self.np + jn * nr);
+                    // SAFETY: `a` and `b` point at packed panels with `kb` rows of `mr` and
+                    // `nr` floats inside the scratch buffers (panel `im` < rows / mr of the A
+                    // chunk, `jn` < np / nr, kk + kb <= k_chunk); `c` at a 6 x 16 tile of the
+                    // padded C (rows m0 + im*mr + 0..6 < mp, columns jn*nr + 0..16 <= np) that
+                    // no other task writes (tasks own disjoint panel ranges).
+                    unsafe { microkernel(self.kb, a, b, c, self.np, accumulate) };
+                }
+            }
+        }
+    }
+}
+
+/// `C[0..6][0..16] (+)= sum_p A[p][0..6]^T B[p][0..16]`, packed A (`6` floats per `p`) and B
+/// (`16` per `p`), C with row stride `ldc`.
+///
+/// # Safety
+/// `a` must be valid for `6 * kc` floats, `b` for `16 * kc`, `c` for 6 rows of 16 floats at
+/// stride `ldc`, not accessed concurrently; the CPU must have AVX2 and FMA ([`enabled`]).
+#[cfg(target_arch = "x86_64")]
+unsafe fn microkernel(kc: usize, a: usize, b: usize, c: usize, ldc: usize, accumulate: bool) {
+    // SAFETY: forwarded from the caller's contract; AVX2+FMA checked by `enabled`.
+    unsafe {
+        microkernel_avx2(
+            kc,
+            a as *const f32,
+            b as *const f32,
+            c as *mut f32,
+            ldc,
+            accumulate,
+        )
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+unsafe fn microkernel(_: usize, _: usize, _: usize, _: usize, _: usize, _: bool) {
+    unreachable!("the GEMM path is only enabled on x86_64 with AVX2 and FMA")
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn microkernel_avx2(
+    kc: usize,
+    a: *const f32,
+    b: *const f32,
+    c: *mut f32,
+    ldc: usize,
+    accumulate: bool,
+) {
+    use std::arch::x86_64::*;
+    let mut acc = [[_mm256_setzero_ps(); 2]; 6];
+    for p in 0..kc {
+        // SAFETY: the caller guarantees `a` has 6*kc and `b` 16*kc floats (p < kc).
+        unsafe {
+            let b0 = _mm256_loadu_ps(b.add(p * 16));
+            let b1 = _mm256_loadu_ps(b.add(p * 16 + 8));
+            for (i, row) in acc.iter_mut().enumerate() {
+                let ai = _mm256_broadcast_ss(&*a.add(p * 6 + i));
+                row[0] = _mm256_fmadd_ps(ai, b0, row[0]);
+                row[1] = _mm256_fmadd_ps(ai, b1, row[1]);
+            }
+        }
+    }
+    for (i, row) in acc.iter().enumerate() {
+        // SAFETY: the caller guarantees `c` has 6 rows of 16 floats at stride `ldc` (i < 6).
+        unsafe {
+            let cp = c.add(i * ldc);
+            let (mut r0, mut r1) = (row[0], row[1]);
+            if accumulate {
+                r0 = _mm256_add_ps(r0, _mm256_loadu_ps(cp));
+                r1 = _mm256_add_ps(r1, _mm256_loadu_ps(cp.add(8)));
+            }
+            _mm256_storeu_ps(cp, r0);
+            _mm256_storeu_ps(cp.add(8), r1);
+        }
+    }
+}
+
+impl Kernel for GemmKernel {
+    fn launch(&self, bufs: &[Arc<Buffer>]) {
+        LAUNCHES.fetch_add(1, Ordering::Relaxed);
+        match self.scratch.try_lock() {
+            Ok(mut s) => self.run(bufs, &mut s),
+            Err(_) => self.run(bufs, &mut Scratch::default()),
+        }
+    }
+
+    fn source(&self) -> &str {
+        &self.source
+    }
+}
