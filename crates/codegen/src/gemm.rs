@@ -248,6 +248,13 @@ pub fn plan_gemm(ast: &UOp, tile: GemmTile, min_flops: f64) -> Option<GemmPlan> 
     if ast.op() != Ops::Sink || ast.src().len() != 1 {
         return None;
     }
+    // The slots as scheduled: simplification may drop every load of an input (all gated off),
+    // but the launcher still binds it.
+    let original_globals: Vec<UOp> = ast
+        .toposort()
+        .into_iter()
+        .filter(|n| n.op() == Ops::DefineGlobal)
+        .collect();
     // Simplified first: index arithmetic of views often mentions ranges it doesn't depend on
     // (`(k*25 + r) // 800` with `k*25 + r < 800`), which would hide which operand uses them.
     let ast = &tinygrad_uop::graph_rewrite(ast, tinygrad_uop::sym(), &mut (), false);
@@ -339,13 +346,7 @@ pub fn plan_gemm(ast: &UOp, tile: GemmTile, min_flops: f64) -> Option<GemmPlan> 
     let (pack_a, a_slots) = pack_kernel(&x, &mr_, m, tile.mr, &dims);
     let (pack_b, b_slots) = pack_kernel(&y, &nr_, n, tile.nr, &dims);
     // The epilogue: C[b][m][n] replaces the reduce.
-    let c_slot = nodes
-        .iter()
-        .filter(|n| n.op() == Ops::DefineGlobal)
-        .map(slot_of)
-        .max()
-        .unwrap_or(0)
-        + 1;
+    let c_slot = original_globals.iter().map(slot_of).max().unwrap_or(0) + 1;
     let c = global(
         DType::FLOAT32.ptr(tinygrad_dtype::AddrSpace::Global),
         c_slot,
@@ -355,7 +356,7 @@ pub fn plan_gemm(ast: &UOp, tile: GemmTile, min_flops: f64) -> Option<GemmPlan> 
         .add(flatten(&mr_).mul(np as i64))
         .add(flatten(&nr_));
     let mut globals = vec![DType::VOID; c_slot];
-    for g in nodes.iter().filter(|n| n.op() == Ops::DefineGlobal) {
+    for g in &original_globals {
         globals[slot_of(g)] = g.dtype().base();
     }
     let mut map = HashMap::new();

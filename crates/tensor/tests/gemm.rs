@@ -92,6 +92,12 @@ fn matmuls() {
     check("linear + relu epilogue", &[x, w, bias], |t| {
         t[0].linear(&t[1].t(), Some(&t[2])).relu()
     });
+    // An input whose every load is gated off (it only reaches the kernel through padding):
+    // simplification removes its loads, but the launcher still binds its slot.
+    let (a, b, z) = (rand(&[9, 10], 14), rand(&[10, 12], 15), rand(&[9, 12], 16));
+    check("input gated off entirely", &[a, b, z], |t| {
+        t[0].matmul(&t[1]) + t[2].pad(&[(0, 0), (12, 0)], 0.0).shrink(&[(0, 9), (0, 12)])
+    });
     let (a, b) = (rand(&[16, 24], 12), rand(&[24, 8], 13));
     check("fused producers", &[a, b], |t| {
         (t[0].exp() * 0.5).matmul(&(&t[1] + 1.0).relu())
