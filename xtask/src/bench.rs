@@ -1,49 +1,201 @@
 //! `cargo xtask bench`: the performance table. Every row is the median of several timed runs
-//! (after a warm-up run that compiles the kernels), next to a reference measured in the same
-//! process, so the ratio is meaningful on a noisy shared machine.
+//! (after a warm-up run that compiles the kernels), next to references measured in the same
+//! process, so the ratio is meaningful on a noisy shared machine. Inputs are realized before
+//! timing; a timed run builds the lazy expression and realizes it (small results are also read
+//! back, where noted).
 //!
-//! Rows:
-//! - matmul N x N x N f32 (N = 256, 512, 1024): GFLOP/s, vs `matrixmultiply::sgemm` (threaded,
-//!   the same number of cores as tinygrad-rs's thread pool).
-//! - `(a*b+c).relu().exp()` on 16M f32: GB/s moved (3 inputs + 1 output), vs a plain Rust loop
-//!   over slices writing a reused output.
-//! - `sum` of 16M f32: GB/s read, vs a plain Rust loop with 16 accumulators (one core).
-//! - warm realize latency of a 20-op elementwise chain on a 4x4 tensor (build + realize), µs.
+//! Rows (`key`: what selects it on the command line; `[q]`: part of `--quick`):
+//! - `matmul256` `[q]`, `matmul512`, `matmul1024`, `matmul2048`: matmul N x N x N f32, GFLOP/s,
+//!   vs numpy's `a @ b` and `matrixmultiply::sgemm` (threaded, the same number of cores as
+//!   tinygrad-rs's thread pool).
+//! - `elementwise`: `(a*b+c).relu().exp()` on 16M f32: GB/s moved (3 inputs + 1 output), vs a
+//!   plain Rust loop over slices writing a reused output, and numpy.
+//! - `add` `[q]`: `a+b` on 16M f32 (1M with `--quick`): GB/s moved (2 inputs + 1 output), vs the
+//!   memory-bandwidth probe: filling a reused buffer of the same size (64 MB; 4 MB with
+//!   `--quick`) with a value, split over the same number of threads, in GB/s written.
+//! - `sum` `[q]`: `sum` of 16M f32 (1M with `--quick`): GB/s read, vs a plain Rust loop with 16
+//!   accumulators (one core), and numpy's `a.sum()`.
+//! - `sum_axis1`: `sum(axis=1)` of 4096x4096 f32 (1024x1024 with `--quick`): GB/s read, vs
+//!   numpy's `a.sum(axis=1)`.
+//! - `softmax`: softmax over the last axis of 4096x4096 f32 (1024x1024 with `--quick`): ms, vs
+//!   numpy's `e = np.exp(x - x.max(-1, keepdims=True)); e / e.sum(-1, keepdims=True)`.
+//! - `conv`: the four forward convolutions of beautiful_mnist at batch 512 (x(512,1,28,28) *
+//!   w(32,1,5,5), x(512,32,24,24) * w(32,32,5,5), x(512,32,10,10) * w(64,32,3,3),
+//!   x(512,64,8,8) * w(64,64,3,3)), each timed alone, the row being the sum of their medians:
+//!   GFLOP/s (and ms); no reference (numpy has no convolution), results spot-checked in f64.
+//! - `latency` `[q]`: warm realize latency of a 20-op elementwise chain on a 4x4 tensor (build +
+//!   realize), µs, vs numpy running the same chain (Python loop included).
+//! - `latency_cold` `[q]`: the same chain with a constant that changes every run, so every run
+//!   compiles a new kernel (build + realize + read back), µs; no reference.
+//! - `mnist`: one beautiful_mnist training step at batch 512 (the model, loss and Adam step of
+//!   `crates/tensor/examples/mnist.rs`) on random images and labels: 1 warm-up step, then the
+//!   median of 3 steps (1 with `--quick`), ms. No reference measured (the note quotes the
+//!   issue author's numbers for tinygrad and PyTorch).
 //!
-//! Each result is also checked against the reference (a wrong fast kernel is reported).
+//! Without a filter, `--quick` runs only the `[q]` rows, with smaller sizes and fewer runs (a
+//! smoke test well under a minute); with a filter it runs the selected rows with fewer runs.
+//!
+//! numpy references run in one `python3` process per row (inputs passed through temporary
+//! files; a warm-up run, then the median of several), with `OPENBLAS_CORETYPE` and
+//! `OPENBLAS_L2_SIZE` removed from its environment and `OPENBLAS_NUM_THREADS` and
+//! `OMP_NUM_THREADS` set to tinygrad-rs's thread count (`CPU_THREADS`, else the available
+//! parallelism). Without numpy (`python3 -c "import numpy"` fails) those columns read `n/a`.
+//!
+//! Each result is also checked against its references (and, where cheap, an exact f64
+//! computation): a wrong fast kernel is reported as `WRONG RESULT` in the note.
+//!
+//! The ratio is tinygrad-rs over the reference for throughputs (GFLOP/s, GB/s) and the reference
+//! over tinygrad-rs for times (ms, µs): above 1 means tinygrad-rs is ahead. A row with two
+//! references takes two lines.
+//!
+//! `--json PATH` also writes the table as a JSON array, one object per line of the table:
+//!
+//! ```json
+//! [{"name": "matmul 256x256x256 f32", "unit": "GFLOP/s", "unit_value": 101.2,
+//!   "ours_ms": 0.33, "ref_name": "numpy", "ref_ms": 0.3, "ratio": 0.9, "note": ""}]
+//! ```
+//!
+//! `ours_ms`/`ref_ms`: median wall time in milliseconds (for the bandwidth probe, one fill of
+//! its buffer); `unit_value`: tinygrad-rs's number in `unit`; `ref_name` is null for a row
+//! without a reference, and `ref_ms` and `ratio` are null whenever no reference time was
+//! measured (no reference, or numpy unavailable).
 
+use std::fmt::Write as _;
 use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use tinygrad_tensor::Tensor;
+use tinygrad_tensor::nn::optim::{self, Optimizer};
+use tinygrad_tensor::nn::{BatchNorm, Conv2d, Linear, Module, get_parameters};
+use tinygrad_tensor::{Dims, Reduction, Tensor, compile_count, impl_parameters};
 
 /// Options from the command line.
 pub struct Opts {
-    /// Fewer repetitions (a quick look, noisier).
+    /// A small subset (without a filter) with smaller sizes and fewer repetitions: a smoke test.
     pub quick: bool,
-    /// Only rows whose name contains one of these (all when empty).
+    /// Only rows whose key contains one of these (all when empty).
     pub filter: Vec<String>,
+    /// Also write the rows as JSON to this file.
+    pub json: Option<PathBuf>,
 }
 
-struct Row {
+/// The unit of a row's number, with what converts a wall time into it.
+#[derive(Clone, Copy)]
+enum Unit {
+    /// GFLOP/s for this many floating-point operations per run.
+    Gflops(f64),
+    /// GB/s for this many bytes moved per run.
+    Gbs(f64),
+    /// Milliseconds per run.
+    Ms,
+    /// Microseconds per run.
+    Us,
+}
+
+impl Unit {
+    fn label(self) -> &'static str {
+        match self {
+            Unit::Gflops(_) => "GFLOP/s",
+            Unit::Gbs(_) => "GB/s",
+            Unit::Ms => "ms",
+            Unit::Us => "µs",
+        }
+    }
+
+    fn value(self, secs: f64) -> f64 {
+        match self {
+            Unit::Gflops(flop) => flop / secs / 1e9,
+            Unit::Gbs(bytes) => bytes / secs / 1e9,
+            Unit::Ms => secs * 1e3,
+            Unit::Us => secs * 1e6,
+        }
+    }
+
+    fn higher_is_better(self) -> bool {
+        matches!(self, Unit::Gflops(_) | Unit::Gbs(_))
+    }
+}
+
+/// A reference a row is compared with.
+struct Reference {
     name: String,
-    ours: f64,
-    unit: &'static str,
-    reference: Option<(String, f64)>,
-    higher_is_better: bool,
+    /// Its median wall time (s) and its number in the row's unit; `None`: not measured (`n/a`).
+    measured: Option<(f64, f64)>,
+    /// Why it is missing, or a failed check of our result against it.
     note: String,
 }
 
-/// Median of `f`'s wall time over at least `min_runs` runs and at most `max_runs`, stopping
-/// early once `budget` has been spent.
+impl Reference {
+    /// A reference doing the same work as the row, so its number is in the row's unit.
+    fn timed(name: &str, secs: f64, unit: Unit, ok: bool) -> Reference {
+        Reference {
+            name: name.into(),
+            measured: Some((secs, unit.value(secs))),
+            note: check(ok, &format!("vs {name}")),
+        }
+    }
+
+    /// A numpy reference: `n/a` with the reason when numpy didn't run; else timed, and our
+    /// result checked against numpy's output with `ok`.
+    fn numpy(
+        run: Result<NumpyRun, String>,
+        unit: Unit,
+        ok: impl FnOnce(&[f32]) -> bool,
+    ) -> Reference {
+        match run {
+            Ok(r) => Reference::timed("numpy", r.secs, unit, ok(&r.out)),
+            Err(why) => Reference {
+                name: "numpy".into(),
+                measured: None,
+                note: why,
+            },
+        }
+    }
+}
+
+/// One benchmark's result: our median time and its references.
+struct Row {
+    name: String,
+    /// Our median wall time, in seconds.
+    secs: f64,
+    unit: Unit,
+    refs: Vec<Reference>,
+    note: String,
+}
+
+impl Row {
+    fn ours(&self) -> f64 {
+        self.unit.value(self.secs)
+    }
+
+    /// Above 1: tinygrad-rs is ahead of the reference.
+    fn ratio(&self, r: &Reference) -> Option<f64> {
+        let (_, v) = r.measured?;
+        Some(if self.unit.higher_is_better() {
+            self.ours() / v
+        } else {
+            v / self.ours()
+        })
+    }
+}
+
+/// Median of `f`'s wall time in seconds over at least `min_runs` runs and at most `max_runs`,
+/// stopping early once `budget` has been spent.
 fn median_time(min_runs: usize, max_runs: usize, budget: Duration, mut f: impl FnMut()) -> f64 {
     let mut times = Vec::new();
     let t_all = Instant::now();
-    while times.len() < min_runs || (times.len() < max_runs && t_all.elapsed() < budget) {
+    while times.len() < min_runs.max(1) || (times.len() < max_runs && t_all.elapsed() < budget) {
         let t0 = Instant::now();
         f();
         times.push(t0.elapsed().as_secs_f64());
     }
+    median(times)
+}
+
+fn median(mut times: Vec<f64>) -> f64 {
     times.sort_by(f64::total_cmp);
     times[times.len() / 2]
 }
@@ -63,6 +215,15 @@ fn rand_vec(n: usize, seed: u64) -> Vec<f32> {
         .collect()
 }
 
+/// A realized tensor holding `data`.
+fn input(data: &[f32], shape: &[usize]) -> Tensor {
+    let t = Tensor::from_slice(data, shape);
+    t.realize();
+    t
+}
+
+/// The largest difference, relative to the largest magnitude of `b` (infinite when the lengths
+/// differ).
 fn max_rel_err(a: &[f32], b: &[f32]) -> f64 {
     let scale = b
         .iter()
@@ -79,6 +240,17 @@ fn max_rel_err(a: &[f32], b: &[f32]) -> f64 {
         })
 }
 
+/// The largest absolute difference (infinite when the lengths differ).
+fn max_abs_err(a: &[f32], b: &[f32]) -> f64 {
+    if a.len() != b.len() {
+        return f64::INFINITY;
+    }
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (f64::from(*x) - f64::from(*y)).abs())
+        .fold(0.0, f64::max)
+}
+
 fn check(ok: bool, what: &str) -> String {
     if ok {
         String::new()
@@ -91,18 +263,179 @@ fn reps(quick: bool, full: usize) -> usize {
     if quick { full.div_ceil(3).max(3) } else { full }
 }
 
+fn budget(quick: bool, secs: u64) -> Duration {
+    Duration::from_secs(if quick { secs.div_ceil(3) } else { secs })
+}
+
+/// The number of threads tinygrad-rs's CPU kernels use (as `tinygrad_runtime::cpu_threads`):
+/// `CPU_THREADS`, else the available parallelism.
+fn threads() -> usize {
+    std::env::var("CPU_THREADS")
+        .ok()
+        .and_then(|s| s.parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+// ---------------------------------------------------------------------------------------------
+// numpy references
+
+/// `python3` with the environment of the numpy references.
+fn python() -> Command {
+    let n = threads().to_string();
+    let mut c = Command::new("python3");
+    c.env_remove("OPENBLAS_CORETYPE")
+        .env_remove("OPENBLAS_L2_SIZE")
+        .env("OPENBLAS_NUM_THREADS", &n)
+        .env("OMP_NUM_THREADS", &n)
+        .stdin(Stdio::null());
+    c
+}
+
+/// numpy's version, when `python3` imports it.
+fn numpy_version() -> Option<&'static str> {
+    static V: OnceLock<Option<String>> = OnceLock::new();
+    V.get_or_init(|| {
+        let out = python()
+            .args(["-c", "import numpy; print(numpy.__version__)"])
+            .stderr(Stdio::null())
+            .output()
+            .ok()?;
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+    })
+    .as_deref()
+}
+
+/// Before a row's code: the arguments (output file, min runs, max runs, time budget, input
+/// files) and `inp(i, *shape)`, which loads input `i`.
+const NUMPY_PRELUDE: &str = "\
+import sys, time
+import numpy as np
+out, min_runs, max_runs, budget = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+ins = sys.argv[5:]
+def inp(i, *shape):
+    return np.fromfile(ins[i], dtype=np.float32).reshape(shape)
+";
+
+/// After a row's code (which defines `op()`): a warm-up run, then the timed runs; writes the
+/// warm-up's result to the output file and prints the median seconds.
+const NUMPY_TIMER: &str = "
+r = op()
+times = []
+t_all = time.perf_counter()
+while len(times) < max(min_runs, 1) or (len(times) < max_runs and time.perf_counter() - t_all < budget):
+    t0 = time.perf_counter()
+    op()
+    times.append(time.perf_counter() - t0)
+times.sort()
+np.asarray(r, dtype=np.float32).reshape(-1).tofile(out)
+print(repr(times[len(times) // 2]))
+";
+
+/// What a numpy reference measured: its median time and its result.
+struct NumpyRun {
+    secs: f64,
+    out: Vec<f32>,
+}
+
+/// Times `code` (Python defining `op()`, see [`NUMPY_PRELUDE`]) on `inputs` in one `python3`
+/// process. `Err`: why there is no number (numpy missing, or the process failed).
+fn numpy(
+    code: &str,
+    inputs: &[&[f32]],
+    min_runs: usize,
+    max_runs: usize,
+    budget: Duration,
+) -> Result<NumpyRun, String> {
+    if numpy_version().is_none() {
+        return Err("numpy not available".into());
+    }
+    let dir = std::env::temp_dir().join(format!("tinygrad-rs-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("numpy: {}: {e}", dir.display()))?;
+    let res = numpy_in(&dir, code, inputs, min_runs, max_runs, budget);
+    // Best effort: a leftover temporary directory is harmless.
+    let _ = std::fs::remove_dir_all(&dir);
+    res
+}
+
+fn numpy_in(
+    dir: &Path,
+    code: &str,
+    inputs: &[&[f32]],
+    min_runs: usize,
+    max_runs: usize,
+    budget: Duration,
+) -> Result<NumpyRun, String> {
+    let io_err = |p: &Path, e: std::io::Error| format!("numpy: {}: {e}", p.display());
+    let out = dir.join("out.f32");
+    let mut cmd = python();
+    cmd.arg("-c")
+        .arg(format!("{NUMPY_PRELUDE}{code}{NUMPY_TIMER}"))
+        .arg(&out)
+        .arg(min_runs.to_string())
+        .arg(max_runs.to_string())
+        .arg(budget.as_secs_f64().to_string());
+    for (i, data) in inputs.iter().enumerate() {
+        let p = dir.join(format!("in{i}.f32"));
+        let bytes: Vec<u8> = data.iter().flat_map(|x| x.to_le_bytes()).collect();
+        std::fs::write(&p, bytes).map_err(|e| io_err(&p, e))?;
+        cmd.arg(&p);
+    }
+    let o = cmd.output().map_err(|e| format!("numpy: python3: {e}"))?;
+    if !o.status.success() {
+        let err = String::from_utf8_lossy(&o.stderr);
+        return Err(format!(
+            "numpy failed: {}",
+            err.lines().last().unwrap_or("no message")
+        ));
+    }
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let secs = stdout
+        .lines()
+        .last()
+        .and_then(|l| l.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .ok_or_else(|| format!("numpy: unexpected output {:?}", stdout.trim()))?;
+    let bytes = std::fs::read(&out).map_err(|e| io_err(&out, e))?;
+    let out = bytes
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    Ok(NumpyRun { secs, out })
+}
+
+// ---------------------------------------------------------------------------------------------
+// rows
+
 fn bench_matmul(n: usize, o: &Opts) -> Row {
     let (av, bv) = (rand_vec(n * n, 1), rand_vec(n * n, 2));
-    let a = Tensor::from_slice(&av, &[n, n]);
-    let b = Tensor::from_slice(&bv, &[n, n]);
-    let flop = 2.0 * (n as f64).powi(3);
+    let a = input(&av, &[n, n]);
+    let b = input(&bv, &[n, n]);
+    let unit = Unit::Gflops(2.0 * (n as f64).powi(3));
     let got = a.matmul(&b).to_vec::<f32>();
-    let runs = reps(o.quick, if n >= 1024 { 7 } else { 15 });
-    let ours = median_time(3, runs, Duration::from_secs(20), || {
+    let runs = reps(
+        o.quick,
+        match n {
+            0..1024 => 15,
+            1024..2048 => 7,
+            _ => 3,
+        },
+    );
+    let ours = median_time(3, runs, budget(o.quick, 20), || {
         let c = a.matmul(&b);
         c.realize();
         black_box(&c);
     });
+    let np = numpy(
+        &format!("a = inp(0, {n}, {n})\nb = inp(1, {n}, {n})\ndef op():\n    return a @ b\n"),
+        &[&av, &bv],
+        3,
+        runs,
+        budget(o.quick, 10),
+    );
+    let numpy_ref = Reference::numpy(np, unit, |want| max_rel_err(&got, want) < 1e-4);
     let mut cv = vec![0.0f32; n * n];
     let sgemm = |cv: &mut [f32]| {
         // SAFETY: `av`, `bv` and `cv` are row-major n x n matrices of exactly n*n elements, and
@@ -127,17 +460,17 @@ fn bench_matmul(n: usize, o: &Opts) -> Row {
         }
     };
     sgemm(&mut cv);
-    let reference = median_time(3, runs, Duration::from_secs(10), || {
+    let mm = median_time(3, runs, budget(o.quick, 10), || {
         sgemm(&mut cv);
         black_box(&cv);
     });
+    let mm_ref = Reference::timed("matrixmultiply", mm, unit, max_rel_err(&got, &cv) < 1e-4);
     Row {
         name: format!("matmul {n}x{n}x{n} f32"),
-        ours: flop / ours / 1e9,
-        unit: "GFLOP/s",
-        reference: Some(("matrixmultiply".into(), flop / reference / 1e9)),
-        higher_is_better: true,
-        note: check(max_rel_err(&got, &cv) < 1e-4, "vs sgemm"),
+        secs: ours,
+        unit,
+        refs: vec![numpy_ref, mm_ref],
+        note: String::new(),
     }
 }
 
@@ -145,13 +478,13 @@ const BIG: usize = 1 << 24;
 
 fn bench_elementwise(o: &Opts) -> Row {
     let (av, bv, cv) = (rand_vec(BIG, 3), rand_vec(BIG, 4), rand_vec(BIG, 5));
-    let a = Tensor::from_slice(&av, &[BIG]);
-    let b = Tensor::from_slice(&bv, &[BIG]);
-    let c = Tensor::from_slice(&cv, &[BIG]);
+    let a = input(&av, &[BIG]);
+    let b = input(&bv, &[BIG]);
+    let c = input(&cv, &[BIG]);
     let f = || ((&a * &b) + &c).relu().exp();
     let got = f().to_vec::<f32>();
     let runs = reps(o.quick, 15);
-    let ours = median_time(3, runs, Duration::from_secs(15), || {
+    let ours = median_time(3, runs, budget(o.quick, 15), || {
         let r = f();
         r.realize();
         black_box(&r);
@@ -163,27 +496,90 @@ fn bench_elementwise(o: &Opts) -> Row {
         }
     };
     plain(&mut out);
-    let reference = median_time(3, runs, Duration::from_secs(10), || {
+    let reference = median_time(3, runs, budget(o.quick, 10), || {
         plain(&mut out);
         black_box(&out);
     });
-    let bytes = 4.0 * 4.0 * BIG as f64;
+    let unit = Unit::Gbs(4.0 * 4.0 * BIG as f64);
+    let np = numpy(
+        &format!(
+            "a = inp(0, {BIG})\nb = inp(1, {BIG})\nc = inp(2, {BIG})\n\
+             def op():\n    return np.exp(np.maximum(a * b + c, np.float32(0)))\n"
+        ),
+        &[&av, &bv, &cv],
+        3,
+        runs,
+        budget(o.quick, 10),
+    );
     Row {
         name: "(a*b+c).relu().exp() 16M f32".into(),
-        ours: bytes / ours / 1e9,
-        unit: "GB/s",
-        reference: Some(("Rust loop".into(), bytes / reference / 1e9)),
-        higher_is_better: true,
-        note: check(max_rel_err(&got, &out) < 1e-6, "vs loop"),
+        secs: ours,
+        unit,
+        refs: vec![
+            Reference::timed("Rust loop", reference, unit, max_rel_err(&got, &out) < 1e-6),
+            Reference::numpy(np, unit, |want| max_rel_err(&got, want) < 1e-5),
+        ],
+        note: String::new(),
+    }
+}
+
+/// Median time (s) to fill a reused buffer of `n` f32 with a value, split over [`threads`]
+/// threads: the memory-bandwidth probe.
+fn fill_probe(n: usize, min_runs: usize, max_runs: usize, budget: Duration) -> f64 {
+    let mut buf = vec![0.0f32; n];
+    let chunk = n.div_ceil(threads()).max(1);
+    let fill = |buf: &mut [f32], v: f32| {
+        std::thread::scope(|s| {
+            for c in buf.chunks_mut(chunk) {
+                s.spawn(move || c.fill(v));
+            }
+        });
+    };
+    // Warm-up: faults the pages in.
+    fill(&mut buf, 1.0);
+    let mut v = 1.0f32;
+    median_time(min_runs, max_runs, budget, || {
+        v += 1.0;
+        fill(&mut buf, black_box(v));
+        black_box(&buf);
+    })
+}
+
+fn bench_add(o: &Opts) -> Row {
+    let n = if o.quick { 1 << 20 } else { BIG };
+    let (av, bv) = (rand_vec(n, 8), rand_vec(n, 9));
+    let a = input(&av, &[n]);
+    let b = input(&bv, &[n]);
+    let got = (&a + &b).to_vec::<f32>();
+    let want: Vec<f32> = av.iter().zip(&bv).map(|(x, y)| x + y).collect();
+    let runs = reps(o.quick, 21);
+    let ours = median_time(3, runs, budget(o.quick, 10), || {
+        let r = &a + &b;
+        r.realize();
+        black_box(&r);
+    });
+    let probe = fill_probe(n, 3, runs, budget(o.quick, 5));
+    let probe_bytes = 4.0 * n as f64;
+    Row {
+        name: format!("a+b {}M f32", n >> 20),
+        secs: ours,
+        unit: Unit::Gbs(3.0 * 4.0 * n as f64),
+        refs: vec![Reference {
+            name: format!("fill {} MB probe", (4 * n) >> 20),
+            measured: Some((probe, probe_bytes / probe / 1e9)),
+            note: check(max_rel_err(&got, &want) == 0.0, "vs loop"),
+        }],
+        note: String::new(),
     }
 }
 
 fn bench_sum(o: &Opts) -> Row {
-    let av = rand_vec(BIG, 6);
-    let a = Tensor::from_slice(&av, &[BIG]);
+    let n = if o.quick { 1 << 20 } else { BIG };
+    let av = rand_vec(n, 6);
+    let a = input(&av, &[n]);
     let got = a.sum(None).item::<f32>();
     let runs = reps(o.quick, 21);
-    let ours = median_time(3, runs, Duration::from_secs(10), || {
+    let ours = median_time(3, runs, budget(o.quick, 10), || {
         let s = a.sum(None);
         s.realize();
         black_box(&s);
@@ -200,29 +596,212 @@ fn bench_sum(o: &Opts) -> Row {
         acc.iter().sum::<f32>() + rest
     };
     let want = plain(&av);
-    let reference = median_time(3, runs, Duration::from_secs(5), || {
+    let reference = median_time(3, runs, budget(o.quick, 5), || {
         black_box(plain(black_box(&av)));
     });
     let exact: f64 = av.iter().map(|&x| x as f64).sum();
-    let bytes = 4.0 * BIG as f64;
+    // Our sum is right when it is as close to the exact sum as the reference's, give or take.
+    let close = |other: f32| {
+        (got as f64 - exact).abs() <= 1e-3 * (n as f64).sqrt() + (other as f64 - exact).abs()
+    };
+    let unit = Unit::Gbs(4.0 * n as f64);
+    let np = numpy(
+        &format!("a = inp(0, {n})\ndef op():\n    return a.sum()\n"),
+        &[&av],
+        3,
+        runs,
+        budget(o.quick, 5),
+    );
     Row {
-        name: "sum 16M f32".into(),
-        ours: bytes / ours / 1e9,
-        unit: "GB/s",
-        reference: Some(("Rust loop x16 acc".into(), bytes / reference / 1e9)),
-        higher_is_better: true,
-        note: check(
-            (got as f64 - exact).abs() <= 1e-3 * (BIG as f64).sqrt() + (want as f64 - exact).abs(),
-            "vs f64 sum",
-        ),
+        name: format!("sum {}M f32", n >> 20),
+        secs: ours,
+        unit,
+        refs: vec![
+            Reference::timed("Rust loop x16 acc", reference, unit, close(want)),
+            Reference::numpy(np, unit, |w| w.len() == 1 && close(w[0])),
+        ],
+        note: String::new(),
     }
 }
 
-/// The 20-op chain: a mix of binary ops with constants and unary ops.
-fn chain(x: &Tensor) -> Tensor {
+fn bench_sum_axis1(o: &Opts) -> Row {
+    let n = if o.quick { 1024 } else { 4096 };
+    let av = rand_vec(n * n, 10);
+    let a = input(&av, &[n, n]);
+    let got = a.sum(1).to_vec::<f32>();
+    let exact: Vec<f32> = av
+        .chunks_exact(n)
+        .map(|r| r.iter().map(|&x| f64::from(x)).sum::<f64>() as f32)
+        .collect();
+    let runs = reps(o.quick, 15);
+    let ours = median_time(3, runs, budget(o.quick, 10), || {
+        let s = a.sum(1);
+        s.realize();
+        black_box(&s);
+    });
+    // f32 sums of `n` values in [-1, 1): rounding errors stay well below this.
+    let tol = 5e-3 * (n as f64 / 4096.0).sqrt();
+    let np = numpy(
+        &format!("a = inp(0, {n}, {n})\ndef op():\n    return a.sum(axis=1)\n"),
+        &[&av],
+        3,
+        runs,
+        budget(o.quick, 5),
+    );
+    Row {
+        name: format!("sum(axis=1) {n}x{n} f32"),
+        secs: ours,
+        unit: Unit::Gbs(4.0 * (n * n) as f64),
+        refs: vec![Reference::numpy(np, Unit::Gbs(4.0 * (n * n) as f64), |w| {
+            max_abs_err(&got, w) < tol
+        })],
+        note: check(max_abs_err(&got, &exact) < tol, "vs f64 sums"),
+    }
+}
+
+fn bench_softmax(o: &Opts) -> Row {
+    let n = if o.quick { 1024 } else { 4096 };
+    let xv = rand_vec(n * n, 11);
+    let x = input(&xv, &[n, n]);
+    let got = x.softmax(-1).to_vec::<f32>();
+    let exact: Vec<f32> = xv
+        .chunks_exact(n)
+        .flat_map(|r| {
+            let m = r
+                .iter()
+                .fold(f64::NEG_INFINITY, |m, &v| m.max(f64::from(v)));
+            let e: Vec<f64> = r.iter().map(|&v| (f64::from(v) - m).exp()).collect();
+            let s: f64 = e.iter().sum();
+            e.into_iter().map(move |v| (v / s) as f32)
+        })
+        .collect();
+    let runs = reps(o.quick, 11);
+    let ours = median_time(3, runs, budget(o.quick, 10), || {
+        let s = x.softmax(-1);
+        s.realize();
+        black_box(&s);
+    });
+    let np = numpy(
+        &format!(
+            "x = inp(0, {n}, {n})\ndef op():\n    e = np.exp(x - x.max(-1, keepdims=True))\n    \
+             return e / e.sum(-1, keepdims=True)\n"
+        ),
+        &[&xv],
+        3,
+        runs,
+        budget(o.quick, 5),
+    );
+    Row {
+        name: format!("softmax(-1) {n}x{n} f32"),
+        secs: ours,
+        unit: Unit::Ms,
+        refs: vec![Reference::numpy(np, Unit::Ms, |w| {
+            max_rel_err(&got, w) < 1e-4
+        })],
+        note: check(max_rel_err(&got, &exact) < 1e-4, "vs f64 softmax"),
+    }
+}
+
+/// Spot-checks `got`, the valid stride-1 convolution of `x` (b, cin, h, w) with `w`
+/// (cout, cin, k, k), at 64 pseudo-random outputs against f64 sums.
+fn conv_spot_check(
+    x: &[f32],
+    w: &[f32],
+    got: &[f32],
+    [b, cin, h, wd]: [usize; 4],
+    [cout, k]: [usize; 2],
+) -> bool {
+    let (ho, wo) = (h - k + 1, wd - k + 1);
+    if got.len() != b * cout * ho * wo {
+        return false;
+    }
+    let mut s = 0x9E37_79B9_7F4A_7C15u64;
+    (0..64).all(|_| {
+        s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let idx = (s >> 33) as usize % got.len();
+        let (n, co, oy, ox) = (
+            idx / (cout * ho * wo),
+            idx / (ho * wo) % cout,
+            idx / wo % ho,
+            idx % wo,
+        );
+        let (mut sum, mut abs) = (0.0f64, 0.0f64);
+        for ci in 0..cin {
+            for ky in 0..k {
+                for kx in 0..k {
+                    let xv = x[((n * cin + ci) * h + oy + ky) * wd + ox + kx];
+                    let wv = w[((co * cin + ci) * k + ky) * k + kx];
+                    let t = f64::from(xv) * f64::from(wv);
+                    sum += t;
+                    abs += t.abs();
+                }
+            }
+        }
+        (f64::from(got[idx]) - sum).abs() <= 1e-4 * abs + 1e-6
+    })
+}
+
+fn bench_conv(o: &Opts) -> Row {
+    const B: usize = 512;
+    // (cin, h (= w), cout, k): beautiful_mnist's four convolutions.
+    const LAYERS: [(usize, usize, usize, usize); 4] = [
+        (1, 28, 32, 5),
+        (32, 24, 32, 5),
+        (32, 10, 64, 3),
+        (64, 8, 64, 3),
+    ];
+    let runs = reps(o.quick, 5);
+    let (mut total, mut flop, mut per_layer, mut wrong) = (0.0, 0.0, vec![], vec![]);
+    for (i, &(cin, h, cout, k)) in LAYERS.iter().enumerate() {
+        let xv = rand_vec(B * cin * h * h, 20 + i as u64);
+        let scale = 1.0 / ((cin * k * k) as f32).sqrt();
+        let wv: Vec<f32> = rand_vec(cout * cin * k * k, 30 + i as u64)
+            .iter()
+            .map(|v| v * scale)
+            .collect();
+        let x = input(&xv, &[B, cin, h, h]);
+        let w = input(&wv, &[cout, cin, k, k]);
+        let conv = || x.conv2d(&w, None, 1, 1usize, 1usize, 0usize);
+        let got = conv().to_vec::<f32>();
+        if !conv_spot_check(&xv, &wv, &got, [B, cin, h, h], [cout, k]) {
+            wrong.push((i + 1).to_string());
+        }
+        let t = median_time(3, runs, budget(o.quick, 20), || {
+            let y = conv();
+            y.realize();
+            black_box(&y);
+        });
+        let ho = (h - k + 1) as f64;
+        flop += 2.0 * (B * cout * cin * k * k) as f64 * ho * ho;
+        total += t;
+        per_layer.push(format!("{:.1}", t * 1e3));
+    }
+    let mut note = format!("per layer ms: {}", per_layer.join(" / "));
+    if !wrong.is_empty() {
+        let _ = write!(
+            note,
+            "; {}",
+            check(false, &format!("layer {} vs f64", wrong.join(", ")))
+        );
+    }
+    Row {
+        name: "conv2d x4 (mnist layers) fwd, bs 512".into(),
+        secs: total,
+        unit: Unit::Gflops(flop),
+        refs: vec![],
+        note,
+    }
+}
+
+/// The 20-op chain: a mix of binary ops with constants and unary ops; `first` is the first
+/// op's constant (1.0 for the warm chain).
+fn chain_with(x: &Tensor, first: f64) -> Tensor {
     let mut y = x.clone();
     for i in 0..20 {
         y = match i % 5 {
+            0 if i == 0 => &y + first,
             0 => &y + 1.0,
             1 => &y * 0.5,
             2 => y.relu(),
@@ -233,70 +812,397 @@ fn chain(x: &Tensor) -> Tensor {
     y
 }
 
+/// [`chain_with`] on plain f32 values.
+fn chain_plain(x: &[f32], first: f64) -> Vec<f32> {
+    x.iter()
+        .map(|&v| {
+            (0..20).fold(v, |y, i| match i % 5 {
+                0 if i == 0 => y + first as f32,
+                0 => y + 1.0,
+                1 => y * 0.5,
+                2 => y.max(0.0),
+                3 => y - 0.25,
+                _ => -y,
+            })
+        })
+        .collect()
+}
+
 fn bench_latency(o: &Opts) -> Row {
-    let x = Tensor::from_slice(&rand_vec(16, 7), &[4, 4]);
-    black_box(chain(&x).to_vec::<f32>());
+    let xv = rand_vec(16, 7);
+    let x = input(&xv, &[4, 4]);
+    let got = chain_with(&x, 1.0).to_vec::<f32>();
+    let want = chain_plain(&xv, 1.0);
     let runs = reps(o.quick, 2000);
-    let ours = median_time(20, runs, Duration::from_secs(3), || {
-        let y = chain(&x);
+    let ours = median_time(20, runs, budget(o.quick, 3), || {
+        let y = chain_with(&x, 1.0);
         y.realize();
         black_box(&y);
     });
+    let np = numpy(
+        "x = inp(0, 4, 4)\n\
+         def op():\n    y = x\n    for i in range(20):\n        m = i % 5\n        \
+         if m == 0: y = y + 1.0\n        elif m == 1: y = y * 0.5\n        \
+         elif m == 2: y = np.maximum(y, np.float32(0))\n        elif m == 3: y = y - 0.25\n        \
+         else: y = -y\n    return y\n",
+        &[&xv],
+        20,
+        runs,
+        budget(o.quick, 3),
+    );
     Row {
         name: "20-op chain on 4x4, warm realize".into(),
-        ours: ours * 1e6,
-        unit: "µs",
-        reference: None,
-        higher_is_better: false,
-        note: String::new(),
+        secs: ours,
+        unit: Unit::Us,
+        refs: vec![Reference::numpy(np, Unit::Us, |w| {
+            max_rel_err(&got, w) < 1e-6
+        })],
+        note: check(max_rel_err(&got, &want) < 1e-6, "vs loop"),
     }
 }
 
-/// Runs the benchmarks selected by `o` and prints the table.
-pub fn run(o: &Opts) {
-    let selected = |name: &str| o.filter.is_empty() || o.filter.iter().any(|f| name.contains(f));
-    type Bench = (&'static str, Box<dyn Fn(&Opts) -> Row>);
-    let benches: Vec<Bench> = vec![
-        ("matmul256", Box::new(|o| bench_matmul(256, o))),
-        ("matmul512", Box::new(|o| bench_matmul(512, o))),
-        ("matmul1024", Box::new(|o| bench_matmul(1024, o))),
-        ("elementwise", Box::new(bench_elementwise)),
-        ("sum", Box::new(bench_sum)),
-        ("latency", Box::new(bench_latency)),
-    ];
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+fn bench_latency_cold(o: &Opts) -> Row {
+    // Every run gets a constant never used before in this process: a kernel never compiled.
+    static RUN: AtomicU32 = AtomicU32::new(0);
+    let next = || 1.0 + f64::from(RUN.fetch_add(1, Ordering::Relaxed) + 1) / 4096.0;
+    let xv = rand_vec(16, 7);
+    let x = input(&xv, &[4, 4]);
+    // Warm-up (the compiler's own first-use costs), checked.
+    let c = next();
+    let got = chain_with(&x, c).to_vec::<f32>();
+    let mut note = check(max_rel_err(&got, &chain_plain(&xv, c)) < 1e-6, "vs loop");
+    let mut compiles = vec![];
+    let runs = reps(o.quick, 50);
+    let ours = median_time(5, runs, budget(o.quick, 5), || {
+        let before = compile_count();
+        black_box(chain_with(&x, next()).to_vec::<f32>());
+        compiles.push(compile_count() - before);
+    });
+    let (lo, hi) = (
+        compiles.iter().copied().min().unwrap_or(0),
+        compiles.iter().copied().max().unwrap_or(0),
+    );
+    if lo == 0 {
+        note = "NOT COLD: a run compiled no kernel".into();
+    } else if note.is_empty() {
+        note = if lo == hi {
+            format!("{lo} kernel(s) compiled per run")
+        } else {
+            format!("{lo}..{hi} kernels compiled per run")
+        };
+    }
+    Row {
+        name: "20-op chain on 4x4, cold (new kernel)".into(),
+        secs: ours,
+        unit: Unit::Us,
+        refs: vec![],
+        note,
+    }
+}
+
+/// tinygrad's beautiful_mnist model, as in `crates/tensor/examples/mnist.rs`.
+struct MnistModel {
+    c1: Conv2d,
+    c2: Conv2d,
+    bn1: BatchNorm,
+    c3: Conv2d,
+    c4: Conv2d,
+    bn2: BatchNorm,
+    l1: Linear,
+}
+impl_parameters!(MnistModel {
+    c1,
+    c2,
+    bn1,
+    c3,
+    c4,
+    bn2,
+    l1
+});
+
+impl MnistModel {
+    fn new() -> MnistModel {
+        MnistModel {
+            c1: Conv2d::new(1, 32, 5),
+            c2: Conv2d::new(32, 32, 5),
+            bn1: BatchNorm::new(32),
+            c3: Conv2d::new(32, 64, 3),
+            c4: Conv2d::new(64, 64, 3),
+            bn2: BatchNorm::new(64),
+            l1: Linear::new(576, 10),
+        }
+    }
+}
+
+impl Module for MnistModel {
+    fn forward(&self, x: &Tensor) -> Tensor {
+        let pool = |x: Tensor| x.max_pool2d(2, Dims::default(), 1, 0, false);
+        let x = self.c2.forward(&self.c1.forward(x).relu()).relu();
+        let x = pool(self.bn1.forward(&x));
+        let x = self.c4.forward(&self.c3.forward(&x).relu()).relu();
+        let x = pool(self.bn2.forward(&x));
+        self.l1.forward(&x.flatten(1, -1))
+    }
+}
+
+fn bench_mnist(o: &Opts) -> Row {
+    const BS: usize = 512;
+    let steps = if o.quick { 1 } else { 3 };
+    Tensor::manual_seed(42);
+    let model = MnistModel::new();
+    let mut opt = optim::adam(get_parameters(&model), 1e-3);
+    // One batch per step (warm-up included): images in [0, 1], labels 0..9.
+    let batches: Vec<(Tensor, Tensor)> = (0..=steps as u64)
+        .map(|s| {
+            let xv: Vec<f32> = rand_vec(BS * 28 * 28, 100 + s)
+                .iter()
+                .map(|v| (v + 1.0) / 2.0)
+                .collect();
+            let yv: Vec<i32> = rand_vec(BS, 200 + s)
+                .iter()
+                .map(|v| (((v + 1.0) * 5.0) as i32).clamp(0, 9))
+                .collect();
+            let y = Tensor::from_slice(&yv, &[BS]);
+            y.realize();
+            (input(&xv, &[BS, 1, 28, 28]), y)
+        })
+        .collect();
+    let mut step = |x: &Tensor, y: &Tensor| -> f32 {
+        let _train = Tensor::train(true);
+        opt.zero_grad();
+        let loss = model
+            .forward(x)
+            .sparse_categorical_crossentropy(y, -1, 0.0, Reduction::Mean);
+        loss.backward();
+        opt.step_with(&[&loss]);
+        loss.item::<f32>()
+    };
+    let (mut times, mut losses) = (vec![], vec![]);
+    for (x, y) in &batches {
+        let t0 = Instant::now();
+        losses.push(step(x, y));
+        times.push(t0.elapsed().as_secs_f64());
+    }
+    let first = times[0];
+    let ours = median(times[1..].to_vec());
+    let mut note = format!(
+        "warm-up step {:.0} ms; no reference measured: the issue's author measured tinygrad CPU \
+         ~3,200 ms and PyTorch ~220 ms per step on this class of machine",
+        first * 1e3
+    );
+    if losses.iter().any(|l| !l.is_finite()) {
+        note = format!("{}; {note}", check(false, "loss not finite"));
+    }
+    Row {
+        name: "beautiful_mnist train step, bs 512".into(),
+        secs: ours,
+        unit: Unit::Ms,
+        refs: vec![],
+        note,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// output
+
+/// One line of the table / one JSON object: a row with one of its references (or none).
+struct Line<'a> {
+    row: &'a Row,
+    reference: Option<&'a Reference>,
+}
+
+impl Line<'_> {
+    fn note(&self) -> String {
+        let r = self.reference.map_or("", |r| r.note.as_str());
+        match (self.row.note.is_empty(), r.is_empty()) {
+            (_, true) => self.row.note.clone(),
+            (true, false) => r.to_string(),
+            (false, false) => format!("{}; {r}", self.row.note),
+        }
+    }
+}
+
+fn lines(row: &Row) -> Vec<Line<'_>> {
+    if row.refs.is_empty() {
+        vec![Line {
+            row,
+            reference: None,
+        }]
+    } else {
+        row.refs
+            .iter()
+            .map(|r| Line {
+                row,
+                reference: Some(r),
+            })
+            .collect()
+    }
+}
+
+fn print_header() {
     println!(
-        "tinygrad-rs bench ({threads} hardware threads; median of several runs each{})",
+        "| {:<38} | {:>11} | {:<7} | {:>10} | {:<17} | {:>10} | {:>10} | {:>6} | note",
+        "benchmark", "tinygrad-rs", "unit", "ms", "reference", "ref value", "ref ms", "ratio"
+    );
+    println!(
+        "|{:-<40}|{:->13}|{:-<9}|{:->12}|{:-<19}|{:->12}|{:->12}|{:->8}|------",
+        "", "", "", "", "", "", "", ""
+    );
+}
+
+fn print_line(l: &Line) {
+    let r = l.row;
+    let na = || "n/a".to_string();
+    let (rname, rval, rms, ratio) = match l.reference {
+        None => (na(), na(), na(), na()),
+        Some(x) => match x.measured {
+            None => (x.name.clone(), na(), na(), na()),
+            Some((secs, v)) => (
+                x.name.clone(),
+                format!("{v:.2}"),
+                format!("{:.3}", secs * 1e3),
+                r.ratio(x).map_or_else(na, |q| format!("{q:.2}x")),
+            ),
+        },
+    };
+    println!(
+        "| {:<38} | {:>11.2} | {:<7} | {:>10.3} | {:<17} | {:>10} | {:>10} | {:>6} | {}",
+        r.name,
+        r.ours(),
+        r.unit.label(),
+        r.secs * 1e3,
+        rname,
+        rval,
+        rms,
+        ratio,
+        l.note()
+    );
+}
+
+fn json_str(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn json_num(x: Option<f64>) -> String {
+    match x {
+        Some(v) if v.is_finite() => format!("{v}"),
+        _ => "null".into(),
+    }
+}
+
+/// The rows as a JSON array (see the module documentation).
+fn to_json(rows: &[Row]) -> String {
+    let objects: Vec<String> = rows
+        .iter()
+        .flat_map(lines)
+        .map(|l| {
+            let r = l.row;
+            format!(
+                "  {{\"name\": {}, \"unit\": {}, \"unit_value\": {}, \"ours_ms\": {}, \
+                 \"ref_name\": {}, \"ref_ms\": {}, \"ratio\": {}, \"note\": {}}}",
+                json_str(&r.name),
+                json_str(r.unit.label()),
+                json_num(Some(r.ours())),
+                json_num(Some(r.secs * 1e3)),
+                l.reference.map_or("null".into(), |x| json_str(&x.name)),
+                json_num(l.reference.and_then(|x| x.measured).map(|(s, _)| s * 1e3)),
+                json_num(l.reference.and_then(|x| r.ratio(x))),
+                json_str(&l.note()),
+            )
+        })
+        .collect();
+    format!("[\n{}\n]\n", objects.join(",\n"))
+}
+
+type BenchFn = Box<dyn Fn(&Opts) -> Row>;
+
+/// The benchmarks: key (selects it), part of `--quick`, function.
+fn benches() -> Vec<(&'static str, bool, BenchFn)> {
+    vec![
+        ("matmul256", true, Box::new(|o| bench_matmul(256, o))),
+        ("matmul512", false, Box::new(|o| bench_matmul(512, o))),
+        ("matmul1024", false, Box::new(|o| bench_matmul(1024, o))),
+        ("matmul2048", false, Box::new(|o| bench_matmul(2048, o))),
+        ("elementwise", false, Box::new(bench_elementwise)),
+        ("add", true, Box::new(bench_add)),
+        ("sum", true, Box::new(bench_sum)),
+        ("sum_axis1", false, Box::new(bench_sum_axis1)),
+        ("softmax", false, Box::new(bench_softmax)),
+        ("conv", false, Box::new(bench_conv)),
+        ("latency", true, Box::new(bench_latency)),
+        ("latency_cold", true, Box::new(bench_latency_cold)),
+        ("mnist", false, Box::new(bench_mnist)),
+    ]
+}
+
+/// The keys of all rows, in order (for the help text).
+pub fn keys() -> Vec<&'static str> {
+    benches().into_iter().map(|(k, _, _)| k).collect()
+}
+
+/// Runs the benchmarks selected by `o`, prints the table, and writes the JSON file if asked.
+///
+/// # Errors
+/// A filter that selects nothing, or the JSON file can't be written.
+pub fn run(o: &Opts) -> Result<(), String> {
+    let selected = |key: &str, quick: bool| {
+        if o.filter.is_empty() {
+            quick || !o.quick
+        } else {
+            o.filter.iter().any(|f| key.contains(f.as_str()))
+        }
+    };
+    let benches: Vec<_> = benches()
+        .into_iter()
+        .filter(|(k, q, _)| selected(k, *q))
+        .collect();
+    if benches.is_empty() {
+        return Err(format!(
+            "no benchmark matches {:?}; the keys are: {}",
+            o.filter,
+            keys().join(" ")
+        ));
+    }
+    let threads = threads();
+    let numpy = numpy_version().map_or_else(
+        || "numpy: not available".to_string(),
+        |v| format!("numpy {v} (OPENBLAS_NUM_THREADS={threads})"),
+    );
+    println!(
+        "tinygrad-rs bench ({threads} threads; {numpy}; median of several runs each{})",
         if o.quick { ", --quick" } else { "" }
     );
+    println!(
+        "ratio: tinygrad-rs / reference for GFLOP/s and GB/s, reference / tinygrad-rs for times \
+         (above 1: tinygrad-rs is ahead)"
+    );
     println!();
-    println!(
-        "| {:<34} | {:>12} | {:<7} | {:<18} | {:>10} | {:>6} |",
-        "benchmark", "tinygrad-rs", "unit", "reference", "ref value", "ratio"
-    );
-    println!(
-        "|{:-<36}|{:->14}|{:-<9}|{:-<20}|{:->12}|{:->8}|",
-        "", "", "", "", "", ""
-    );
-    for (key, f) in &benches {
-        if !selected(key) {
-            continue;
+    print_header();
+    let mut rows = vec![];
+    for (_, _, f) in &benches {
+        let row = f(o);
+        for l in lines(&row) {
+            print_line(&l);
         }
-        let r = f(o);
-        let (rname, rval, ratio) = match &r.reference {
-            Some((n, v)) => {
-                let ratio = if r.higher_is_better {
-                    r.ours / v
-                } else {
-                    v / r.ours
-                };
-                (n.clone(), format!("{v:.2}"), format!("{ratio:.2}x"))
-            }
-            None => ("-".into(), "-".into(), "-".into()),
-        };
-        println!(
-            "| {:<34} | {:>12.2} | {:<7} | {:<18} | {:>10} | {:>6} | {}",
-            r.name, r.ours, r.unit, rname, rval, ratio, r.note
-        );
+        rows.push(row);
     }
+    if let Some(path) = &o.json {
+        std::fs::write(path, to_json(&rows)).map_err(|e| format!("{}: {e}", path.display()))?;
+        println!();
+        println!("wrote {}", path.display());
+    }
+    Ok(())
 }

@@ -5,24 +5,73 @@
 
 mod bench;
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 const HELP: &str = "\
 cargo xtask <command>
 
 Commands:
-  bench [--quick] [NAME...]
+  bench [--quick] [--json PATH] [NAME...]
            kernel and end-to-end performance table (medians of several runs), with ratios
-           against references measured in the same run. NAMEs select rows by substring:
-           matmul256 matmul512 matmul1024 elementwise sum latency
+           against references measured in the same run (numpy through python3 when it is
+           installed, `n/a` otherwise). NAMEs select rows by substring of their keys:
+           {KEYS}
+           --quick: without NAMEs, a small subset (smaller sizes, fewer runs), a smoke test
+           well under a minute; with NAMEs, those rows with fewer runs.
+           --json PATH: also write the rows as a JSON array of
+           {name, unit, unit_value, ours_ms, ref_name, ref_ms, ratio, note}.
   help     print this message
 ";
+
+fn help() -> String {
+    // The keys, wrapped to the help text's width.
+    let mut keys = String::new();
+    let mut width = 0;
+    for k in bench::keys() {
+        if width > 0 && width + 1 + k.len() > 80 {
+            keys.push_str("\n           ");
+            width = 0;
+        } else if width > 0 {
+            keys.push(' ');
+            width += 1;
+        }
+        keys.push_str(k);
+        width += k.len();
+    }
+    HELP.replace("{KEYS}", &keys)
+}
+
+/// Parses `bench`'s arguments.
+fn bench_opts(args: &[String]) -> Result<bench::Opts, String> {
+    let mut opts = bench::Opts {
+        quick: false,
+        filter: vec![],
+        json: None,
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--quick" => opts.quick = true,
+            "--json" => {
+                let path = it.next().ok_or("--json needs a file path")?;
+                opts.json = Some(PathBuf::from(path));
+            }
+            _ if a.starts_with("--json=") => {
+                opts.json = Some(PathBuf::from(&a["--json=".len()..]));
+            }
+            _ if a.starts_with('-') => return Err(format!("unknown option {a:?}")),
+            _ => opts.filter.push(a.clone()),
+        }
+    }
+    Ok(opts)
+}
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         None | Some("help" | "--help" | "-h") => {
-            print!("{HELP}");
+            print!("{}", help());
             ExitCode::SUCCESS
         }
         Some("bench") => {
@@ -31,20 +80,17 @@ fn main() -> ExitCode {
                     "xtask bench: note: built without optimizations; numbers are not representative"
                 );
             }
-            let rest = &args[1..];
-            let opts = bench::Opts {
-                quick: rest.iter().any(|a| a == "--quick"),
-                filter: rest
-                    .iter()
-                    .filter(|a| !a.starts_with("--"))
-                    .cloned()
-                    .collect(),
-            };
-            bench::run(&opts);
-            ExitCode::SUCCESS
+            let result = bench_opts(&args[1..]).and_then(|opts| bench::run(&opts));
+            match result {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("xtask bench: {e}");
+                    ExitCode::FAILURE
+                }
+            }
         }
         Some(other) => {
-            eprintln!("xtask: unknown command {other:?}\n\n{HELP}");
+            eprintln!("xtask: unknown command {other:?}\n\n{}", help());
             ExitCode::FAILURE
         }
     }
