@@ -13,6 +13,8 @@
 //! - [`tensor`]: [`Tensor`]: creation, realize, reading data, devices.
 //! - [`elementwise`]: math, comparisons, logic, casts, with broadcasting and promotion.
 //! - [`movement`]: reshape, permute, expand, pad, shrink, flip, cat, slicing — views, no copies.
+//! - [`indexing`]: `getitem` ([`Idx`]: ints, slices with steps, ellipsis, new axes, tensor
+//!   indices), `gather`, `masked_fill`, `tril`/`triu`, `roll`, `repeat`, `split`/`chunk`.
 //! - [`reduce`]: sum/max/mean/var/argmax, softmax, matmul, cumsum.
 //! - [`autograd`]: `requires_grad`, `backward`, `gradient`, `detach`, training and no-grad
 //!   modes — gradients are lazy tensors built on the UOp graph.
@@ -30,6 +32,7 @@ pub mod autograd;
 pub mod display;
 pub mod element;
 pub mod elementwise;
+pub mod indexing;
 pub mod movement;
 pub mod nn;
 pub mod nn_ops;
@@ -41,6 +44,7 @@ pub use autograd::{NoGradGuard, TrainGuard};
 pub use element::Element;
 pub use elementwise::{IntoOperand, Operand, broadcast_shape};
 pub use half::{bf16, f16};
+pub use indexing::{Idx, IndexError, SplitSizes};
 pub use nn_ops::{Dims, Padding, Reduction};
 pub use reduce::Axis;
 pub use tensor::{Tensor, TensorError};
