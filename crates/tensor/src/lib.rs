@@ -16,10 +16,12 @@
 //! - [`indexing`]: `getitem` ([`Idx`]: ints, slices with steps, ellipsis, new axes, tensor
 //!   indices), `gather`, `masked_fill`, `tril`/`triu`, `roll`, `repeat`, `split`/`chunk`.
 //! - [`reduce`]: sum/max/mean/var/argmax, softmax, matmul, cumsum.
+//! - [`ordering`]: `sort`/`argsort`/`topk` (bitonic sort), `cumprod`/`cummax`/`cummin`/`logcumsumexp`.
 //! - [`autograd`]: `requires_grad`, `backward`, `gradient`, `detach`, training and no-grad
 //!   modes — gradients are lazy tensors built on the UOp graph.
 //! - [`nn_ops`]: convolutions and pooling (any number of spatial dims), activations, layernorm/
 //!   batchnorm, `rand`/`dropout`, `one_hot`, attention, losses.
+//! - [`scatter`]: `pad_mode` ([`PadMode`]: reflect/replicate/circular), `scatter`/`scatter_reduce`, `meshgrid`, `masked_select`.
 //! - [`assign`]: `assign` — replacing a tensor's value lazily (optimizer updates).
 //! - [`nn`]: layers, `Module`/`Parameters` and state dicts, optimizers, safetensors files,
 //!   weight initialization.
@@ -37,7 +39,9 @@ pub mod movement;
 pub mod nn;
 pub mod nn_ops;
 pub mod operators;
+pub mod ordering;
 pub mod reduce;
+pub mod scatter;
 pub mod tensor;
 
 pub use autograd::{NoGradGuard, TrainGuard};
@@ -47,6 +51,7 @@ pub use half::{bf16, f16};
 pub use indexing::{Idx, IndexError, SplitSizes};
 pub use nn_ops::{Dims, Padding, Reduction};
 pub use reduce::Axis;
+pub use scatter::PadMode;
 pub use tensor::{Tensor, TensorError};
 pub use tinygrad_dtype::{ConstValue, DType};
 pub use tinygrad_runtime::{DeviceError, compile_count, default_device, get_device};
