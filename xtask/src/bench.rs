@@ -32,6 +32,11 @@
 //!   median of 3 steps (1 with `--quick`), ms. No reference measured (the note quotes the
 //!   issue author's numbers for tinygrad and PyTorch).
 //!
+//! - `webgpu_add` `[q]`, `webgpu_matmul`: `a+b` on 1M f32 (GB/s) and a 256x256x256 matmul
+//!   (GFLOP/s) on the `WEBGPU` device, with the copies to and from it (buffers live in host
+//!   memory), vs the same on the `CPU` device; the row's note names the adapter (on a machine without a
+//!   GPU the software driver, llvmpipe). Skipped, saying why, without an adapter.
+//!
 //! Without a filter, `--quick` runs only the `[q]` rows, with smaller sizes and fewer runs (a
 //! smoke test well under a minute); with a filter it runs the selected rows with fewer runs.
 //!
@@ -1127,24 +1132,112 @@ fn to_json(rows: &[Row]) -> String {
     format!("[\n{}\n]\n", objects.join(",\n"))
 }
 
-type BenchFn = Box<dyn Fn(&Opts) -> Row>;
+/// A benchmark: its row, or `None` when it can't run here (it prints why).
+/// The `WEBGPU` device's adapter, e.g. `llvmpipe (LLVM 15.0.6, 256 bits), Cpu`, or why there
+/// is none.
+fn webgpu_adapter() -> Result<String, String> {
+    let d = tinygrad_runtime::webgpu::device().map_err(|e| e.to_string())?;
+    let info = d.adapter_info();
+    Ok(format!("{}, {:?}", info.name, info.device_type))
+}
+
+/// `a+b` on 1M f32 (`matmul`: a 256x256x256 matmul) on `WEBGPU`, timed with the host copies a
+/// launch makes (buffers live in host memory), vs the same on this build's `CPU` device. The
+/// note names the adapter: on a machine without a GPU that is the software driver (llvmpipe).
+fn bench_webgpu(matmul: bool, o: &Opts) -> Option<Row> {
+    let adapter = match webgpu_adapter() {
+        Ok(a) => a,
+        Err(e) => {
+            println!("(webgpu row skipped: {e})");
+            return None;
+        }
+    };
+    let n = if matmul { 256 } else { 1 << 20 };
+    let shape: &[usize] = if matmul { &[n, n] } else { &[n] };
+    let elems: usize = shape.iter().product();
+    let (av, bv) = (rand_vec(elems, 10), rand_vec(elems, 11));
+    let on = |dev: &str| {
+        let a = Tensor::from_slice_on(&av, shape, dev);
+        let b = Tensor::from_slice_on(&bv, shape, dev);
+        a.realize();
+        b.realize();
+        (a, b)
+    };
+    let op = |a: &Tensor, b: &Tensor| if matmul { a.matmul(b) } else { a + b };
+    let (ga, gb) = on("WEBGPU");
+    let (ca, cb) = on("CPU");
+    let (got, want) = (op(&ga, &gb).to_vec::<f32>(), op(&ca, &cb).to_vec::<f32>());
+    let runs = reps(o.quick, 11);
+    let time = |a: &Tensor, b: &Tensor, secs: u64| {
+        median_time(3, runs, budget(o.quick, secs), || {
+            let r = op(a, b);
+            r.realize();
+            black_box(&r);
+        })
+    };
+    let ours = time(&ga, &gb, 10);
+    let cpu = time(&ca, &cb, 5);
+    let (name, unit) = if matmul {
+        (
+            format!("WEBGPU matmul {n}x{n}x{n} f32"),
+            Unit::Gflops(2.0 * (n as f64).powi(3)),
+        )
+    } else {
+        (
+            format!("WEBGPU a+b {}M f32", n >> 20),
+            Unit::Gbs(3.0 * 4.0 * n as f64),
+        )
+    };
+    Some(Row {
+        name,
+        secs: ours,
+        unit,
+        refs: vec![Reference::timed(
+            "tinygrad-rs CPU",
+            cpu,
+            unit,
+            max_rel_err(&got, &want) < 1e-5,
+        )],
+        note: format!("adapter: {adapter}; incl. copies to and from it"),
+    })
+}
+
+type BenchFn = Box<dyn Fn(&Opts) -> Option<Row>>;
 
 /// The benchmarks: key (selects it), part of `--quick`, function.
 fn benches() -> Vec<(&'static str, bool, BenchFn)> {
     vec![
-        ("matmul256", true, Box::new(|o| bench_matmul(256, o))),
-        ("matmul512", false, Box::new(|o| bench_matmul(512, o))),
-        ("matmul1024", false, Box::new(|o| bench_matmul(1024, o))),
-        ("matmul2048", false, Box::new(|o| bench_matmul(2048, o))),
-        ("elementwise", false, Box::new(bench_elementwise)),
-        ("add", true, Box::new(bench_add)),
-        ("sum", true, Box::new(bench_sum)),
-        ("sum_axis1", false, Box::new(bench_sum_axis1)),
-        ("softmax", false, Box::new(bench_softmax)),
-        ("conv", false, Box::new(bench_conv)),
-        ("latency", true, Box::new(bench_latency)),
-        ("latency_cold", true, Box::new(bench_latency_cold)),
-        ("mnist", false, Box::new(bench_mnist)),
+        ("matmul256", true, Box::new(|o| Some(bench_matmul(256, o)))),
+        ("matmul512", false, Box::new(|o| Some(bench_matmul(512, o)))),
+        (
+            "matmul1024",
+            false,
+            Box::new(|o| Some(bench_matmul(1024, o))),
+        ),
+        (
+            "matmul2048",
+            false,
+            Box::new(|o| Some(bench_matmul(2048, o))),
+        ),
+        (
+            "elementwise",
+            false,
+            Box::new(|o| Some(bench_elementwise(o))),
+        ),
+        ("add", true, Box::new(|o| Some(bench_add(o)))),
+        ("sum", true, Box::new(|o| Some(bench_sum(o)))),
+        ("sum_axis1", false, Box::new(|o| Some(bench_sum_axis1(o)))),
+        ("softmax", false, Box::new(|o| Some(bench_softmax(o)))),
+        ("conv", false, Box::new(|o| Some(bench_conv(o)))),
+        ("latency", true, Box::new(|o| Some(bench_latency(o)))),
+        (
+            "latency_cold",
+            true,
+            Box::new(|o| Some(bench_latency_cold(o))),
+        ),
+        ("mnist", false, Box::new(|o| Some(bench_mnist(o)))),
+        ("webgpu_add", true, Box::new(|o| bench_webgpu(false, o))),
+        ("webgpu_matmul", false, Box::new(|o| bench_webgpu(true, o))),
     ]
 }
 
@@ -1193,7 +1286,7 @@ pub fn run(o: &Opts) -> Result<(), String> {
     print_header();
     let mut rows = vec![];
     for (_, _, f) in &benches {
-        let row = f(o);
+        let Some(row) = f(o) else { continue };
         for l in lines(&row) {
             print_line(&l);
         }

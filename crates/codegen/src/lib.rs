@@ -10,17 +10,21 @@
 //! - [`renderer`]: the [`Renderer`] trait.
 //! - [`cranelift`]: the Cranelift renderer (CPU JIT).
 //! - [`ptx`]: the PTX renderer (NVIDIA GPUs; CUDA device, `ptxas` checks).
+//! - [`wgsl`]: the WGSL renderer (WebGPU compute shaders; `WEBGPU` device, `naga` checks).
+//! - `grid`: which loops a GPU renderer maps to its invocations.
 //! - [`decomp`]: transcendentals (`exp2`, `log2`, `sin`) as graphs of simple ALU ops.
 
 pub mod cranelift;
 pub mod decomp;
 pub mod emulate;
 pub mod gemm;
+mod grid;
 pub mod linearize;
 pub mod opt;
 pub mod program;
 pub mod ptx;
 pub mod renderer;
+pub mod wgsl;
 
 pub use program::{Program, TargetCaps, to_program, to_program_with, to_program_with_opts};
 pub use renderer::{RenderError, Renderer};

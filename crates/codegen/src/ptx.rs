@@ -36,8 +36,9 @@ use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
 use tinygrad_dtype::{ConstValue, DType, Scalar};
-use tinygrad_uop::{Arg, AxisKind, Ops, UOp};
+use tinygrad_uop::{Ops, UOp};
 
+use crate::grid::{GridPlan, grid_plan};
 use crate::{Program, RenderError, Renderer, TargetCaps};
 
 /// The newest PTX ISA version the renderer emits (what the `ptxas` of CUDA 12.9 accepts).
@@ -178,82 +179,6 @@ pub fn entry_name(prog: &Program) -> String {
         s.insert(0, 'k');
     }
     s
-}
-
-/// The loops mapped to the grid: uop positions and sizes, outermost first.
-struct GridPlan {
-    ranges: Vec<(usize, u64)>,
-    total: u64,
-}
-
-fn is_reduce_kind(r: &UOp) -> bool {
-    matches!(r.arg(), Arg::Range(_, AxisKind::Reduce | AxisKind::Unroll))
-}
-
-fn grid_plan(uops: &[UOp]) -> GridPlan {
-    let none = GridPlan {
-        ranges: Vec::new(),
-        total: 1,
-    };
-    // Where each loop ends.
-    let mut end_of: HashMap<usize, usize> = HashMap::new();
-    let mut open = Vec::new();
-    for (i, u) in uops.iter().enumerate() {
-        match u.op() {
-            Ops::Range => open.push(i),
-            Ops::End => match open.pop() {
-                Some(s) => {
-                    end_of.insert(s, i);
-                }
-                None => return none,
-            },
-            _ => {}
-        }
-    }
-    if !open.is_empty() {
-        return none;
-    }
-    let Some(first) = uops.iter().position(|u| u.op() == Ops::Range) else {
-        return none;
-    };
-    let last = uops
-        .iter()
-        .rposition(|u| !matches!(u.op(), Ops::Sink | Ops::Noop))
-        .unwrap_or(0);
-    // Work before the first loop runs once per thread: it must not write memory.
-    if uops[..first].iter().any(|u| u.op() == Ops::Store) || end_of[&first] != last {
-        return none;
-    }
-    let size_of = |r: &UOp| -> Option<u64> {
-        let s = r.s(0).as_int()?;
-        u64::try_from(s).ok()
-    };
-    let mut ranges = Vec::new();
-    let mut total: u64 = 1;
-    let mut cur = first;
-    loop {
-        let r = &uops[cur];
-        let Some(size) = size_of(r) else { break };
-        if is_reduce_kind(r) {
-            break;
-        }
-        match total.checked_mul(size) {
-            Some(t) if t <= i64::MAX as u64 => total = t,
-            _ => break,
-        }
-        ranges.push((cur, size));
-        // The next loop must open before any other loop and close right before this one.
-        let Some(next) =
-            (cur + 1..uops.len()).find(|&j| matches!(uops[j].op(), Ops::Range | Ops::End))
-        else {
-            break;
-        };
-        if uops[next].op() != Ops::Range || end_of[&next] + 1 != end_of[&cur] {
-            break;
-        }
-        cur = next;
-    }
-    GridPlan { ranges, total }
 }
 
 /// A PTX register class.

@@ -17,7 +17,7 @@ pub type HostMem = Vec<u64>;
 /// A buffer of `size` elements of `dtype` on a device.
 pub struct Buffer {
     id: u64,
-    /// The device name (`CPU`, `REF`).
+    /// The device name (`CPU`, `REF`, `CUDA`, `WEBGPU`).
     pub device: Arc<str>,
     /// Element dtype.
     pub dtype: DType,

@@ -1,9 +1,11 @@
-//! The [`Device`] trait and the device registry (`CPU`, `REF`, selected by name or `DEV=`).
+//! The [`Device`] trait and the device registry (`CPU`, `REF`, `CUDA`, `WEBGPU`, selected by
+//! name or `DEV=`).
 
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
 use tinygrad_codegen::{Program, TargetCaps};
+use tinygrad_dtype::DType;
 
 use crate::Buffer;
 
@@ -29,6 +31,13 @@ pub enum DeviceError {
         /// The compiler's or renderer's message.
         message: String,
     },
+    /// A kernel cannot run on its buffers (a buffer over the device's limits).
+    Launch {
+        /// The kernel's name.
+        kernel: String,
+        /// What is wrong.
+        message: String,
+    },
 }
 
 impl fmt::Display for DeviceError {
@@ -46,6 +55,12 @@ impl fmt::Display for DeviceError {
             }
             DeviceError::Compile { kernel, message } => {
                 write!(f, "kernel {kernel} failed to compile: {message}")
+            }
+            DeviceError::Launch { kernel, message } if kernel.is_empty() => {
+                write!(f, "a kernel cannot be launched: {message}")
+            }
+            DeviceError::Launch { kernel, message } => {
+                write!(f, "kernel {kernel} cannot be launched: {message}")
             }
         }
     }
@@ -72,7 +87,7 @@ pub type CompiledAst = (Arc<dyn Kernel>, String, f64);
 
 /// A device: where buffers live and kernels run.
 pub trait Device: Send + Sync {
-    /// The device's name (`CPU`, `REF`).
+    /// The device's name (`CPU`, `REF`, `CUDA`, `WEBGPU`).
     fn name(&self) -> &'static str;
     /// What the device's code generator executes natively.
     fn caps(&self) -> TargetCaps;
@@ -91,17 +106,28 @@ pub trait Device: Send + Sync {
         let _ = ast;
         None
     }
+
+    /// Whether a buffer of `size` elements of `dtype` can be bound to a kernel on this device
+    /// (checked for every bound buffer before each launch): `Ok` by default; devices with a
+    /// size limit per binding (`WEBGPU`) return [`DeviceError::Launch`] naming the limit, with
+    /// an empty `kernel` that the caller fills in.
+    fn check_buffer(&self, dtype: DType, size: usize) -> Result<(), DeviceError> {
+        let _ = (dtype, size);
+        Ok(())
+    }
 }
 
 /// Every device name this build knows (`CUDA` is an `Unavailable` error without the `cuda`
-/// feature, the driver or a GPU).
-pub const DEVICE_NAMES: &[&str] = &["CPU", "REF", "CUDA"];
+/// feature, the driver or a GPU; `WEBGPU` without the `webgpu` feature or a WebGPU adapter).
+pub const DEVICE_NAMES: &[&str] = &["CPU", "REF", "CUDA", "WEBGPU"];
 
-/// The device called `name` (case-insensitive; `CPU`, `REF`, `CUDA`), created once per process.
+/// The device called `name` (case-insensitive; `CPU`, `REF`, `CUDA`, `WEBGPU`), created once
+/// per process.
 pub fn get_device(name: &str) -> Result<Arc<dyn Device>, DeviceError> {
     static CPU: OnceLock<Result<Arc<dyn Device>, DeviceError>> = OnceLock::new();
     static REF: OnceLock<Arc<dyn Device>> = OnceLock::new();
     static CUDA: OnceLock<Result<Arc<dyn Device>, DeviceError>> = OnceLock::new();
+    static WEBGPU: OnceLock<Result<Arc<dyn Device>, DeviceError>> = OnceLock::new();
     match name.to_ascii_uppercase().as_str() {
         "CPU" => CPU
             .get_or_init(|| crate::cpu::CpuDevice::new().map(|d| Arc::new(d) as _))
@@ -110,6 +136,7 @@ pub fn get_device(name: &str) -> Result<Arc<dyn Device>, DeviceError> {
             .get_or_init(|| Arc::new(crate::reference::RefDevice))
             .clone()),
         "CUDA" => CUDA.get_or_init(crate::cuda::open).clone(),
+        "WEBGPU" => WEBGPU.get_or_init(crate::webgpu::open).clone(),
         _ => Err(DeviceError::Unknown {
             name: name.to_string(),
         }),

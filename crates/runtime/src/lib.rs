@@ -3,10 +3,13 @@
 //! Module map:
 //! - [`buffer`]: [`Buffer`], a typed array on a device, and its handle inside `Buffer` UOps.
 //! - [`buffer_pool`]: reuse of freed large host allocations (no page faults for new outputs).
-//! - [`device`]: the [`Device`]/[`Kernel`] traits, the registry (`CPU`, `REF`; `DEV=`), `DEBUG`.
+//! - [`device`]: the [`Device`]/[`Kernel`] traits, the registry (`CPU`, `REF`, `CUDA`, `WEBGPU`;
+//!   `DEV=`), `DEBUG`.
 //! - [`cpu`]: the Cranelift JIT device.
 //! - [`gemm`]: the CPU's GEMM path (packing kernels + AVX2/FMA micro-kernel + epilogue).
 //! - [`cuda`]: the `CUDA` device (PTX through the CUDA driver; cargo feature `cuda`).
+//! - [`webgpu`]: the `WEBGPU` device (WGSL compute shaders through wgpu on Vulkan; cargo feature
+//!   `webgpu`, on by default).
 //! - [`reference`](mod@reference): `REF`, an interpreter of the linear program — the oracle for every backend.
 //! - [`realize`]: running a schedule with a compiled-kernel cache and `DEBUG` output.
 //! - [`thread_pool`]: the persistent worker threads that split CPU kernels across cores.
@@ -20,6 +23,7 @@ pub mod gemm;
 pub mod realize;
 pub mod reference;
 pub mod thread_pool;
+pub mod webgpu;
 
 pub use buffer::{Buffer, BufferRef};
 pub use device::{

@@ -113,21 +113,31 @@ pub fn run_schedule(dev: &dyn Device, items: &[ScheduleItem]) -> Result<(), Devi
                 Buffer::of(b).unwrap_or_else(|| panic!("schedule item bound to a non-buffer {b:?}"))
             })
             .collect();
+        for b in &bufs {
+            dev.check_buffer(b.dtype, b.size).map_err(|e| match e {
+                DeviceError::Launch { message, .. } => DeviceError::Launch {
+                    kernel: name.clone(),
+                    message,
+                },
+                e => e,
+            })?;
+        }
         let t0 = Instant::now();
         if debug_level() >= 2 {
             // The device's own timing where it has one (GPU events), else wall time.
-            let dt = kernel
-                .launch_timed(&bufs)
-                .unwrap_or_else(|| t0.elapsed().as_secs_f64());
+            let timed = kernel.launch_timed(&bufs);
+            let clock = if timed.is_some() { "" } else { " (wall)" };
+            let dt = timed.unwrap_or_else(|| t0.elapsed().as_secs_f64());
             let bytes: usize = bufs.iter().map(|b| b.nbytes()).sum();
             eprintln!(
-                "*** {:<4} {:<24} arg {:2} tm {:9.2}us {:8.2} GFLOPS {:7.2} GB/s",
+                "*** {:<4} {:<24} arg {:2} tm {:9.2}us {:8.2} GFLOPS {:7.2} GB/s{}",
                 dev.name(),
                 name,
                 bufs.len(),
                 dt * 1e6,
                 flops / dt / 1e9,
-                bytes as f64 / dt / 1e9
+                bytes as f64 / dt / 1e9,
+                clock
             );
         } else {
             kernel.launch(&bufs);

@@ -70,7 +70,7 @@ impl Tensor {
         self.uop().dtype()
     }
 
-    /// The device name (`CPU`, `REF`).
+    /// The device name (`CPU`, `REF`, `CUDA`, `WEBGPU`).
     pub fn device(&self) -> &str {
         &self.inner.device
     }

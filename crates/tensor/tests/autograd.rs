@@ -316,6 +316,22 @@ fn grads_ref() {
     run_suite("REF");
 }
 
+/// The gradients on `WEBGPU` (in CI the software Vulkan driver). Without an adapter it is
+/// skipped, saying why — unless `TINYGRAD_REQUIRE_WEBGPU=1` (CI) makes that a failure.
+#[test]
+fn grads_webgpu() {
+    match tinygrad_tensor::get_device("WEBGPU") {
+        Ok(_) => run_suite("WEBGPU"),
+        Err(e) => {
+            assert!(
+                std::env::var("TINYGRAD_REQUIRE_WEBGPU").map_or(true, |v| v.is_empty() || v == "0"),
+                "TINYGRAD_REQUIRE_WEBGPU is set, but: {e}"
+            );
+            eprintln!("grads_webgpu: SKIPPED: {e}");
+        }
+    }
+}
+
 // ---- semantics ----
 
 fn t(data: &[f32], shape: &[usize]) -> Tensor {

@@ -529,6 +529,22 @@ fn golden_ref() {
     run_suite("REF");
 }
 
+/// The suite on `WEBGPU` (in CI the software Vulkan driver). Without an adapter it is skipped,
+/// saying why — unless `TINYGRAD_REQUIRE_WEBGPU=1` (CI), which makes a missing adapter fail.
+#[test]
+fn golden_webgpu() {
+    match tinygrad_tensor::get_device("WEBGPU") {
+        Ok(_) => run_suite("WEBGPU"),
+        Err(e) => {
+            assert!(
+                std::env::var("TINYGRAD_REQUIRE_WEBGPU").map_or(true, |v| v.is_empty() || v == "0"),
+                "TINYGRAD_REQUIRE_WEBGPU is set, but: {e}"
+            );
+            eprintln!("golden_webgpu: SKIPPED: {e}");
+        }
+    }
+}
+
 /// The suite on the device named by `DEV` (`DEV=CUDA` in `scripts/gpu-check.sh`). Skipped, saying
 /// so, when `DEV` is unset or names `CPU`/`REF` (run above); fails when that device is missing.
 #[test]

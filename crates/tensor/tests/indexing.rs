@@ -279,6 +279,22 @@ fn indexing_golden_ref() {
     run_suite("REF");
 }
 
+/// The suite on `WEBGPU` (in CI the software Vulkan driver). Without an adapter it is skipped,
+/// saying why — unless `TINYGRAD_REQUIRE_WEBGPU=1` (CI), which makes a missing adapter fail.
+#[test]
+fn indexing_golden_webgpu() {
+    match tinygrad_tensor::get_device("WEBGPU") {
+        Ok(_) => run_suite("WEBGPU"),
+        Err(e) => {
+            assert!(
+                std::env::var("TINYGRAD_REQUIRE_WEBGPU").map_or(true, |v| v.is_empty() || v == "0"),
+                "TINYGRAD_REQUIRE_WEBGPU is set, but: {e}"
+            );
+            eprintln!("indexing_golden_webgpu: SKIPPED: {e}");
+        }
+    }
+}
+
 // ---- API conveniences ----
 
 fn grid() -> Tensor {

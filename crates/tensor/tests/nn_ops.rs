@@ -371,6 +371,22 @@ fn nn_golden_ref() {
     run_suite("REF");
 }
 
+/// The suite on `WEBGPU` (in CI the software Vulkan driver). Without an adapter it is skipped,
+/// saying why — unless `TINYGRAD_REQUIRE_WEBGPU=1` (CI), which makes a missing adapter fail.
+#[test]
+fn nn_golden_webgpu() {
+    match tinygrad_tensor::get_device("WEBGPU") {
+        Ok(_) => run_suite("WEBGPU"),
+        Err(e) => {
+            assert!(
+                std::env::var("TINYGRAD_REQUIRE_WEBGPU").map_or(true, |v| v.is_empty() || v == "0"),
+                "TINYGRAD_REQUIRE_WEBGPU is set, but: {e}"
+            );
+            eprintln!("nn_golden_webgpu: SKIPPED: {e}");
+        }
+    }
+}
+
 // ---- kernel counts ----
 
 fn conv_relu(device: &str, pool: bool) -> Tensor {

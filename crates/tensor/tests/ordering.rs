@@ -3,8 +3,8 @@
 //! by `tests/golden/gen_ordering.py`) on CPU and REF — cumprod, cummax, cummin, logcumsumexp,
 //! sort, argsort, topk, and gradients of cumprod and sort values — plus bad-input panics.
 //!
-//! CPU runs every case but the gradients of sorts (see `cpu_skips`), REF runs all; `ORD_FILTER`
-//! lifts the CPU restriction.
+//! CPU and WEBGPU run every case but the gradients of sorts (see `compiled_skips`), REF runs
+//! all; `ORD_FILTER` lifts that restriction.
 //!
 //! Tolerance: atol 1e-6, rtol 1e-3 (infinities must match exactly). Float inputs are loaded as
 //! float32, int ones as int32; non-finite floats are the strings "inf"/"-inf" in the JSON.
@@ -200,10 +200,10 @@ fn check(case: &Value, got: &[Tensor], device: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Cases the CPU suite skips (REF runs them): the gradient of a sort is one huge kernel (the
-/// whole bitonic network) that Cranelift takes minutes to compile — a known problem, recorded in
-/// docs/API.md; the forward sorts run on both devices.
-fn cpu_skips(name: &str) -> bool {
+/// Cases the compiled devices skip (REF runs them): the gradient of a sort is one huge kernel
+/// (the whole bitonic network) that Cranelift — and lavapipe's LLVM for WEBGPU — takes minutes
+/// to compile — a known problem, recorded in docs/API.md; the forward sorts run everywhere.
+fn compiled_skips(name: &str) -> bool {
     name.starts_with("grad_sort") || name.starts_with("grad_topk")
 }
 
@@ -221,8 +221,8 @@ fn run_suite(device: &str) {
         if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
             continue;
         }
-        if filter.is_empty() && device == "CPU" && cpu_skips(name) {
-            eprintln!("CPU: skipping {name} (compiles for minutes on CPU; REF checks it)");
+        if filter.is_empty() && device != "REF" && compiled_skips(name) {
+            eprintln!("{device}: skipping {name} (compiles for minutes; REF checks it)");
             continue;
         }
         if verbose {
@@ -266,6 +266,22 @@ fn ordering_golden_cpu() {
 #[test]
 fn ordering_golden_ref() {
     run_suite("REF");
+}
+
+/// The suite on `WEBGPU` (in CI the software Vulkan driver). Without an adapter it is skipped,
+/// saying why — unless `TINYGRAD_REQUIRE_WEBGPU=1` (CI), which makes a missing adapter fail.
+#[test]
+fn ordering_golden_webgpu() {
+    match tinygrad_tensor::get_device("WEBGPU") {
+        Ok(_) => run_suite("WEBGPU"),
+        Err(e) => {
+            assert!(
+                std::env::var("TINYGRAD_REQUIRE_WEBGPU").map_or(true, |v| v.is_empty() || v == "0"),
+                "TINYGRAD_REQUIRE_WEBGPU is set, but: {e}"
+            );
+            eprintln!("ordering_golden_webgpu: SKIPPED: {e}");
+        }
+    }
 }
 
 // ---- edge cases outside the goldens ----

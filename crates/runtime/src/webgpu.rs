@@ -1,0 +1,701 @@
+//! The `WEBGPU` device: programs rendered to WGSL (`tinygrad_codegen::wgsl`), validated by naga
+//! and run as headless compute shaders through `wgpu` (the Vulkan backend; on machines without a
+//! GPU, Mesa's software driver lavapipe, adapter `llvmpipe`).
+//!
+//! The device needs the cargo feature `webgpu` (on by default). Without it, or without an
+//! adapter (no Vulkan driver, or `WGPU_BACKEND` naming a backend this build lacks), [`open`]
+//! returns [`DeviceError::Unavailable`] with the reason; it never panics. The wgpu instance,
+//! adapter and device are created once per process.
+//!
+//! # Memory
+//! As a first step (like `CUDA`), buffers live in host memory. A launch uploads each *distinct*
+//! buffer of the kernel ([`Buffer::id`]; a buffer bound to several slots is one GPU buffer bound
+//! at several bindings) with `Queue::write_buffer`, dispatches, copies the output (slot 0) into a
+//! `MAP_READ` staging buffer, maps it and copies [`Buffer::nbytes`] bytes back. The GPU buffer of
+//! a host buffer has `storage_bytes = max(4, nbytes rounded up to a multiple of 4)` bytes
+//! ([`storage_bytes`]); host bytes are copied verbatim (little-endian), the padding is zero.
+//! Dtypes narrower than 32 bits are packed in 32-bit words by the shader; 8-byte dtypes are used
+//! natively when the device has `SHADER_INT64`/`SHADER_F64`. GPU buffers (storage and staging)
+//! are pooled by size and reused from launch to launch.
+//!
+//! # Binding convention (what the WGSL renderer emits)
+//! Buffer slot `i` is `@group(0) @binding(i) var<storage, read_write>`: every slot is a
+//! read-write storage buffer, in one bind group whose layout has one `read_write` storage entry
+//! per slot, visible to the compute stage. The kernel is dispatched as
+//! `dispatch_workgroups(workgroups, 1, 1)`; the workgroup size is the shader's own
+//! `@workgroup_size`. Binding the same buffer at several read-write bindings in one dispatch is
+//! accepted by wgpu (one usage, `STORAGE_READ_WRITE`, so no usage conflict).
+//!
+//! # Limits
+//! One storage binding may not exceed the adapter's `max_storage_buffer_binding_size` (128 MiB
+//! on lavapipe) and one buffer its `max_buffer_size`; [`Device::check_buffer`] reports a buffer
+//! over the limit as [`DeviceError::Launch`] before anything runs. `workgroups` may not exceed
+//! `max_compute_workgroups_per_dimension` (65535): larger kernels loop (grid-stride).
+//!
+//! # Errors
+//! Shaders are validated by naga (`validate_wgsl`) before wgpu sees them, so a bad shader is a
+//! [`DeviceError::Compile`] with naga's message and the source. Every wgpu call runs inside
+//! validation and out-of-memory error scopes, so wgpu errors become `Err`s (compile) or panics
+//! with wgpu's message (launch) instead of wgpu's default handler; anything else lands in the
+//! device's uncaptured-error handler, which records it for the next check.
+//!
+//! # Timing
+//! With `TIMESTAMP_QUERY`, `DEBUG=2` ([`Kernel::launch_timed`]) measures the compute pass with
+//! timestamp writes, resolved and scaled by `Queue::get_timestamp_period`; without it the time
+//! is wall clock (labelled `(wall)` by `realize`).
+//!
+//! [`Buffer::id`]: crate::Buffer::id
+//! [`Buffer::nbytes`]: crate::Buffer::nbytes
+//! [`Device::check_buffer`]: crate::Device::check_buffer
+//! [`Kernel::launch_timed`]: crate::Kernel::launch_timed
+
+use std::sync::Arc;
+
+use crate::device::{Device, DeviceError};
+
+#[cfg(feature = "webgpu")]
+pub use imp::{WebGpuDevice, WgslKernel, device, validate_wgsl};
+
+/// The `WEBGPU` device, or why it is unavailable.
+pub fn open() -> Result<Arc<dyn Device>, DeviceError> {
+    #[cfg(feature = "webgpu")]
+    {
+        device().map(|d| d as Arc<dyn Device>)
+    }
+    #[cfg(not(feature = "webgpu"))]
+    {
+        Err(unavailable(
+            "this build has no WebGPU support (build with `--features webgpu`)".into(),
+        ))
+    }
+}
+
+/// The size in bytes of the GPU buffer that holds a host buffer of `nbytes` bytes:
+/// `max(4, nbytes rounded up to a multiple of 4)`.
+pub fn storage_bytes(nbytes: usize) -> usize {
+    tinygrad_codegen::wgsl::storage_bytes(tinygrad_dtype::DType::UINT8, nbytes)
+}
+
+fn unavailable(reason: String) -> DeviceError {
+    DeviceError::Unavailable {
+        name: "WEBGPU".into(),
+        reason,
+    }
+}
+
+#[cfg(feature = "webgpu")]
+mod imp {
+    use std::borrow::Cow;
+    use std::collections::HashMap;
+    use std::fmt::Write as _;
+    use std::sync::mpsc;
+    use std::sync::{Arc, Mutex, OnceLock};
+
+    use tinygrad_codegen::{Program, TargetCaps};
+    use tinygrad_dtype::DType;
+
+    use super::{storage_bytes, unavailable};
+    use crate::Buffer;
+    use crate::device::{Device, DeviceError, Kernel};
+
+    /// Checks a WGSL module with naga: parses it and validates it with every validation flag,
+    /// allowing 64-bit integers (`int64`) and `f64` (`float64`) as asked. The error is naga's
+    /// report, with the offending source lines.
+    pub fn validate_wgsl(source: &str, int64: bool, float64: bool) -> Result<(), String> {
+        use naga::valid::{Capabilities, ValidationFlags, Validator};
+        let module = naga::front::wgsl::parse_str(source).map_err(|e| e.emit_to_string(source))?;
+        let mut caps = Capabilities::empty();
+        caps.set(Capabilities::SHADER_INT64, int64);
+        caps.set(Capabilities::FLOAT64, float64);
+        Validator::new(ValidationFlags::all(), caps)
+            .validate(&module)
+            .map_err(|e| e.emit_to_string(source))?;
+        Ok(())
+    }
+
+    /// The `WEBGPU` device, created on first use (once per process).
+    pub fn device() -> Result<Arc<WebGpuDevice>, DeviceError> {
+        static DEVICE: OnceLock<Result<Arc<WebGpuDevice>, DeviceError>> = OnceLock::new();
+        DEVICE
+            .get_or_init(|| WebGpuDevice::new().map(Arc::new))
+            .clone()
+    }
+
+    /// Which pool a GPU buffer belongs to.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    enum Kind {
+        /// `STORAGE | COPY_DST | COPY_SRC`: a kernel's buffer.
+        Storage,
+        /// `MAP_READ | COPY_DST`: where results are read back.
+        Staging,
+    }
+
+    /// Free GPU buffers by kind and size, and their total bytes.
+    #[derive(Default)]
+    struct Pool {
+        free: HashMap<(Kind, u64), Vec<wgpu::Buffer>>,
+        bytes: u64,
+    }
+
+    /// Pooled buffers kept at most, in bytes (beyond this, returned buffers are dropped).
+    const POOL_BYTES: u64 = 512 << 20;
+
+    /// What the device and its kernels share.
+    struct Shared {
+        device: wgpu::Device,
+        queue: wgpu::Queue,
+        limits: wgpu::Limits,
+        features: wgpu::Features,
+        /// Free GPU buffers, reused by size.
+        pool: Mutex<Pool>,
+        /// Errors that reached the uncaptured-error handler (outside any error scope).
+        uncaptured: Arc<Mutex<Vec<String>>>,
+    }
+
+    impl Shared {
+        /// Runs `f` inside validation and out-of-memory error scopes: wgpu's errors as `Err`.
+        fn scoped<T>(&self, f: impl FnOnce() -> T) -> Result<T, String> {
+            let oom = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+            let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+            let out = f();
+            let validation = pollster::block_on(validation.pop());
+            let oom = pollster::block_on(oom.pop());
+            let mut errors: Vec<String> = [validation, oom]
+                .into_iter()
+                .flatten()
+                .map(|e| e.to_string())
+                .collect();
+            errors.append(&mut self.uncaptured.lock().unwrap_or_else(|e| e.into_inner()));
+            if errors.is_empty() {
+                Ok(out)
+            } else {
+                Err(errors.join("\n"))
+            }
+        }
+
+        /// A GPU buffer of `size` bytes from the pool, or a new one.
+        fn take(&self, kind: Kind, size: u64) -> wgpu::Buffer {
+            let mut pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(b) = pool.free.get_mut(&(kind, size)).and_then(Vec::pop) {
+                pool.bytes -= size;
+                return b;
+            }
+            drop(pool);
+            let usage = match kind {
+                Kind::Storage => {
+                    wgpu::BufferUsages::STORAGE
+                        | wgpu::BufferUsages::COPY_DST
+                        | wgpu::BufferUsages::COPY_SRC
+                }
+                Kind::Staging => wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            };
+            self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: None,
+                size,
+                usage,
+                mapped_at_creation: false,
+            })
+        }
+
+        /// Returns buffers to the pool (dropping them when it is full).
+        fn give(&self, kind: Kind, bufs: impl IntoIterator<Item = wgpu::Buffer>) {
+            let mut pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
+            for b in bufs {
+                let size = b.size();
+                if pool.bytes + size <= POOL_BYTES {
+                    pool.bytes += size;
+                    pool.free.entry((kind, size)).or_default().push(b);
+                }
+            }
+        }
+    }
+
+    /// The `WEBGPU` device: one wgpu adapter and device.
+    pub struct WebGpuDevice {
+        shared: Arc<Shared>,
+        info: wgpu::AdapterInfo,
+        adapter_features: wgpu::Features,
+    }
+
+    impl WebGpuDevice {
+        /// Opens the first adapter of the backends in `WGPU_BACKEND` (default: every backend
+        /// this build has) and a device with the adapter's limits and whichever of
+        /// `SHADER_INT64`, `SHADER_F64` and `TIMESTAMP_QUERY` it has.
+        pub fn new() -> Result<WebGpuDevice, DeviceError> {
+            let backends =
+                wgpu::Backends::from_env().unwrap_or(wgpu::Instance::enabled_backend_features());
+            let instance = wgpu::Instance::new(wgpu::InstanceDescriptor {
+                backends,
+                ..wgpu::InstanceDescriptor::new_without_display_handle_from_env()
+            });
+            let adapter =
+                pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
+                    power_preference: wgpu::PowerPreference::HighPerformance,
+                    ..Default::default()
+                }))
+                .map_err(|e| {
+                    unavailable(format!(
+                        "no WebGPU adapter (backends {backends:?}; on Linux the Vulkan driver: \
+                     libvulkan1 + mesa-vulkan-drivers): {e}"
+                    ))
+                })?;
+            let adapter_features = adapter.features();
+            let wanted = wgpu::Features::SHADER_INT64
+                | wgpu::Features::SHADER_F64
+                | wgpu::Features::TIMESTAMP_QUERY;
+            let features = adapter_features & wanted;
+            let limits = adapter.limits();
+            let (device, queue) =
+                pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+                    label: Some("tinygrad WEBGPU"),
+                    required_features: features,
+                    required_limits: limits.clone(),
+                    experimental_features: wgpu::ExperimentalFeatures::disabled(),
+                    memory_hints: wgpu::MemoryHints::Performance,
+                    trace: wgpu::Trace::Off,
+                }))
+                .map_err(|e| unavailable(format!("the adapter refused a device: {e}")))?;
+            let uncaptured = Arc::new(Mutex::new(Vec::new()));
+            let sink = uncaptured.clone();
+            device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+                sink.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(e.to_string());
+            }));
+            Ok(WebGpuDevice {
+                shared: Arc::new(Shared {
+                    device,
+                    queue,
+                    limits,
+                    features,
+                    pool: Mutex::new(Pool::default()),
+                    uncaptured,
+                }),
+                info: adapter.get_info(),
+                adapter_features,
+            })
+        }
+
+        /// The adapter (name, backend, device type, driver).
+        pub fn adapter_info(&self) -> &wgpu::AdapterInfo {
+            &self.info
+        }
+
+        /// Every feature the adapter offers (the device enables only those it uses).
+        pub fn adapter_features(&self) -> wgpu::Features {
+            self.adapter_features
+        }
+
+        /// The device's features: the adapter's among `SHADER_INT64`, `SHADER_F64`,
+        /// `TIMESTAMP_QUERY`.
+        pub fn features(&self) -> wgpu::Features {
+            self.shared.features
+        }
+
+        /// The device's limits (the adapter's own).
+        pub fn limits(&self) -> &wgpu::Limits {
+            &self.shared.limits
+        }
+
+        /// Whether shaders may use `i64`/`u64`.
+        pub fn int64(&self) -> bool {
+            self.shared.features.contains(wgpu::Features::SHADER_INT64)
+        }
+
+        /// Whether shaders may use `f64`.
+        pub fn float64(&self) -> bool {
+            self.shared.features.contains(wgpu::Features::SHADER_F64)
+        }
+
+        /// Whether kernels can be timed on the GPU (`TIMESTAMP_QUERY`).
+        pub fn timestamps(&self) -> bool {
+            self.shared
+                .features
+                .contains(wgpu::Features::TIMESTAMP_QUERY)
+        }
+
+        /// A readable summary of the adapter, its features and the limits that matter here.
+        pub fn describe(&self) -> String {
+            let l = &self.shared.limits;
+            let mut s = format!(
+                "{} ({:?}, {:?}, driver {} {})\n",
+                self.info.name,
+                self.info.backend,
+                self.info.device_type,
+                self.info.driver,
+                self.info.driver_info
+            );
+            let _ = writeln!(s, "adapter features: {:?}", self.adapter_features);
+            let _ = writeln!(s, "device features: {:?}", self.shared.features);
+            let _ = write!(
+                s,
+                "limits: max_storage_buffer_binding_size {}, max_buffer_size {}, \
+                 max_storage_buffers_per_shader_stage {}, max_bindings_per_bind_group {}, \
+                 max_compute_workgroups_per_dimension {}, max_compute_invocations_per_workgroup \
+                 {}, max_compute_workgroup_size {}x{}x{}, \
+                 max_compute_workgroup_storage_size {}, min_storage_buffer_offset_alignment {}",
+                l.max_storage_buffer_binding_size,
+                l.max_buffer_size,
+                l.max_storage_buffers_per_shader_stage,
+                l.max_bindings_per_bind_group,
+                l.max_compute_workgroups_per_dimension,
+                l.max_compute_invocations_per_workgroup,
+                l.max_compute_workgroup_size_x,
+                l.max_compute_workgroup_size_y,
+                l.max_compute_workgroup_size_z,
+                l.max_compute_workgroup_storage_size,
+                l.min_storage_buffer_offset_alignment,
+            );
+            s
+        }
+
+        /// Compiles a hand-written (or rendered) WGSL kernel: `entry` is its compute entry
+        /// point, `nbindings` its buffer slots (`@group(0) @binding(0..nbindings)`, all
+        /// `var<storage, read_write>`), `workgroups` the workgroup count along x. The source is
+        /// validated by naga first; any error is [`DeviceError::Compile`] with the message and
+        /// the source.
+        pub fn wgsl_kernel(
+            &self,
+            name: &str,
+            source: String,
+            entry: &str,
+            nbindings: usize,
+            workgroups: u32,
+        ) -> Result<WgslKernel, DeviceError> {
+            let err = |message: String| DeviceError::Compile {
+                kernel: name.to_string(),
+                message,
+            };
+            let l = &self.shared.limits;
+            if workgroups > l.max_compute_workgroups_per_dimension {
+                return Err(err(format!(
+                    "{workgroups} workgroups exceed the adapter's \
+                     max_compute_workgroups_per_dimension ({})",
+                    l.max_compute_workgroups_per_dimension
+                )));
+            }
+            if nbindings as u64 > u64::from(l.max_storage_buffers_per_shader_stage) {
+                return Err(err(format!(
+                    "{nbindings} buffers exceed the adapter's \
+                     max_storage_buffers_per_shader_stage ({})",
+                    l.max_storage_buffers_per_shader_stage
+                )));
+            }
+            validate_wgsl(&source, self.int64(), self.float64())
+                .map_err(|e| err(format!("invalid WGSL:\n{e}\n{source}")))?;
+            let dev = &self.shared.device;
+            let (layout, pipeline) = self
+                .shared
+                .scoped(|| {
+                    let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor {
+                        label: Some(name),
+                        source: wgpu::ShaderSource::Wgsl(Cow::Borrowed(&source)),
+                    });
+                    let entries: Vec<wgpu::BindGroupLayoutEntry> = (0..nbindings as u32)
+                        .map(|binding| wgpu::BindGroupLayoutEntry {
+                            binding,
+                            visibility: wgpu::ShaderStages::COMPUTE,
+                            ty: wgpu::BindingType::Buffer {
+                                ty: wgpu::BufferBindingType::Storage { read_only: false },
+                                has_dynamic_offset: false,
+                                min_binding_size: None,
+                            },
+                            count: None,
+                        })
+                        .collect();
+                    let layout = dev.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                        label: Some(name),
+                        entries: &entries,
+                    });
+                    let pipeline_layout =
+                        dev.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                            label: Some(name),
+                            bind_group_layouts: &[Some(&layout)],
+                            immediate_size: 0,
+                        });
+                    let pipeline = dev.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                        label: Some(name),
+                        layout: Some(&pipeline_layout),
+                        module: &module,
+                        entry_point: Some(entry),
+                        compilation_options: Default::default(),
+                        cache: None,
+                    });
+                    (layout, pipeline)
+                })
+                .map_err(|e| err(format!("wgpu rejected the shader: {e}\n{source}")))?;
+            Ok(WgslKernel {
+                shared: self.shared.clone(),
+                name: name.to_string(),
+                layout,
+                pipeline,
+                nbindings,
+                workgroups,
+                timestamps: self.timestamps(),
+                globals: None,
+                source,
+            })
+        }
+    }
+
+    /// The renderer's output for a program: WGSL source, entry point, workgroups along x.
+    type Rendered = (String, &'static str, u32);
+
+    /// Renders `prog` with the WGSL renderer for an adapter with (or without) 64-bit support.
+    fn render(prog: &Program, int64: bool, float64: bool) -> Result<Rendered, DeviceError> {
+        use tinygrad_codegen::Renderer;
+        use tinygrad_codegen::wgsl::{ENTRY, WgslRenderer, launch_dims};
+        let source = WgslRenderer::new(int64, float64)
+            .render(prog)
+            .map_err(|e| DeviceError::Compile {
+                kernel: prog.name.clone(),
+                message: e.message,
+            })?;
+        Ok((source, ENTRY, launch_dims(prog)))
+    }
+
+    impl Device for WebGpuDevice {
+        fn name(&self) -> &'static str {
+            "WEBGPU"
+        }
+
+        fn caps(&self) -> TargetCaps {
+            TargetCaps {
+                transcendentals: false,
+                half: false,
+            }
+        }
+
+        fn compile(&self, prog: &Program) -> Result<Arc<dyn Kernel>, DeviceError> {
+            let (source, entry, workgroups) = render(prog, self.int64(), self.float64())?;
+            let mut kernel =
+                self.wgsl_kernel(&prog.name, source, entry, prog.globals.len(), workgroups)?;
+            kernel.globals = Some(prog.globals.clone());
+            Ok(Arc::new(kernel))
+        }
+
+        fn check_buffer(&self, dtype: DType, size: usize) -> Result<(), DeviceError> {
+            let nbytes = size.saturating_mul(dtype.itemsize());
+            let bytes = storage_bytes(nbytes) as u64;
+            let l = &self.shared.limits;
+            let limit = l.max_storage_buffer_binding_size.min(l.max_buffer_size);
+            if bytes > limit {
+                let which = if l.max_storage_buffer_binding_size <= l.max_buffer_size {
+                    "max_storage_buffer_binding_size"
+                } else {
+                    "max_buffer_size"
+                };
+                return Err(DeviceError::Launch {
+                    kernel: String::new(),
+                    message: format!(
+                        "a buffer of {size} {dtype} ({nbytes} bytes) exceeds the WEBGPU \
+                         adapter's {which} of {limit} bytes ({} MiB)",
+                        limit >> 20
+                    ),
+                });
+            }
+            Ok(())
+        }
+    }
+
+    /// A compiled WGSL compute kernel on the `WEBGPU` device (see the module docs for the
+    /// binding convention).
+    pub struct WgslKernel {
+        shared: Arc<Shared>,
+        name: String,
+        layout: wgpu::BindGroupLayout,
+        pipeline: wgpu::ComputePipeline,
+        nbindings: usize,
+        workgroups: u32,
+        timestamps: bool,
+        /// The slot dtypes, checked at launch, for kernels compiled from a program.
+        globals: Option<Vec<DType>>,
+        source: String,
+    }
+
+    impl WgslKernel {
+        /// The kernel's name.
+        pub fn name(&self) -> &str {
+            &self.name
+        }
+
+        /// Runs the kernel on `bufs` (one per binding; slot 0 is the output, copied back).
+        /// With `timed` and `TIMESTAMP_QUERY`, returns the compute pass's GPU time in seconds.
+        pub fn run(&self, bufs: &[Arc<Buffer>], timed: bool) -> Result<Option<f64>, String> {
+            if bufs.len() != self.nbindings {
+                return Err(format!(
+                    "{} buffers for a kernel with {} bindings",
+                    bufs.len(),
+                    self.nbindings
+                ));
+            }
+            let Some(out) = bufs.first() else {
+                return Err("a kernel needs at least its output buffer".into());
+            };
+            let sh = &*self.shared;
+            let timed = timed && self.timestamps;
+            // One GPU buffer per distinct host buffer.
+            let mut distinct: Vec<usize> = Vec::new();
+            let mut slot_to: Vec<usize> = Vec::with_capacity(bufs.len());
+            for (i, b) in bufs.iter().enumerate() {
+                match distinct.iter().position(|&j| bufs[j].id() == b.id()) {
+                    Some(k) => slot_to.push(k),
+                    None => {
+                        slot_to.push(distinct.len());
+                        distinct.push(i);
+                    }
+                }
+            }
+            let out_bytes = storage_bytes(out.nbytes()) as u64;
+            let mut gpu: Vec<wgpu::Buffer> = Vec::with_capacity(distinct.len());
+            let mut staging: Option<wgpu::Buffer> = None;
+            let mut ts_staging: Option<wgpu::Buffer> = None;
+            let result = sh.scoped(|| -> Result<Option<f64>, String> {
+                for &i in &distinct {
+                    let mut bytes = bufs[i].to_bytes();
+                    bytes.resize(storage_bytes(bytes.len()), 0);
+                    let b = sh.take(Kind::Storage, bytes.len() as u64);
+                    sh.queue.write_buffer(&b, 0, &bytes);
+                    gpu.push(b);
+                }
+                let entries: Vec<wgpu::BindGroupEntry> = slot_to
+                    .iter()
+                    .enumerate()
+                    .map(|(slot, &k)| wgpu::BindGroupEntry {
+                        binding: slot as u32,
+                        resource: gpu[k].as_entire_binding(),
+                    })
+                    .collect();
+                let bind_group = sh.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: Some(&self.name),
+                    layout: &self.layout,
+                    entries: &entries,
+                });
+                let queries = timed.then(|| {
+                    let set = sh.device.create_query_set(&wgpu::QuerySetDescriptor {
+                        label: None,
+                        ty: wgpu::QueryType::Timestamp,
+                        count: 2,
+                    });
+                    let resolve = sh.device.create_buffer(&wgpu::BufferDescriptor {
+                        label: None,
+                        size: 16,
+                        usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+                        mapped_at_creation: false,
+                    });
+                    (set, resolve)
+                });
+                let mut enc = sh
+                    .device
+                    .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+                {
+                    let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                        label: Some(&self.name),
+                        timestamp_writes: queries.as_ref().map(|(set, _)| {
+                            wgpu::ComputePassTimestampWrites {
+                                query_set: set,
+                                beginning_of_pass_write_index: Some(0),
+                                end_of_pass_write_index: Some(1),
+                            }
+                        }),
+                    });
+                    pass.set_pipeline(&self.pipeline);
+                    pass.set_bind_group(0, &bind_group, &[]);
+                    pass.dispatch_workgroups(self.workgroups, 1, 1);
+                }
+                let stage = sh.take(Kind::Staging, out_bytes);
+                enc.copy_buffer_to_buffer(&gpu[slot_to[0]], 0, &stage, 0, out_bytes);
+                if let Some((set, resolve)) = &queries {
+                    let ts = sh.take(Kind::Staging, 16);
+                    enc.resolve_query_set(set, 0..2, resolve, 0);
+                    enc.copy_buffer_to_buffer(resolve, 0, &ts, 0, 16);
+                    ts_staging = Some(ts);
+                }
+                let index = sh.queue.submit([enc.finish()]);
+                let (tx, rx) = mpsc::channel();
+                let mut maps = vec![&stage];
+                maps.extend(ts_staging.as_ref());
+                for b in &maps {
+                    let tx = tx.clone();
+                    b.map_async(wgpu::MapMode::Read, .., move |r| {
+                        let _ = tx.send(r);
+                    });
+                }
+                sh.device
+                    .poll(wgpu::PollType::Wait {
+                        submission_index: Some(index),
+                        timeout: None,
+                    })
+                    .map_err(|e| format!("waiting for the GPU: {e}"))?;
+                for _ in &maps {
+                    rx.recv()
+                        .map_err(|_| "a buffer map never completed".to_string())?
+                        .map_err(|e| format!("mapping a result buffer: {e}"))?;
+                }
+                {
+                    let view = stage
+                        .get_mapped_range(..)
+                        .map_err(|e| format!("reading the result: {e}"))?;
+                    out.copy_in(&view[..out.nbytes()]);
+                }
+                stage.unmap();
+                staging = Some(stage);
+                let seconds = match &ts_staging {
+                    Some(ts) => {
+                        let ticks: [u64; 2] = {
+                            let view = ts
+                                .get_mapped_range(..)
+                                .map_err(|e| format!("reading the timestamps: {e}"))?;
+                            let words: &[u64] = bytemuck::cast_slice(&view[..16]);
+                            [words[0], words[1]]
+                        };
+                        ts.unmap();
+                        let period_ns = f64::from(sh.queue.get_timestamp_period());
+                        Some(ticks[1].saturating_sub(ticks[0]) as f64 * period_ns / 1e9)
+                    }
+                    None => None,
+                };
+                Ok(seconds)
+            });
+            let result = result.and_then(|r| r);
+            // After an error a buffer may still be mapped or in use: only clean ones are reused.
+            if result.is_ok() {
+                sh.give(Kind::Storage, gpu);
+                sh.give(Kind::Staging, staging.into_iter().chain(ts_staging));
+            }
+            result
+        }
+
+        fn checked_run(&self, bufs: &[Arc<Buffer>], timed: bool) -> Option<f64> {
+            if let Some(globals) = &self.globals {
+                assert_eq!(
+                    bufs.len(),
+                    globals.len(),
+                    "kernel launch: wrong number of buffers"
+                );
+                for (b, dt) in bufs.iter().zip(globals) {
+                    assert_eq!(
+                        b.dtype, *dt,
+                        "kernel launch: buffer {b:?} bound to a {dt} slot"
+                    );
+                }
+            }
+            self.run(bufs, timed)
+                .unwrap_or_else(|e| panic!("WEBGPU kernel {} failed: {e}", self.name))
+        }
+    }
+
+    impl Kernel for WgslKernel {
+        fn launch(&self, bufs: &[Arc<Buffer>]) {
+            self.checked_run(bufs, false);
+        }
+
+        fn launch_timed(&self, bufs: &[Arc<Buffer>]) -> Option<f64> {
+            self.checked_run(bufs, true)
+        }
+
+        fn source(&self) -> &str {
+            &self.source
+        }
+    }
+}

@@ -1,0 +1,147 @@
+//! A matrix of small cases covering every dtype and op class (casts between all dtypes,
+//! comparisons, reductions, padding, integer and float arithmetic, shifts, transcendentals),
+//! shared by the device test binaries (`ptx.rs`, `webgpu.rs`) that compare a backend with `REF`.
+
+#![allow(dead_code)] // each test binary uses part of this module
+
+use half::{bf16, f16};
+use tinygrad_tensor::{Axis, DType, Tensor};
+
+/// `n` evenly spaced values from -3 in steps of 0.25.
+pub fn f32s(n: usize) -> Vec<f32> {
+    (0..n).map(|i| i as f32 * 0.25 - 3.0).collect()
+}
+
+pub const DTYPES: [DType; 13] = [
+    DType::BOOL,
+    DType::INT8,
+    DType::UINT8,
+    DType::INT16,
+    DType::UINT16,
+    DType::INT32,
+    DType::UINT32,
+    DType::INT64,
+    DType::UINT64,
+    DType::FLOAT16,
+    DType::BFLOAT16,
+    DType::FLOAT32,
+    DType::FLOAT64,
+];
+
+/// Source values exercising signs, zero, fractions, large magnitudes and the special floats.
+pub fn source() -> Vec<f32> {
+    vec![
+        0.0,
+        1.0,
+        -1.0,
+        2.5,
+        -2.5,
+        3.0,
+        -7.0,
+        100.7,
+        -128.0,
+        255.0,
+        300.0,
+        65535.0,
+        1e10,
+        -1e10,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        0.5,
+        -0.0,
+        7.0,
+    ]
+}
+
+/// Tensor expressions covering every op class on every dtype, on `device`: `(label, tensor)`.
+pub fn coverage_cases(device: &str) -> Vec<(String, Tensor)> {
+    let src = source();
+    let n = src.len();
+    let base = Tensor::from_slice_on(&src, &[n], device);
+    let other = Tensor::from_slice_on(&src.iter().rev().copied().collect::<Vec<_>>(), &[n], device);
+    let mut out: Vec<(String, Tensor)> = Vec::new();
+    for dt in DTYPES {
+        let a = base.cast(dt);
+        let b = other.cast(dt);
+        let name = dt.to_string();
+        out.push((format!("cast f32->{name}"), a.clone()));
+        for to in DTYPES {
+            out.push((format!("cast {name}->{to}"), a.cast(to)));
+        }
+        out.push((format!("{name} where"), a.ne(&b).where_(&a, &b)));
+        out.push((format!("{name} cmplt"), a.lt(&b)));
+        out.push((format!("{name} cmpeq"), a.eq(&b)));
+        out.push((format!("{name} max"), a.maximum(&b)));
+        out.push((format!("{name} sum"), a.sum(Axis::All)));
+        out.push((format!("{name} max reduce"), a.max(Axis::All)));
+        out.push((format!("{name} pad"), a.pad(&[(1, 2)], 0i64)));
+        if dt.is_bool() {
+            out.push((format!("{name} and"), a.bitwise_and(&b)));
+            out.push((format!("{name} not"), a.logical_not()));
+            continue;
+        }
+        out.push((format!("{name} add"), &a + &b));
+        out.push((format!("{name} sub"), &a - &b));
+        out.push((format!("{name} mul"), &a * &b));
+        out.push((format!("{name} neg"), a.neg()));
+        out.push((format!("{name} prod"), a.prod(Axis::All)));
+        if dt.is_float() {
+            out.push((format!("{name} div"), &a / &b));
+            out.push((format!("{name} exp"), a.exp()));
+            out.push((format!("{name} log"), a.log()));
+            out.push((format!("{name} sin"), a.sin()));
+            out.push((format!("{name} sqrt"), a.sqrt()));
+            out.push((format!("{name} recip"), a.reciprocal()));
+            out.push((format!("{name} trunc"), a.trunc()));
+            out.push((format!("{name} softmax"), a.reshape(&[4, 5]).softmax(1)));
+        } else {
+            out.push((format!("{name} idiv"), a.idiv(&b)));
+            out.push((format!("{name} mod"), a.modulo(&b)));
+            out.push((format!("{name} and"), a.bitwise_and(&b)));
+            out.push((format!("{name} not"), a.bitwise_not()));
+            let sh = Tensor::from_slice_on(
+                &(0..n as i64).map(|i| i * 5 % 70).collect::<Vec<_>>(),
+                &[n],
+                device,
+            )
+            .cast(dt);
+            out.push((format!("{name} shl"), a.lshift(&sh)));
+            out.push((format!("{name} shr"), a.rshift(&sh)));
+        }
+    }
+    let m = Tensor::from_slice_on(&f32s(6 * 5), &[6, 5], device);
+    let w = Tensor::from_slice_on(&f32s(5 * 7), &[5, 7], device);
+    out.push(("matmul".into(), m.matmul(&w)));
+    out.push(("argmax".into(), m.argmax(Some(1))));
+    out.push((
+        "f16 matmul".into(),
+        m.cast(DType::FLOAT16).matmul(&w.cast(DType::FLOAT16)),
+    ));
+    out.push((
+        "bf16 from slice".into(),
+        Tensor::from_slice_on(&[bf16::from_f32(1.5), bf16::from_f32(-2.0)], &[2], device)
+            + Tensor::from_slice_on(&[f16::from_f32(0.25), f16::from_f32(3.0)], &[2], device)
+                .cast(DType::BFLOAT16),
+    ));
+    out
+}
+
+/// Whether `got` matches `want` for dtype `dt`: NaN for NaN, exact for integers and infinities,
+/// else within 1e-5 (1e-2 for the halves) relative.
+pub fn same(got: &[f64], want: &[f64], dt: DType) -> bool {
+    got.len() == want.len()
+        && got.iter().zip(want).all(|(g, w)| {
+            if w.is_nan() {
+                return g.is_nan();
+            }
+            if !dt.is_float() || w.is_infinite() {
+                return g == w;
+            }
+            let tol = match dt {
+                DType::FLOAT16 | DType::BFLOAT16 => 1e-2,
+                _ => 1e-5,
+            };
+            (g - w).abs() <= tol * (1.0 + w.abs())
+        })
+}
