@@ -931,6 +931,85 @@ def gen_pre():
 
 
 # =============================================================================================
+# more elementwise math, reductions and movement (tinygrad's mixin ops; appended last so the
+# cases above keep their inputs)
+
+def gen_more():
+    shapes = [(), (0, 3), (3, 4), (2, 3, 4)]
+    more_unary = {
+        "log10": (np.log10, lambda s: f32(s, 0.05, 100.0), lambda s: i32(s, 1, 1000)),
+        "asin": (np.arcsin, lambda s: f32(s, -0.999, 0.999), lambda s: i32(s, -1, 1)),
+        "acos": (np.arccos, lambda s: f32(s, -0.999, 0.999), lambda s: i32(s, -1, 1)),
+        "atan": (np.arctan, lambda s: f32(s, -6.0, 6.0), lambda s: i32(s, -10, 10)),
+        "square": (np.square, lambda s: f32(s), lambda s: i32(s, -1000, 1000)),
+    }
+    for op, (fn, gf, gi) in more_unary.items():
+        for s in shapes:
+            add(f"{op}_f32_{sh(s)}", op, {}, lambda s=s, gf=gf: [gf(s)], fn, "float32")
+        out_dt = "int32" if op == "square" else "float32"
+        add(f"{op}_i32_3x4", op, {}, lambda gi=gi: [gi((3, 4))], fn, out_dt)
+    # edges: exactly +-1 and 0, outside the domain (NaN), NaN and infinities
+    edge = np.array([-1.0, -0.5, 0.0, 0.5, 1.0, 1.5, -2.0, np.nan], np.float32)
+    add("asin_f32_edges", "asin", {}, [edge], np.arcsin, "float32")
+    add("acos_f32_edges", "acos", {}, [edge], np.arccos, "float32")
+    add("atan_f32_special", "atan", {}, [np.array([np.inf, -np.inf, np.nan, 0.0, 1e6, -1e-6], np.float32)],
+        np.arctan, "float32")
+    add("log10_f32_special", "log10", {}, [np.array([0.0, 1.0, 10.0, 1e-3, np.inf, -1.0, np.nan], np.float32)],
+        np.log10, "float32")
+
+    # binary
+    for a, b in [((3, 4), (3, 4)), ((3, 1), (1, 4)), ((), (5,))]:
+        add(f"fmod_f32_{shapes_tag(a, b)}", "fmod", {}, lambda a=a, b=b: [f32(a, -6, 6), f32_nonzero(b, -2, 2, 0.25)],
+            np.fmod, "float32")
+        add(f"copysign_f32_{shapes_tag(a, b)}", "copysign", {}, lambda a=a, b=b: [f32(a), with_zeros(f32(b))],
+            np.copysign, "float32")
+        add(f"logaddexp_f32_{shapes_tag(a, b)}", "logaddexp", {}, lambda a=a, b=b: [f32(a, -5, 5), f32(b, -5, 5)],
+            np.logaddexp, "float32")
+    add("fmod_i32_3x4", "fmod", {}, lambda: [i32((3, 4), -50, 50), i32_nonzero((3, 4), -7, 7)],
+        lambda x, y: np.fmod(x, y), "int32")
+    add("copysign_f32_negzero", "copysign", {},
+        [np.array([1.0, 2.0, -3.0, 0.0], np.float32), np.array([-0.0, 0.0, 0.0, -0.0], np.float32)],
+        np.copysign, "float32")
+    add("logaddexp_f32_large", "logaddexp", {},
+        [np.array([1000.0, -1000.0, 0.0, -np.inf, 50.0], np.float32), np.array([1000.0, -1000.0, -np.inf, -np.inf, -50.0], np.float32)],
+        np.logaddexp, "float32")
+    # isclose (rtol, atol, equal_nan as args), bool out
+    x = np.array([1.0, 1.0, 1e-7, 1e-9, np.nan, np.nan, np.inf, np.inf, -np.inf, 100.0, 0.0], np.float32)
+    y = np.array([1.0, 1.00001, 0.0, 0.0, np.nan, 1.0, np.inf, -np.inf, -np.inf, 100.001, 1e-8], np.float32)
+    for rtol, atol, en in [(1e-5, 1e-8, False), (1e-5, 1e-8, True), (1e-3, 0.0, False), (0.0, 1e-6, True)]:
+        add(f"isclose_f32_r{rtol}_a{atol}_{'nan' if en else 'nonan'}", "isclose",
+            {"rtol": rtol, "atol": atol, "equal_nan": en}, [x, y],
+            lambda a, b, rtol=rtol, atol=atol, en=en: np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=en), "bool")
+    add("isclose_f32_bcast_3x1_4", "isclose", {"rtol": 1e-5, "atol": 1e-8, "equal_nan": False},
+        lambda: [f32_q((3, 1), -1, 1, 0.5), f32_q((4,), -1, 1, 0.5)],
+        lambda a, b: np.isclose(a, b, rtol=1e-5, atol=1e-8), "bool")
+    add("clamp_f32_3x4", "clamp", {"min": -0.5, "max": 0.5}, lambda: [f32((3, 4))], lambda x: np.clip(x, -0.5, 0.5), "float32")
+
+    # var_mean / std_mean: the pair stacked (var or std first)
+    for op, red in [("var_mean", np.var), ("std_mean", np.std)]:
+        for shape, axis, corr, keep in [((3, 4), 1, 1, False), ((2, 3, 4), [0, 2], 0, True), ((5,), None, 1, False)]:
+            def fn(x, axis=axis, corr=corr, keep=keep, red=red):
+                ax = tuple(axis) if isinstance(axis, list) else axis
+                return np.stack([red(x, axis=ax, ddof=corr, keepdims=keep), np.mean(x, axis=ax, keepdims=keep)])
+            add(f"{op}_f32_{sh(shape)}_c{corr}{'_keep' if keep else ''}", op,
+                {"axis": axis, "correction": corr, "keepdim": keep}, lambda shape=shape: [f32(shape)], fn, "float32")
+
+    # movement
+    add("diag_f32_4", "diag", {}, lambda: [f32((4,))], np.diag, "float32")
+    add("diag_i32_1", "diag", {}, lambda: [i32((1,))], np.diag, "int32")
+    add("diagonal_f32_3x3", "diagonal", {}, lambda: [f32((3, 3))], np.diagonal, "float32")
+    add("diagonal_i32_5x5", "diagonal", {}, lambda: [i32((5, 5))], np.diagonal, "int32")
+    for shape, rep, dim in [((2, 3), 2, None), ((2, 3), 3, 0), ((2, 3), 2, 1), ((2, 3, 2), 2, -1), ((4,), 1, 0)]:
+        add(f"repeat_interleave_f32_{sh(shape)}_r{rep}_d{dim}", "repeat_interleave", {"repeats": rep, "dim": dim},
+            lambda shape=shape: [f32(shape)], lambda x, rep=rep, dim=dim: np.repeat(x, rep, axis=dim), "float32")
+    add("pad_to_f32_2x3", "pad_to", {"shape": [4, None]}, lambda: [f32((2, 3))],
+        lambda x: np.pad(x, [(0, 2), (0, 0)]), "float32")
+    add("pad_to_i32_3", "pad_to", {"shape": [5]}, lambda: [i32((3,))], lambda x: np.pad(x, [(0, 2)]), "int32")
+    add("shrink_to_f32_4x5", "shrink_to", {"shape": [None, 2]}, lambda: [f32((4, 5))], lambda x: x[:, :2], "float32")
+    add("shrink_to_f32_3x3x3", "shrink_to", {"shape": [1, 2, 3]}, lambda: [f32((3, 3, 3))], lambda x: x[:1, :2, :3], "float32")
+
+
+# =============================================================================================
 
 def main():
     gen_unary()
@@ -942,6 +1021,7 @@ def main():
     gen_matmul()
     gen_creation()
     gen_pre()
+    gen_more()
 
     here = os.path.dirname(os.path.abspath(__file__))
     path = os.path.join(here, "cases.json")

@@ -122,12 +122,16 @@ UNARY = {
     "log2": np.log2, "sin": np.sin, "cos": np.cos, "tan": np.tan,
     "relu": lambda x: np.maximum(x, 0), "sigmoid": sigmoid, "tanh": np.tanh, "abs": np.abs,
     "trunc": np.trunc, "floor": np.floor, "ceil": np.ceil, "round": np.round, "sign": np.sign,
+    "log10": np.log10, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "square": np.square,
 }
 
 BINARY = {
     "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "pow": np.power,
     "maximum": np.maximum, "minimum": np.minimum,
 }
+# binary ops whose cases are appended last (after the compositions), so earlier cases keep
+# their inputs
+MORE_BINARY = {"fmod": np.fmod, "copysign": np.copysign, "logaddexp": np.logaddexp}
 
 # scalar operand on the right (`x op s`) or on the left (`s op x`: rsub, rdiv)
 SCALAR = {
@@ -146,6 +150,8 @@ def reference(op, args):
         return lambda x: SCALAR[a["fn"]](x, a["value"])
     if op in BINARY:
         return BINARY[op]
+    if op in MORE_BINARY:
+        return MORE_BINARY[op]
     table = {
         "where": lambda x, y: np.where(np.array(a["cond"]["data"]).reshape(a["cond"]["shape"]), x, y),
         "clip": lambda x: np.clip(x, a["min"], a["max"]),
@@ -371,6 +377,18 @@ def build():
     case("reduce_broadcast", "reduce_broadcast", {}, [uni(3, 4)])
     case("mlp", "mlp", {}, [uni(4, 5), uni(5, 6, lo=-1, hi=1), uni(6, lo=-0.5, hi=0.5),
                             uni(6, 3, lo=-1, hi=1)])
+
+    # ---- tinygrad's mixin math (math.rs) ----
+    for op, gen in [
+        ("log10", uni(*s, lo=0.3, hi=3.0)), ("asin", uni(*s, lo=-0.9, hi=0.9)),
+        ("acos", uni(*s, lo=-0.9, hi=0.9)), ("atan", uni(*s, lo=-3, hi=3)), ("square", uni(*s)),
+    ]:
+        case(op, op, {}, [gen])
+    for sa, sb in [((3, 4), (3, 4)), ((3, 1), (1, 4))]:
+        suffix = f"{'x'.join(map(str, sa))}_{'x'.join(map(str, sb))}"
+        case(f"logaddexp_{suffix}", "logaddexp", {}, [uni(*sa), uni(*sb)])
+        case(f"copysign_{suffix}", "copysign", {}, [uni(*sa), away(*sb, kinks=(0.0,), margin=0.2)])
+        case(f"fmod_{suffix}", "fmod", {}, [uni(*sa, lo=-4, hi=4), away(*sb, kinks=(0.0,), margin=0.4)])
 
 
 def main():

@@ -166,6 +166,57 @@ impl Tensor {
 
     // ---- casts ----
 
+    /// `cast(float32)`.
+    pub fn float(&self) -> Tensor {
+        self.cast(DType::FLOAT32)
+    }
+
+    /// `cast(float16)`.
+    pub fn half(&self) -> Tensor {
+        self.cast(DType::FLOAT16)
+    }
+
+    /// `cast(bfloat16)`.
+    pub fn bfloat16(&self) -> Tensor {
+        self.cast(DType::BFLOAT16)
+    }
+
+    /// `cast(float64)`.
+    pub fn double(&self) -> Tensor {
+        self.cast(DType::FLOAT64)
+    }
+
+    /// `cast(int32)`.
+    pub fn int(&self) -> Tensor {
+        self.cast(DType::INT32)
+    }
+
+    /// `cast(int64)`.
+    pub fn long(&self) -> Tensor {
+        self.cast(DType::INT64)
+    }
+
+    /// `cast(int16)`.
+    pub fn short(&self) -> Tensor {
+        self.cast(DType::INT16)
+    }
+
+    /// `cast(bool)` (non-zero is true).
+    ///
+    /// ```
+    /// # use tinygrad_tensor::{DType, Tensor};
+    /// let t = Tensor::from_slice(&[0.0f32, 2.5, -1.0], &[3]);
+    /// assert_eq!(t.bool().to_vec::<bool>(), vec![false, true, true]);
+    /// assert_eq!(t.int().to_vec::<i32>(), vec![0, 2, -1]);
+    /// assert_eq!((t.half().dtype(), t.double().dtype()), (DType::FLOAT16, DType::FLOAT64));
+    /// assert_eq!((t.bfloat16().dtype(), t.float().dtype()), (DType::BFLOAT16, DType::FLOAT32));
+    /// assert_eq!(t.long().to_vec::<i64>(), vec![0, 2, -1]);
+    /// assert_eq!(t.short().dtype(), DType::INT16);
+    /// ```
+    pub fn bool(&self) -> Tensor {
+        self.cast(DType::BOOL)
+    }
+
     /// Converts to `dtype` (float -> int truncates toward zero; int casts wrap).
     pub fn cast(&self, dtype: DType) -> Tensor {
         if self.dtype() == dtype {

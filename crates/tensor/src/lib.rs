@@ -15,6 +15,8 @@
 //! - [`movement`]: reshape, permute, expand, pad, shrink, flip, cat, slicing — views, no copies.
 //! - [`indexing`]: `getitem` ([`Idx`]: ints, slices with steps, ellipsis, new axes, tensor
 //!   indices), `gather`, `masked_fill`, `tril`/`triu`, `roll`, `repeat`, `split`/`chunk`.
+//! - [`math`]: `log10`, `square`, `asin`/`acos`/`atan`, `fmod`, `copysign`, `logaddexp`,
+//!   `isclose`/`allclose`.
 //! - [`reduce`]: sum/max/mean/var/argmax, softmax, matmul, cumsum.
 //! - [`ordering`]: `sort`/`argsort`/`topk` (bitonic sort), `cumprod`/`cummax`/`cummin`/`logcumsumexp`.
 //! - [`autograd`]: `requires_grad`, `backward`, `gradient`, `detach`, training and no-grad
@@ -35,6 +37,7 @@ pub mod display;
 pub mod element;
 pub mod elementwise;
 pub mod indexing;
+pub mod math;
 pub mod movement;
 pub mod nn;
 pub mod nn_ops;

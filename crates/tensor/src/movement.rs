@@ -414,4 +414,166 @@ impl Tensor {
         let out: Vec<isize> = split.iter().step_by(2).copied().collect();
         t.reshape(&out)
     }
+
+    /// Alias of [`Tensor::reshape`] (PyTorch's and tinygrad's `view`).
+    ///
+    /// ```
+    /// # use tinygrad_tensor::Tensor;
+    /// let t = Tensor::arange(0, 6, 1);
+    /// assert_eq!(t.view(&[3, -1]).shape(), vec![3, 2]);
+    /// ```
+    pub fn view(&self, shape: &[isize]) -> Tensor {
+        self.reshape(shape)
+    }
+
+    /// Shrinks each axis to the first `shape[i]` elements (`None` keeps an axis) — tinygrad's
+    /// `shrink_to`.
+    ///
+    /// # Panics
+    /// If `shape` has another length than the tensor's or asks to grow an axis.
+    ///
+    /// ```
+    /// # use tinygrad_tensor::Tensor;
+    /// let t = Tensor::arange(0, 6, 1).reshape(&[2, 3]);
+    /// assert_eq!(t.shrink_to(&[Some(1), None]).to_vec::<i32>(), vec![0, 1, 2]);
+    /// ```
+    pub fn shrink_to(&self, shape: &[Option<usize>]) -> Tensor {
+        let cur = self.shape();
+        assert!(
+            shape.len() == cur.len(),
+            "shrink_to: shape {shape:?} has {} axes, the tensor (shape {cur:?}) has {}",
+            shape.len(),
+            cur.len()
+        );
+        let bounds: Vec<(usize, usize)> = cur
+            .iter()
+            .zip(shape)
+            .map(|(&c, s)| {
+                let s = s.unwrap_or(c);
+                assert!(
+                    s <= c,
+                    "shrink_to: can't grow axis of size {c} to {s} (shape {cur:?})"
+                );
+                (0, s)
+            })
+            .collect();
+        self.shrink(&bounds)
+    }
+
+    /// Pads each axis with zeros at its end up to `shape[i]` (`None` keeps an axis) —
+    /// tinygrad's `pad_to`.
+    ///
+    /// # Panics
+    /// If `shape` has another length than the tensor's or asks to shrink an axis.
+    ///
+    /// ```
+    /// # use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[1i32, 2], &[2]);
+    /// assert_eq!(t.pad_to(&[Some(4)]).to_vec::<i32>(), vec![1, 2, 0, 0]);
+    /// ```
+    pub fn pad_to(&self, shape: &[Option<usize>]) -> Tensor {
+        let cur = self.shape();
+        assert!(
+            shape.len() == cur.len(),
+            "pad_to: shape {shape:?} has {} axes, the tensor (shape {cur:?}) has {}",
+            shape.len(),
+            cur.len()
+        );
+        let pads: Vec<(usize, usize)> = cur
+            .iter()
+            .zip(shape)
+            .map(|(&c, s)| {
+                let s = s.unwrap_or(c);
+                assert!(
+                    s >= c,
+                    "pad_to: can't shrink axis of size {c} to {s} (shape {cur:?})"
+                );
+                (0, s - c)
+            })
+            .collect();
+        self.pad(&pads, 0)
+    }
+
+    /// Repeats each element `repeats` times along `dim` (the flattened tensor when `None`) —
+    /// PyTorch's and tinygrad's `repeat_interleave` with an integer count.
+    ///
+    /// ```
+    /// # use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[1i32, 2, 3, 4], &[2, 2]);
+    /// assert_eq!(t.repeat_interleave(2, None).to_vec::<i32>(), vec![1, 1, 2, 2, 3, 3, 4, 4]);
+    /// assert_eq!(t.repeat_interleave(2, Some(0)).shape(), vec![4, 2]);
+    /// assert_eq!(t.repeat_interleave(2, Some(0)).to_vec::<i32>(), vec![1, 2, 1, 2, 3, 4, 3, 4]);
+    /// ```
+    pub fn repeat_interleave(&self, repeats: usize, dim: Option<isize>) -> Tensor {
+        let (x, d) = match dim {
+            None => (self.flatten(0, -1), 0),
+            Some(d) => {
+                let shape = self.shape();
+                (
+                    self.clone(),
+                    resolve_axis(d, shape.len(), "repeat_interleave", &shape),
+                )
+            }
+        };
+        let shp: Vec<isize> = x.shape().iter().map(|&s| s as isize).collect();
+        let mut with_one = shp[..=d].to_vec();
+        with_one.push(1);
+        with_one.extend(&shp[d + 1..]);
+        let mut expanded = shp[..=d].to_vec();
+        expanded.push(repeats as isize);
+        expanded.extend(&shp[d + 1..]);
+        let mut out = shp[..d].to_vec();
+        out.push(shp[d] * repeats as isize);
+        out.extend(&shp[d + 1..]);
+        x.reshape(&with_one).expand(&expanded).reshape(&out)
+    }
+
+    /// A square matrix with `self` (1-D) on its diagonal and zeros elsewhere — tinygrad's
+    /// `diag`.
+    ///
+    /// # Panics
+    /// If `self` is not 1-D.
+    ///
+    /// ```
+    /// # use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[1i32, 2, 3], &[3]);
+    /// assert_eq!(t.diag().to_vec::<i32>(), vec![1, 0, 0, 0, 2, 0, 0, 0, 3]);
+    /// ```
+    pub fn diag(&self) -> Tensor {
+        let shape = self.shape();
+        assert!(
+            shape.len() == 1,
+            "diag: expects a 1-D tensor, got shape {shape:?}"
+        );
+        let n = shape[0];
+        self.unsqueeze(-1)
+            .pad(&[(0, 0), (0, n)], 0)
+            .flatten(0, -1)
+            .shrink(&[(0, n * n)])
+            .reshape(&[n as isize, n as isize])
+    }
+
+    /// The main diagonal of a square 2-D tensor (1-D) — tinygrad's `diagonal`.
+    ///
+    /// # Panics
+    /// If `self` is not a square 2-D tensor.
+    ///
+    /// ```
+    /// # use tinygrad_tensor::Tensor;
+    /// let t = Tensor::arange(0, 9, 1).reshape(&[3, 3]);
+    /// assert_eq!(t.diagonal().to_vec::<i32>(), vec![0, 4, 8]);
+    /// ```
+    pub fn diagonal(&self) -> Tensor {
+        let shape = self.shape();
+        assert!(
+            shape.len() == 2 && shape[0] == shape[1],
+            "diagonal: only 2-D square tensors are supported, got shape {shape:?}"
+        );
+        let n = shape[0];
+        self.flatten(0, -1)
+            .pad(&[(0, n)], 0)
+            .reshape(&[n as isize, n as isize + 1])
+            .shrink(&[(0, n), (0, 1)])
+            .reshape(&[n as isize])
+    }
 }

@@ -737,7 +737,8 @@ impl Tensor {
 
     // ---- activations ----
 
-    fn as_float(&self) -> Tensor {
+    /// `self` in the float dtype its math promotes to (itself when already float).
+    pub(crate) fn as_float(&self) -> Tensor {
         self.cast(least_upper_float(self.dtype()))
     }
 

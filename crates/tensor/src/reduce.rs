@@ -233,6 +233,45 @@ impl Tensor {
         self.var_keepdim(axis, correction).sqrt()
     }
 
+    /// `(var, mean)` over `axis` — tinygrad's `var_mean` (`keepdim` keeps the reduced axes).
+    ///
+    /// ```
+    /// # use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[4]);
+    /// let (v, m) = t.var_mean(0isize, 1, false);
+    /// assert_eq!((v.item::<f32>(), m.item::<f32>()), (5.0 / 3.0, 2.5));
+    /// ```
+    pub fn var_mean(
+        &self,
+        axis: impl Into<Axis>,
+        correction: usize,
+        keepdim: bool,
+    ) -> (Tensor, Tensor) {
+        let axis = axis.into();
+        (
+            self.var_impl(axis.clone(), keepdim, correction),
+            self.mean_impl(axis, keepdim),
+        )
+    }
+
+    /// `(std, mean)` over `axis` — tinygrad's `std_mean`.
+    ///
+    /// ```
+    /// # use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[1.0f32, 3.0], &[2]);
+    /// let (s, m) = t.std_mean(0isize, 0, false);
+    /// assert_eq!((s.item::<f32>(), m.item::<f32>()), (1.0, 2.0));
+    /// ```
+    pub fn std_mean(
+        &self,
+        axis: impl Into<Axis>,
+        correction: usize,
+        keepdim: bool,
+    ) -> (Tensor, Tensor) {
+        let (v, m) = self.var_mean(axis, correction, keepdim);
+        (v.sqrt(), m)
+    }
+
     /// Whether any element over `axis` is non-zero (bool).
     pub fn any(&self, axis: impl Into<Axis>) -> Tensor {
         self.ne(0).max(axis)

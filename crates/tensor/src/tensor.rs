@@ -65,6 +65,38 @@ impl Tensor {
         self.shape().iter().product()
     }
 
+    /// The size of axis `dim` (negative counts from the end) — tinygrad's `size(dim)`; the
+    /// whole shape is [`Tensor::shape`].
+    ///
+    /// # Panics
+    /// If `dim` is out of range.
+    pub fn size(&self, dim: isize) -> usize {
+        let shape = self.shape();
+        shape[crate::movement::resolve_axis(dim, shape.len(), "size", &shape)]
+    }
+
+    /// Bytes of one element (`dtype().itemsize()`).
+    pub fn element_size(&self) -> usize {
+        self.dtype().itemsize()
+    }
+
+    /// Bytes of the whole tensor's data (`numel * element_size`).
+    ///
+    /// ```
+    /// # use tinygrad_tensor::{DType, Tensor};
+    /// let t = Tensor::zeros(&[3, 4], DType::FLOAT16);
+    /// assert_eq!((t.nbytes(), t.element_size(), t.size(-1)), (24, 2, 4));
+    /// assert!(t.is_floating_point() && !t.int().is_floating_point());
+    /// ```
+    pub fn nbytes(&self) -> usize {
+        self.numel() * self.element_size()
+    }
+
+    /// Whether the dtype is a float dtype.
+    pub fn is_floating_point(&self) -> bool {
+        self.dtype().is_float()
+    }
+
     /// The element dtype.
     pub fn dtype(&self) -> DType {
         self.uop().dtype()
@@ -197,6 +229,29 @@ impl Tensor {
                 u
             } else {
                 reshape_uop(&u, shape)
+            },
+            &dev,
+        )
+    }
+
+    /// An uninitialized (in practice zeroed) tensor with the shape, dtype and device of `t` —
+    /// tinygrad's `empty_like`.
+    ///
+    /// ```
+    /// # use tinygrad_tensor::{DType, Tensor};
+    /// let t = Tensor::ones(&[2, 3], DType::INT8);
+    /// let e = Tensor::empty_like(&t);
+    /// assert_eq!((e.shape(), e.dtype(), e.device()), (vec![2, 3], DType::INT8, t.device()));
+    /// ```
+    pub fn empty_like(t: &Tensor) -> Tensor {
+        let dev = t.device().to_string();
+        let shape = t.shape();
+        let u = Buffer::new(&dev, t.dtype(), t.numel()).uop();
+        Tensor::from_uop(
+            if shape.len() == 1 {
+                u
+            } else {
+                reshape_uop(&u, &shape)
             },
             &dev,
         )

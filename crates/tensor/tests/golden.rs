@@ -251,6 +251,50 @@ fn run_op(case: &Value, device: &str) -> Tensor {
         "where" => x().where_(y(), &xs[2]),
         "clip" => x().clip(args["min"].as_f64(), args["max"].as_f64()),
         "cast" => x().cast(dt_arg()),
+        // more math (math.rs), reductions and movement from tinygrad's mixins
+        "log10" => x().log10(),
+        "asin" => x().asin(),
+        "acos" => x().acos(),
+        "atan" => x().atan(),
+        "square" => x().square(),
+        "fmod" => x().fmod(y()),
+        "copysign" => x().copysign(y()),
+        "logaddexp" => x().logaddexp(y()),
+        "isclose" => x().isclose(
+            y(),
+            args["rtol"].as_f64().expect("rtol"),
+            args["atol"].as_f64().expect("atol"),
+            args["equal_nan"].as_bool().expect("equal_nan"),
+        ),
+        "clamp" => x().clamp(args["min"].as_f64(), args["max"].as_f64()),
+        "var_mean" | "std_mean" => {
+            let c = int(&args["correction"]) as usize;
+            let a = axis_arg(&args["axis"]);
+            let (v, m) = if op == "var_mean" {
+                x().var_mean(a, c, keepdim())
+            } else {
+                x().std_mean(a, c, keepdim())
+            };
+            Tensor::stack(&[&v, &m], 0)
+        }
+        "diag" => x().diag(),
+        "diagonal" => x().diagonal(),
+        "repeat_interleave" => {
+            x().repeat_interleave(int(&args["repeats"]) as usize, opt_axis(&args["dim"]))
+        }
+        "pad_to" | "shrink_to" => {
+            let shape: Vec<Option<usize>> = args["shape"]
+                .as_array()
+                .expect("shape")
+                .iter()
+                .map(|v| v.as_u64().map(|n| n as usize))
+                .collect();
+            if op == "pad_to" {
+                x().pad_to(&shape)
+            } else {
+                x().shrink_to(&shape)
+            }
+        }
         // movement
         "reshape" => x().reshape(&isizes(&args["shape"])),
         "expand" => x().expand(&isizes(&args["shape"])),
@@ -468,7 +512,7 @@ fn run_suite(device: &str) {
     let cases = load_cases();
     assert_eq!(
         cases.len(),
-        738,
+        804,
         "tests/golden/cases.json: unexpected case count"
     );
     let filter: Vec<String> = std::env::var("GOLDEN_FILTER")

@@ -91,6 +91,58 @@ impl Tensor {
         ((u0 * (2.0 * std::f64::consts::PI)).cos() * radius).cast(dtype)
     }
 
+    /// Normal values (mean 0, std 1) with the shape and device of `t` (its dtype if float,
+    /// else the default float) — tinygrad's `randn_like`.
+    ///
+    /// ```
+    /// # use tinygrad_tensor::{DType, Tensor};
+    /// let t = Tensor::zeros(&[1000], DType::INT32);
+    /// let r = Tensor::randn_like(&t);
+    /// assert_eq!((r.shape(), r.dtype()), (vec![1000], DType::FLOAT32));
+    /// let mean = r.mean(tinygrad_tensor::Axis::All).item::<f32>();
+    /// assert!(mean.abs() < 0.2, "{mean}");
+    /// ```
+    pub fn randn_like(t: &Tensor) -> Tensor {
+        let dt = if t.dtype().is_float() {
+            t.dtype()
+        } else {
+            default_float()
+        };
+        Tensor::randn_on(&t.shape(), dt, t.device())
+    }
+
+    /// Random integers uniform in `[low, high)` of an integer `dtype` — tinygrad's `randint`
+    /// (`rand * (high - low)`, truncated, plus `low`), on the default device.
+    ///
+    /// # Panics
+    /// If `dtype` is not an integer dtype or `low >= high`.
+    ///
+    /// ```
+    /// # use tinygrad_tensor::{DType, Tensor};
+    /// Tensor::manual_seed(42);
+    /// let t = Tensor::randint(&[2, 3], 5, 10, DType::INT32).to_vec::<i32>();
+    /// assert!(t.iter().all(|&v| (5..10).contains(&v)));
+    /// ```
+    pub fn randint(shape: &[usize], low: i64, high: i64, dtype: DType) -> Tensor {
+        Tensor::randint_on(shape, low, high, dtype, &default_device())
+    }
+
+    /// [`Tensor::randint`] on `device`.
+    ///
+    /// # Panics
+    /// If `dtype` is not an integer dtype or `low >= high`.
+    pub fn randint_on(shape: &[usize], low: i64, high: i64, dtype: DType, device: &str) -> Tensor {
+        assert!(
+            dtype.is_int(),
+            "randint: dtype must be an integer dtype, got {dtype} (shape {shape:?})"
+        );
+        assert!(
+            low < high,
+            "randint: low ({low}) must be below high ({high})"
+        );
+        (Tensor::rand_on(shape, DType::FLOAT32, device) * (high - low) as f64).cast(dtype) + low
+    }
+
     /// Normal values with mean `mean` and standard deviation `std`.
     pub fn normal(shape: &[usize], mean: f64, std: f64) -> Tensor {
         Tensor::randn(shape) * std + mean
