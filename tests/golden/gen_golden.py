@@ -994,6 +994,34 @@ def gen_more():
             add(f"{op}_f32_{sh(shape)}_c{corr}{'_keep' if keep else ''}", op,
                 {"axis": axis, "correction": corr, "keepdim": keep}, lambda shape=shape: [f32(shape)], fn, "float32")
 
+    # einsum (the formula as an arg; numpy's einsum in float64 as the reference)
+    for name, formula, shapes_ in [
+        ("matmul", "ij,jk->ik", [(3, 4), (4, 5)]),
+        ("dot_all", "ij,ij->", [(3, 4), (3, 4)]),
+        ("trace", "ii->", [(4, 4)]),
+        ("diag", "ii->i", [(3, 3)]),
+        ("transpose", "ij->ji", [(2, 3)]),
+        ("implicit", "ij,jk", [(2, 3), (3, 2)]),
+        ("bmm", "bij,bjk->bik", [(2, 3, 4), (2, 4, 2)]),
+        ("outer", "i,j->ij", [(3,), (4,)]),
+        ("sum_all", "ijk->", [(2, 3, 4)]),
+        ("vec_dot", "i,i->", [(5,)] * 2),
+        ("three_ops", "ij,jk,kl->il", [(2, 3), (3, 4), (4, 2)]),
+        ("ellipsis_bmm", "...ij,...jk->...ik", [(2, 2, 3, 4), (2, 4, 3)]),
+        ("ellipsis_sum", "...i->...", [(2, 3, 4)]),
+        ("diag_3d", "iij->ij", [(3, 3, 2)]),
+        ("perm_out", "abc->cab", [(2, 3, 4)]),
+        ("spaces", "i j , j -> i", [(3, 4), (4,)]),
+        ("scalar_op", ",ij->ij", [(), (2, 3)]),
+        ("empty", "ij,jk->ik", [(0, 3), (3, 2)]),
+    ]:
+        np_formula = formula.replace(" ", "")
+        add(f"einsum_f32_{name}", "einsum", {"formula": formula},
+            lambda shapes_=shapes_: [f32(s) for s in shapes_],
+            lambda *xs, f=np_formula: np.einsum(f, *xs), "float32")
+    add("einsum_i32_matmul", "einsum", {"formula": "ij,jk->ik"}, lambda: [i32((3, 4), -5, 5), i32((4, 2), -5, 5)],
+        lambda a, b: np.einsum("ij,jk->ik", a, b), "int32")
+
     # movement
     add("diag_f32_4", "diag", {}, lambda: [f32((4,))], np.diag, "float32")
     add("diag_i32_1", "diag", {}, lambda: [i32((1,))], np.diag, "int32")

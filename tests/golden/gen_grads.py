@@ -152,6 +152,8 @@ def reference(op, args):
         return BINARY[op]
     if op in MORE_BINARY:
         return MORE_BINARY[op]
+    if op == "einsum":
+        return lambda *xs: np.einsum(a["formula"], *xs)
     table = {
         "where": lambda x, y: np.where(np.array(a["cond"]["data"]).reshape(a["cond"]["shape"]), x, y),
         "clip": lambda x: np.clip(x, a["min"], a["max"]),
@@ -389,6 +391,9 @@ def build():
         case(f"logaddexp_{suffix}", "logaddexp", {}, [uni(*sa), uni(*sb)])
         case(f"copysign_{suffix}", "copysign", {}, [uni(*sa), away(*sb, kinks=(0.0,), margin=0.2)])
         case(f"fmod_{suffix}", "fmod", {}, [uni(*sa, lo=-4, hi=4), away(*sb, kinks=(0.0,), margin=0.4)])
+    case("einsum_matmul", "einsum", {"formula": "ij,jk->ik"}, [uni(3, 4), uni(4, 2)])
+    case("einsum_trace_batch", "einsum", {"formula": "bii,bj->bj"}, [uni(2, 3, 3), uni(2, 4)])
+    case("einsum_ellipsis", "einsum", {"formula": "...i,i->..."}, [uni(2, 3, 4), uni(4)])
 
 
 def main():

@@ -15,6 +15,7 @@
 //! - [`movement`]: reshape, permute, expand, pad, shrink, flip, cat, slicing — views, no copies.
 //! - [`indexing`]: `getitem` ([`Idx`]: ints, slices with steps, ellipsis, new axes, tensor
 //!   indices), `gather`, `masked_fill`, `tril`/`triu`, `roll`, `repeat`, `split`/`chunk`.
+//! - [`einsum`]: `einsum` (Einstein summation with `...`, diagonals, implicit output).
 //! - [`math`]: `log10`, `square`, `asin`/`acos`/`atan`, `fmod`, `copysign`, `logaddexp`,
 //!   `isclose`/`allclose`.
 //! - [`reduce`]: sum/max/mean/var/argmax, softmax, matmul, cumsum.
@@ -34,6 +35,7 @@
 pub mod assign;
 pub mod autograd;
 pub mod display;
+pub mod einsum;
 pub mod element;
 pub mod elementwise;
 pub mod indexing;

@@ -125,6 +125,7 @@ fn run_op(case: &Value, xs: &[Tensor], device: &str) -> Tensor {
         "fmod" => x.fmod(&xs[1]),
         "copysign" => x.copysign(&xs[1]),
         "logaddexp" => x.logaddexp(&xs[1]),
+        "einsum" => Tensor::einsum(a["formula"].as_str().expect("formula"), &refs),
         "add" => x.add(&xs[1]),
         "sub" => x.sub(&xs[1]),
         "mul" => x.mul(&xs[1]),

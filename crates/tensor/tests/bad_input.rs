@@ -111,3 +111,39 @@ fn unknown_device_is_an_error() {
     assert_eq!(err, DeviceError::Unknown { name: "TPU".into() });
     assert!(err.to_string().contains("available: CPU, REF"), "{err}");
 }
+
+#[test]
+#[should_panic(expected = "einsum: \"ij,jk->ik\": letter 'j' labels axes of sizes 3 and 4")]
+fn einsum_size_mismatch() {
+    let _ = Tensor::einsum("ij,jk->ik", &[&t(&[2, 3]), &t(&[4, 2])]);
+}
+
+#[test]
+#[should_panic(expected = "einsum: \"ij,jk->ik\" has 2 operands, got 1")]
+fn einsum_operand_count() {
+    let _ = Tensor::einsum("ij,jk->ik", &[&t(&[2, 3])]);
+}
+
+#[test]
+#[should_panic(expected = "einsum: \"ij->k\": output letter 'k' labels no input axis")]
+fn einsum_unknown_output_letter() {
+    let _ = Tensor::einsum("ij->k", &[&t(&[2, 3])]);
+}
+
+#[test]
+#[should_panic(expected = "einsum: \"ijk\": operand \"ijk\" has 3 letters but shape [2, 3]")]
+fn einsum_wrong_rank() {
+    let _ = Tensor::einsum("ijk", &[&t(&[2, 3])]);
+}
+
+#[test]
+#[should_panic(expected = "diagonal: only 2-D square tensors are supported, got shape [2, 3]")]
+fn diagonal_not_square() {
+    let _ = t(&[2, 3]).diagonal();
+}
+
+#[test]
+#[should_panic(expected = "pad_to: can't shrink axis of size 3 to 2 (shape [2, 3])")]
+fn pad_to_smaller() {
+    let _ = t(&[2, 3]).pad_to(&[None, Some(2)]);
+}

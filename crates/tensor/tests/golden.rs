@@ -277,6 +277,10 @@ fn run_op(case: &Value, device: &str) -> Tensor {
             };
             Tensor::stack(&[&v, &m], 0)
         }
+        "einsum" => Tensor::einsum(
+            args["formula"].as_str().expect("formula"),
+            &xs.iter().collect::<Vec<_>>(),
+        ),
         "diag" => x().diag(),
         "diagonal" => x().diagonal(),
         "repeat_interleave" => {
@@ -512,7 +516,7 @@ fn run_suite(device: &str) {
     let cases = load_cases();
     assert_eq!(
         cases.len(),
-        804,
+        823,
         "tests/golden/cases.json: unexpected case count"
     );
     let filter: Vec<String> = std::env::var("GOLDEN_FILTER")
