@@ -966,7 +966,7 @@ impl Tensor {
         };
         let mut x = self - fit(mean, "mean");
         if let Some(w) = weight {
-            x = x * fit(w, "weight");
+            x = x.mul(fit(w, "weight"));
         }
         let ret = if invstd.ndim() == ax.len() {
             x * fit(invstd, "invstd")

@@ -375,7 +375,8 @@ impl Optimizer for Lars {
             };
             let mut g = g;
             if self.weight_decay > 0.0 {
-                g = g + &w * self.weight_decay;
+                // a new tensor (`g += ..` would assign into the caller's gradient)
+                g = g.add(&w * self.weight_decay);
             }
             if self.classic {
                 g = scale(g);
@@ -553,7 +554,7 @@ impl Optimizer for Lamb {
             let v_hat = v / &c2;
             let mut up = m_hat / (v_hat.sqrt() + self.eps);
             if self.weight_decay != 0.0 {
-                up = up + &w * self.weight_decay;
+                up = up.add(&w * self.weight_decay);
             }
             let step = if self.adam {
                 up * lr
@@ -605,7 +606,7 @@ impl Tensor {
             let mut acc = &term * params[0];
             for &p in &params[1..] {
                 term = a.matmul(&term);
-                acc = acc + &term * p;
+                acc = acc.add(&term * p);
             }
             g = acc;
         }
