@@ -1035,6 +1035,12 @@ def gen_more():
     add("pad_to_i32_3", "pad_to", {"shape": [5]}, lambda: [i32((3,))], lambda x: np.pad(x, [(0, 2)]), "int32")
     add("shrink_to_f32_4x5", "shrink_to", {"shape": [None, 2]}, lambda: [f32((4, 5))], lambda x: x[:, :2], "float32")
     add("shrink_to_f32_3x3x3", "shrink_to", {"shape": [1, 2, 3]}, lambda: [f32((3, 3, 3))], lambda x: x[:1, :2, :3], "float32")
+    # nonzero: numpy's argwhere (row-major order), int32
+    add("nonzero_f32_3x4", "nonzero", {}, lambda: [with_zeros(f32_q((3, 4), -2, 2, 1.0))], np.argwhere, "int32")
+    add("nonzero_i32_7", "nonzero", {}, lambda: [i32((7,), -1, 1)], np.argwhere, "int32")
+    add("nonzero_bool_2x2x3", "nonzero", {}, lambda: [boolean((2, 2, 3))], np.argwhere, "int32")
+    add("nonzero_f32_all_zero", "nonzero", {}, [np.zeros((2, 3), np.float32)], np.argwhere, "int32")
+    add("nonzero_f32_nan_inf", "nonzero", {}, [np.array([0.0, np.nan, -0.0, np.inf], np.float32)], np.argwhere, "int32")
 
 
 # =============================================================================================

@@ -513,4 +513,43 @@ impl Tensor {
             .cumsum(0);
         x.getitem(&[Idx::Tensor(idxs)])
     }
+
+    /// The indices of the non-zero elements, one row per element in row-major order
+    /// (`[count, ndim]`, `int32`) — tinygrad's `nonzero` (realizes the count, like
+    /// [`Tensor::masked_select`]).
+    ///
+    /// ```
+    /// # use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[1i32, 0, 2, 0, 3], &[5]);
+    /// assert_eq!(t.nonzero().to_vec::<i32>(), vec![0, 2, 4]);
+    /// let m = Tensor::from_slice(&[1.0f32, 0.0, 0.0, 2.0], &[2, 2]);
+    /// assert_eq!(m.nonzero().shape(), vec![2, 2]);
+    /// assert_eq!(m.nonzero().to_vec::<i32>(), vec![0, 0, 1, 1]);
+    /// ```
+    pub fn nonzero(&self) -> Tensor {
+        let shape = self.shape();
+        let nd = shape.len();
+        let mask = self.ne(0).flatten(0, -1);
+        if nd == 0 {
+            let n = mask.sum(Axis::All).to_f64_vec()[0] as usize;
+            return Tensor::zeros_on(&[n, 0], DType::INT32, self.device());
+        }
+        let dims: Vec<isize> = shape.iter().map(|&s| s as isize).collect();
+        let columns: Vec<Tensor> = shape
+            .iter()
+            .enumerate()
+            .map(|(i, &s)| {
+                let mut view = vec![1isize; nd];
+                view[i] = s as isize;
+                Tensor::arange_on(0.0, s as f64, 1.0, DType::INT32, self.device())
+                    .reshape(&view)
+                    .expand(&dims)
+                    .flatten(0, -1)
+            })
+            .collect();
+        let indices = Tensor::stack(&columns.iter().collect::<Vec<_>>(), -1);
+        let numel = self.numel() as isize;
+        let picked = indices.masked_select(&mask.unsqueeze(-1).expand(&[numel, nd as isize]));
+        picked.reshape(&[-1, nd as isize])
+    }
 }

@@ -281,6 +281,7 @@ fn run_op(case: &Value, device: &str) -> Tensor {
             args["formula"].as_str().expect("formula"),
             &xs.iter().collect::<Vec<_>>(),
         ),
+        "nonzero" => x().nonzero(),
         "diag" => x().diag(),
         "diagonal" => x().diagonal(),
         "repeat_interleave" => {
@@ -516,7 +517,7 @@ fn run_suite(device: &str) {
     let cases = load_cases();
     assert_eq!(
         cases.len(),
-        823,
+        828,
         "tests/golden/cases.json: unexpected case count"
     );
     let filter: Vec<String> = std::env::var("GOLDEN_FILTER")

@@ -143,6 +143,71 @@ impl Tensor {
         (Tensor::rand_on(shape, DType::FLOAT32, device) * (high - low) as f64).cast(dtype) + low
     }
 
+    /// A random permutation of `0..n` (`int32`) — tinygrad's `randperm` (the argsort of `n`
+    /// uniform numbers), on the default device.
+    ///
+    /// ```
+    /// # use tinygrad_tensor::Tensor;
+    /// Tensor::manual_seed(42);
+    /// let mut p = Tensor::randperm(6).to_vec::<i32>();
+    /// p.sort_unstable();
+    /// assert_eq!(p, vec![0, 1, 2, 3, 4, 5]);
+    /// ```
+    pub fn randperm(n: usize) -> Tensor {
+        Tensor::rand_on(&[n], default_float(), &default_device())
+            .argsort(0, false)
+            .cast(DType::INT32)
+    }
+
+    /// `num_samples` indices (`int32`) drawn from the categorical distributions whose
+    /// (unnormalized, non-negative) weights are the last axis of `self` (1-D: one distribution;
+    /// 2-D: one per row) — tinygrad's `multinomial`: inverse-CDF sampling of uniform numbers.
+    ///
+    /// # Panics
+    /// If `self` is not 1-D or 2-D, `num_samples` is 0, or `replacement` is false with more than
+    /// one sample (not supported, as in tinygrad).
+    ///
+    /// ```
+    /// # use tinygrad_tensor::Tensor;
+    /// Tensor::manual_seed(42);
+    /// let w = Tensor::from_slice(&[0.0f32, 1.0, 0.0, 3.0], &[4]);
+    /// let s = w.multinomial(20, true).to_vec::<i32>();
+    /// assert!(s.len() == 20 && s.iter().all(|&i| i == 1 || i == 3));
+    /// ```
+    pub fn multinomial(&self, num_samples: usize, replacement: bool) -> Tensor {
+        let shape = self.shape();
+        assert!(
+            (1..=2).contains(&shape.len()) && num_samples > 0,
+            "multinomial: expects 1-D or 2-D weights and num_samples > 0, got shape {shape:?} and \
+             num_samples {num_samples}"
+        );
+        assert!(
+            replacement || num_samples == 1,
+            "multinomial: without replacement only num_samples = 1 is supported, got {num_samples}"
+        );
+        let weight = if shape.len() == 1 {
+            self.unsqueeze(0)
+        } else {
+            self.clone()
+        };
+        let (rows, k) = (weight.shape()[0], weight.shape()[1]);
+        let cw = weight.cumsum(1).cast(DType::FLOAT32);
+        let total = cw.shrink(&[(0, rows), (k - 1, k)]);
+        let cdf = &cw / &total;
+        let unif = Tensor::rand_on(&[num_samples, rows, 1], DType::FLOAT32, self.device());
+        let indices = unif
+            .expand(&[num_samples as isize, rows as isize, k as isize])
+            .ge(&cdf.unsqueeze(0))
+            .sum(2isize)
+            .permute(&[1, 0]);
+        let out = if shape.len() == 1 {
+            indices.squeeze(Some(0))
+        } else {
+            indices
+        };
+        out.cast(DType::INT32)
+    }
+
     /// Normal values with mean `mean` and standard deviation `std`.
     pub fn normal(shape: &[usize], mean: f64, std: f64) -> Tensor {
         Tensor::randn(shape) * std + mean
