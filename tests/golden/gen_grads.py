@@ -20,6 +20,8 @@ import os
 
 import numpy as np
 
+from gen_nn import grouped_pads, pad_signed, tup
+
 SEED = 0x6AD6
 rng = np.random.default_rng(SEED)
 
@@ -154,6 +156,11 @@ def reference(op, args):
         return MORE_BINARY[op]
     if op == "einsum":
         return lambda *xs: np.einsum(a["formula"], *xs)
+    if op == "conv2d":
+        return lambda x, w, b=None: conv(x, w, b, a["groups"], a["stride"], a["dilation"], a["padding"])
+    if op == "conv_transpose2d":
+        return lambda x, w, b=None: conv_transpose(x, w, b, a["groups"], a["stride"], a["dilation"],
+                                                   a["padding"], a["output_padding"])
     table = {
         "where": lambda x, y: np.where(np.array(a["cond"]["data"]).reshape(a["cond"]["shape"]), x, y),
         "clip": lambda x: np.clip(x, a["min"], a["max"]),
@@ -190,6 +197,72 @@ def reference(op, args):
         "reduce_broadcast": lambda x: x - x.max(axis=1, keepdims=True) + x.sum(axis=1, keepdims=True) * x,
     }
     return table[op]
+
+
+# ---------------------------------------------------------------------------------------------
+# convolutions, vectorized over positions (one slice per kernel tap) so finite differences are
+# fast; checked once against gen_nn.py's loop-per-position references in `check_convs`
+
+def conv(x, w, b, groups, stride, dilation, padding):
+    n = w.ndim - 2
+    s, d = tup(stride, n), tup(dilation, n)
+    xp = pad_signed(x, grouped_pads(padding, n), 0.0)
+    bs = xp.shape[0]
+    cout, cin = w.shape[:2]
+    ks, sp = w.shape[2:], xp.shape[2:]
+    outs = [(sp[j] - d[j] * (ks[j] - 1) - 1) // s[j] + 1 for j in range(n)]
+    rc = cout // groups
+    out = np.zeros((bs, cout, *outs))
+    for g in range(groups):
+        xg = xp[:, g * cin:(g + 1) * cin]
+        wg = w[g * rc:(g + 1) * rc]
+        for k in np.ndindex(*ks):
+            win = xg[(slice(None), slice(None)) + tuple(
+                slice(k[j] * d[j], k[j] * d[j] + (outs[j] - 1) * s[j] + 1, s[j]) for j in range(n))]
+            # (bs, cin, *outs) x (rc, cin) -> (bs, rc, *outs)
+            out[:, g * rc:(g + 1) * rc] += np.einsum("bc...,oc->bo...", win, wg[(slice(None), slice(None)) + k])
+    if b is not None:
+        out = out + b.reshape(1, -1, *[1] * n)
+    return out
+
+
+def conv_transpose(x, w, b, groups, stride, dilation, padding, output_padding):
+    """Scatter form, one kernel tap at a time: x[i]*w[k] lands at i*s + k*d - pad_before."""
+    n = w.ndim - 2
+    s, d, op = tup(stride, n), tup(dilation, n), tup(output_padding, n)
+    pads = grouped_pads(padding, n)
+    bs, cin_all = x.shape[:2]
+    cin_g, cout_g = cin_all // groups, w.shape[1]
+    ks, sp = w.shape[2:], x.shape[2:]
+    full = [(sp[j] - 1) * s[j] + d[j] * (ks[j] - 1) + 1 + op[j] for j in range(n)]
+    acc = np.zeros((bs, groups * cout_g, *full))
+    for g in range(groups):
+        xg = x[:, g * cin_g:(g + 1) * cin_g]
+        wg = w[g * cin_g:(g + 1) * cin_g]
+        for k in np.ndindex(*ks):
+            dst = (slice(None), slice(g * cout_g, (g + 1) * cout_g)) + tuple(
+                slice(k[j] * d[j], k[j] * d[j] + (sp[j] - 1) * s[j] + 1, s[j]) for j in range(n))
+            acc[dst] += np.einsum("bc...,co->bo...", xg, wg[(slice(None), slice(None)) + k])
+    sl = tuple(slice(pads[j][0], full[j] - pads[j][1]) for j in range(n))
+    out = acc[(slice(None), slice(None)) + sl]
+    if b is not None:
+        out = out + b.reshape(1, -1, *[1] * n)
+    return out
+
+
+def check_convs():
+    """The vectorized convolutions agree with gen_nn.py's independent loop references."""
+    from gen_nn import conv_ref, conv_transpose_ref
+    r = np.random.default_rng(1)
+    for xs, ws, groups, stride, dil, pad in [((2, 4, 7, 6), (6, 2, 3, 2), 2, [2, 1], [1, 2], [1, 0, 2, 1]),
+                                             ((1, 2, 5), (3, 2, 3), 1, 2, 1, -1)]:
+        x, w, b = r.normal(size=xs), r.normal(size=ws), r.normal(size=ws[0])
+        assert np.allclose(conv(x, w, b, groups, stride, dil, pad), conv_ref(x, w, b, groups, stride, dil, pad))
+    for xs, ws, groups, stride, dil, pad, op in [((2, 4, 3, 4), (4, 2, 3, 2), 2, [2, 3], [2, 1], [0, 1, 1, 0], [1, 2]),
+                                                 ((1, 2, 5), (2, 3, 3), 1, 3, 1, 1, 0)]:
+        x, w, b = r.normal(size=xs), r.normal(size=ws), r.normal(size=ws[1] * groups)
+        assert np.allclose(conv_transpose(x, w, b, groups, stride, dil, pad, op),
+                           conv_transpose_ref(x, w, b, groups, stride, dil, pad, op))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -396,8 +469,45 @@ def build():
     case("einsum_ellipsis", "einsum", {"formula": "...i,i->..."}, [uni(2, 3, 4), uni(4)])
 
 
+def conv_cases():
+    # (name, x shape, w shape, bias, groups, stride, dilation, padding): the overlapping windows
+    # (kernel > stride, dilation) take the transposed-convolution input gradient, the others the
+    # derived one; strides whose last window ends before the input test the output padding
+    for name, xs, ws, has_b, groups, stride, dil, pad in [
+        ("3x3", (2, 2, 5, 5), (3, 2, 3, 3), True, 1, 1, 1, 0),
+        ("pad1", (1, 3, 4, 5), (2, 3, 3, 3), False, 1, 1, 1, 1),
+        ("stride2_rem", (1, 2, 8, 8), (2, 2, 3, 3), True, 1, 2, 1, 1),
+        ("stride3_rem2", (1, 1, 9, 8), (2, 1, 2, 3), False, 1, [3, 2], 1, 0),
+        ("dilation2", (1, 2, 7, 7), (2, 2, 3, 2), False, 1, 1, 2, [1, 2]),
+        ("groups2", (2, 4, 5, 5), (6, 2, 3, 3), True, 2, 1, 1, 0),
+        ("depthwise", (1, 3, 5, 4), (3, 1, 3, 3), False, 3, 1, 1, 1),
+        ("groups2_s2_d2", (1, 4, 9, 9), (4, 2, 2, 2), True, 2, 2, 2, 1),
+        ("pad_flat4", (1, 2, 5, 6), (2, 2, 2, 3), False, 1, 1, 1, [1, 0, 2, 1]),
+        ("neg_pad", (1, 1, 7, 7), (2, 1, 3, 3), False, 1, 1, 1, -1),
+        ("pad_gt_kernel", (1, 1, 4, 4), (1, 1, 2, 2), False, 1, 1, 1, 3),
+        ("k1x1", (2, 3, 4, 4), (2, 3, 1, 1), True, 1, 1, 1, 0),
+        ("k_eq_stride", (1, 2, 6, 6), (2, 2, 2, 2), False, 1, 2, 1, 0),
+        ("mnist_like", (2, 1, 9, 9), (3, 1, 5, 5), True, 1, 1, 1, 0),
+        ("conv1d", (2, 3, 10), (4, 3, 3), True, 1, 2, 1, 1),
+        ("conv3d", (1, 2, 4, 5, 4), (2, 2, 2, 3, 2), True, 1, [1, 2, 1], 1, 1),
+    ]:
+        gens = [uni(*xs), uni(*ws, lo=-1, hi=1)] + ([uni(ws[0])] if has_b else [])
+        args = {"bias": has_b, "groups": groups, "stride": stride, "dilation": dil, "padding": pad}
+        case(f"conv2d_{name}", "conv2d", args, gens)
+    for name, xs, ws, has_b, groups, stride, dil, pad, op in [
+        ("stride2_pad1_op1", (1, 2, 3, 3), (2, 3, 3, 3), True, 1, 2, 1, 1, 1),
+        ("groups2_dil2", (1, 4, 3, 3), (4, 1, 2, 2), False, 2, 1, 2, 0, 0),
+    ]:
+        gens = [uni(*xs), uni(*ws, lo=-1, hi=1)] + ([uni(ws[1] * groups)] if has_b else [])
+        args = {"bias": has_b, "groups": groups, "stride": stride, "dilation": dil, "padding": pad,
+                "output_padding": op}
+        case(f"conv_transpose2d_{name}", "conv_transpose2d", args, gens)
+
+
 def main():
+    check_convs()
     build()
+    conv_cases()
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "grads.json")
     with open(path, "w") as f:
         f.write("[\n")

@@ -17,6 +17,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use tinygrad_dtype::{ConstValue, DType, default_float, least_upper_float};
+use tinygrad_uop::custom_gradient;
 
 use crate::reduce::Axis;
 use crate::{IntoOperand, Tensor};
@@ -572,7 +573,7 @@ impl Tensor {
         );
         assert!(groups >= 1, "conv2d: groups must be at least 1, got 0");
         let nd = ws.len() - 2;
-        let (bs, cin_, cout, cin) = (xs[0], xs[1], ws[0], ws[1]);
+        let (cin_, cout, cin) = (xs[1], ws[0], ws[1]);
         let hw = ws[2..].to_vec();
         assert!(
             groups * cin == cin_,
@@ -606,8 +607,75 @@ impl Tensor {
                  elements"
             );
         }
+        let overlapping = (0..nd).any(|j| hw[j] > s[j] || d[j] != 1);
+        if overlapping && self.dtype().is_float() && Tensor::is_grad_enabled() {
+            return self.conv2d_input_gradient_as_conv(weight, bias, groups, &s, &d, &pads);
+        }
+        self.conv2d_view(weight, bias, groups, &s, &d, &pads)
+    }
+
+    /// [`Tensor::conv2d`] whose gradient with respect to the input is a transposed convolution
+    /// of the output gradient (tinygrad derives it through the overlapping window view: a scatter
+    /// that materializes one value per output position and kernel tap — 655 MB for the second
+    /// conv of beautiful_mnist at batch 512 — and gathers it back in a second kernel). The
+    /// forward pass and the weight and bias gradients are unchanged.
+    fn conv2d_input_gradient_as_conv(
+        &self,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        groups: usize,
+        s: &[usize],
+        d: &[usize],
+        pads: &[(isize, isize)],
+    ) -> Tensor {
+        let value = self.detach().conv2d_view(weight, bias, groups, s, d, pads);
+        let xs = self.shape();
+        let hw = weight.shape()[2..].to_vec();
+        // the input positions after the last window's are not reached: output_padding restores them
+        let out_pad: Vec<usize> = (0..hw.len())
+            .map(|j| {
+                let padded = xs[2 + j] as isize + pads[j].0 + pads[j].1;
+                ((padded - (d[j] * (hw[j] - 1)) as isize - 1) % s[j] as isize) as usize
+            })
+            .collect();
+        let (w, dev, x_dtype) = (weight.uop(), self.device().to_string(), self.dtype());
+        let (s, d, pads) = (s.to_vec(), d.to_vec(), pads.to_vec());
+        let node = custom_gradient(&value.uop(), &[self.uop()], "conv2d", move |g, _| {
+            // realized first: the transposed convolution reads each element once per kernel
+            // tap, which would recompute whatever produced it (pool and norm backward) each time
+            let gt = Tensor::from_uop(g.clone(), &dev).contiguous();
+            let w = Tensor::from_uop(w.clone(), &dev);
+            let gx = gt.conv_transpose2d(
+                &w,
+                None,
+                groups,
+                s.clone(),
+                d.clone(),
+                Padding::Pairs(pads.clone()),
+                out_pad.clone(),
+            );
+            vec![Some(g.clone()), Some(gx.cast(x_dtype).uop())]
+        });
+        value.with_uop(node)
+    }
+
+    /// The convolution as tinygrad builds it (arguments already checked): a [`Tensor::pool`]
+    /// view of the padded input, broadcast against the weight and summed.
+    fn conv2d_view(
+        &self,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        groups: usize,
+        s: &[usize],
+        d: &[usize],
+        pads: &[(isize, isize)],
+    ) -> Tensor {
+        let (xs, ws) = (self.shape(), weight.shape());
+        let nd = ws.len() - 2;
+        let (bs, cout, cin) = (xs[0], ws[0], ws[1]);
+        let hw = ws[2..].to_vec();
         // (bs, groups*cin, *oyx, *hw)
-        let x = self.pad_spatial(&pads, 0).pool_impl(&hw, &s, &d, "conv2d");
+        let x = self.pad_spatial(pads, 0).pool_impl(&hw, s, d, "conv2d");
         let rcout = cout / groups;
         let oyx = x.shape()[2..2 + nd].to_vec();
         let mut split = vec![bs, groups, cin, 1];

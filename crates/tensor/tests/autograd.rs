@@ -5,9 +5,9 @@
 //!
 //! Debugging: `GRADS_FILTER=substr[,substr...]` runs only the matching cases.
 
-use std::cell::Cell;
+mod common;
+
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Once;
 
 use serde_json::Value;
 use tinygrad_tensor::{Axis, DType, Tensor};
@@ -16,33 +16,6 @@ use tinygrad_uop::Ops;
 /// tinygrad's tolerances for gradients.
 const ATOL: f64 = 1e-4;
 const RTOL: f64 = 1e-3;
-
-thread_local! {
-    static IN_CASE: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Panics inside a case are reported as failures: keep them quiet.
-fn install_quiet_hook() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        let default = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            if !IN_CASE.with(Cell::get) {
-                default(info);
-            }
-        }));
-    });
-}
-
-fn load_cases() -> Vec<Value> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/golden/grads.json");
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {path}: {e}"));
-    let v: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("parsing {path}: {e}"));
-    match v {
-        Value::Array(cases) => cases,
-        _ => panic!("{path}: expected a JSON array of cases"),
-    }
-}
 
 fn f(v: &Value) -> f64 {
     v.as_f64()
@@ -189,6 +162,23 @@ fn run_op(case: &Value, xs: &[Tensor], device: &str) -> Tensor {
         "softmax" => x.softmax(i(&a["axis"])),
         "log_softmax" => x.log_softmax(i(&a["axis"])),
         "cumsum" => x.cumsum(i(&a["axis"])),
+        "conv2d" => x.conv2d(
+            &xs[1],
+            xs.get(2),
+            i(&a["groups"]) as usize,
+            common::dims(&a["stride"]),
+            common::dims(&a["dilation"]),
+            common::padding(&a["padding"]),
+        ),
+        "conv_transpose2d" => x.conv_transpose2d(
+            &xs[1],
+            xs.get(2),
+            i(&a["groups"]) as usize,
+            common::dims(&a["stride"]),
+            common::dims(&a["dilation"]),
+            common::padding(&a["padding"]),
+            common::dims(&a["output_padding"]),
+        ),
         "matmul" => x.matmul(&xs[1]),
         "linear" => x.linear(&xs[1], xs.get(2)),
         "shared" => x * &x.sin() + &x.exp() * x - x,
@@ -281,11 +271,11 @@ fn panic_message(e: &(dyn std::any::Any + Send)) -> String {
 }
 
 fn run_suite(device: &str) {
-    install_quiet_hook();
+    common::install_quiet_hook();
     let filter: Vec<String> = std::env::var("GRADS_FILTER")
         .map(|f| f.split(',').map(str::to_string).collect())
         .unwrap_or_default();
-    let cases = load_cases();
+    let cases = common::load_cases("grads.json");
     let mut failures = Vec::new();
     let mut ran = 0;
     for case in &cases {
@@ -294,9 +284,9 @@ fn run_suite(device: &str) {
             continue;
         }
         ran += 1;
-        IN_CASE.with(|c| c.set(true));
+        common::set_in_case(true);
         let r = catch_unwind(AssertUnwindSafe(|| run_case(case, device)));
-        IN_CASE.with(|c| c.set(false));
+        common::set_in_case(false);
         let r = r.unwrap_or_else(|e| Err(format!("panicked: {}", panic_message(&*e))));
         if let Err(msg) = r {
             failures.push(format!("  {name}: {msg}"));
@@ -329,16 +319,7 @@ fn grads_ref() {
 /// skipped, saying why — unless `TINYGRAD_REQUIRE_WEBGPU=1` (CI) makes that a failure.
 #[test]
 fn grads_webgpu() {
-    match tinygrad_tensor::get_device("WEBGPU") {
-        Ok(_) => run_suite("WEBGPU"),
-        Err(e) => {
-            assert!(
-                std::env::var("TINYGRAD_REQUIRE_WEBGPU").map_or(true, |v| v.is_empty() || v == "0"),
-                "TINYGRAD_REQUIRE_WEBGPU is set, but: {e}"
-            );
-            eprintln!("grads_webgpu: SKIPPED: {e}");
-        }
-    }
+    common::on_webgpu("grads_webgpu", run_suite);
 }
 
 // ---- semantics ----
@@ -592,4 +573,37 @@ fn gradient_of_int_panics() {
 fn seed_with_wrong_shape_panics() {
     let x = t(&[1.0, 2.0, 3.0], &[3]);
     (&x * 2.0).gradient_with(&[&x], &t(&[1.0, 1.0], &[2]));
+}
+
+#[test]
+fn conv_input_gradient_is_a_transposed_convolution() {
+    // Derived through the overlapping window view, the input gradient of a 5x5 convolution
+    // materializes one value per output position and kernel tap (2*4*8*8*25 = 12800 floats
+    // here; 655 MB for beautiful_mnist's second conv at batch 512). As a transposed convolution
+    // nothing larger than the input (2*4*12*12) or the output gradient is stored.
+    let xv: Vec<f32> = (0..2 * 4 * 12 * 12)
+        .map(|i| (i % 7) as f32 * 0.25)
+        .collect();
+    let wv: Vec<f32> = (0..4 * 4 * 5 * 5)
+        .map(|i| (i % 5) as f32 * 0.1 - 0.2)
+        .collect();
+    let x = Tensor::from_slice(&xv, &[2, 4, 12, 12]).requires_grad(true);
+    let w = Tensor::from_slice(&wv, &[4, 4, 5, 5]).requires_grad(true);
+    let y = x.conv2d(&w, None, 1, 1, 1, 0);
+    let grads = (&y * &y).sum(Axis::All).gradient(&[&x, &w]);
+    let items = Tensor::schedule(&[&grads[0]]);
+    let largest = items
+        .iter()
+        .flat_map(|it| it.bufs.iter())
+        .filter_map(|b| match b.arg() {
+            tinygrad_uop::Arg::Buffer(n, _) => Some(*n),
+            _ => None,
+        })
+        .max()
+        .expect("buffers");
+    assert!(
+        largest <= 2 * 4 * 12 * 12,
+        "input gradient stores a buffer of {largest} elements"
+    );
+    // its values: the conv2d cases of tests/golden/grads.json (numpy finite differences)
 }

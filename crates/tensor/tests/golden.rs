@@ -10,11 +10,11 @@
 //! - `GOLDEN_FILTER=substr[,substr...]`: run only the cases whose name contains one of them;
 //! - `GOLDEN_VERBOSE=1`: print each case name before running it.
 
-use std::cell::Cell;
+mod common;
+
 use std::fmt::Write as _;
 use std::ops::Not;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Once;
 
 use serde_json::Value;
 use tinygrad_tensor::{Axis, DType, Tensor};
@@ -28,33 +28,6 @@ const RTOL: f64 = 1e-3;
 /// Cases that are known to fail, with the reason. Must stay empty unless a failure cannot be
 /// fixed; each entry names the case and why.
 const KNOWN_FAILURES: &[(&str, &str)] = &[];
-
-thread_local! {
-    static IN_CASE: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Panics inside a case are expected (they are reported as failures): keep them quiet.
-fn install_quiet_hook() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        let default = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            if !IN_CASE.with(Cell::get) {
-                default(info);
-            }
-        }));
-    });
-}
-
-fn load_cases() -> Vec<Value> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/golden/cases.json");
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {path}: {e}"));
-    let v: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("parsing {path}: {e}"));
-    match v {
-        Value::Array(cases) => cases,
-        _ => panic!("{path}: expected a JSON array of cases"),
-    }
-}
 
 fn dtype_of(name: &str) -> DType {
     match name {
@@ -513,8 +486,8 @@ fn panic_message(e: &(dyn std::any::Any + Send)) -> String {
 }
 
 fn run_suite(device: &str) {
-    install_quiet_hook();
-    let cases = load_cases();
+    common::install_quiet_hook();
+    let cases = common::load_cases("cases.json");
     assert_eq!(
         cases.len(),
         828,
@@ -535,12 +508,12 @@ fn run_suite(device: &str) {
         if verbose {
             eprintln!("[{device}] {name}");
         }
-        IN_CASE.with(|c| c.set(true));
+        common::set_in_case(true);
         let res = catch_unwind(AssertUnwindSafe(|| {
             let t = run_op(case, device);
             check(case, &t, device)
         }));
-        IN_CASE.with(|c| c.set(false));
+        common::set_in_case(false);
         let res = res.unwrap_or_else(|e| Err(format!("panicked: {}", panic_message(&*e))));
         match (res, KNOWN_FAILURES.iter().find(|(n, _)| *n == name)) {
             (Ok(()), None) => passed += 1,
@@ -582,16 +555,7 @@ fn golden_ref() {
 /// saying why — unless `TINYGRAD_REQUIRE_WEBGPU=1` (CI), which makes a missing adapter fail.
 #[test]
 fn golden_webgpu() {
-    match tinygrad_tensor::get_device("WEBGPU") {
-        Ok(_) => run_suite("WEBGPU"),
-        Err(e) => {
-            assert!(
-                std::env::var("TINYGRAD_REQUIRE_WEBGPU").map_or(true, |v| v.is_empty() || v == "0"),
-                "TINYGRAD_REQUIRE_WEBGPU is set, but: {e}"
-            );
-            eprintln!("golden_webgpu: SKIPPED: {e}");
-        }
-    }
+    common::on_webgpu("golden_webgpu", run_suite);
 }
 
 /// The suite on the device named by `DEV` (`DEV=CUDA` in `scripts/gpu-check.sh`). Skipped, saying
@@ -615,12 +579,12 @@ fn golden_dev() {
 /// expected values like on a device. The cases are built on `REF` and scheduled.
 #[test]
 fn golden_ptx() {
-    install_quiet_hook();
+    common::install_quiet_hook();
     let mut kernels = ptx_check::Kernels::default();
     let (mut failures, mut emulated) = (Vec::new(), 0usize);
-    for case in &load_cases() {
+    for case in &common::load_cases("cases.json") {
         let name = case["name"].as_str().expect("name");
-        IN_CASE.with(|c| c.set(true));
+        common::set_in_case(true);
         let res = catch_unwind(AssertUnwindSafe(|| {
             let t = run_op(case, "REF");
             kernels.add(name, &t);
@@ -651,7 +615,7 @@ fn golden_ptx() {
                 }
             }
         }));
-        IN_CASE.with(|c| c.set(false));
+        common::set_in_case(false);
         match res {
             Ok(Ok(ran)) => emulated += usize::from(ran),
             Ok(Err(e)) => failures.push(format!("{name} (emulated PTX): {}", truncate(&e))),

@@ -9,44 +9,18 @@
 //!
 //! Debugging: `NN_FILTER=substr[,substr...]` runs only matching cases; `NN_VERBOSE=1` prints each.
 
-use std::cell::Cell;
+mod common;
+
 use std::fmt::Write as _;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::{Mutex, Once};
+use std::sync::Mutex;
 
+use common::{dims, int, padding, usizes};
 use serde_json::Value;
 use tinygrad_tensor::{DType, Dims, Padding, Reduction, Tensor};
 
 const ATOL: f64 = 1e-6;
 const RTOL: f64 = 1e-3;
-
-thread_local! {
-    static IN_CASE: Cell<bool> = const { Cell::new(false) };
-}
-
-fn install_quiet_hook() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        let default = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            if !IN_CASE.with(Cell::get) {
-                default(info);
-            }
-        }));
-    });
-}
-
-fn load_cases() -> Vec<Value> {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../tests/golden/nn_cases.json"
-    );
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {path}: {e}"));
-    match serde_json::from_str(&text).unwrap_or_else(|e| panic!("parsing {path}: {e}")) {
-        Value::Array(cases) => cases,
-        _ => panic!("{path}: expected a JSON array of cases"),
-    }
-}
 
 fn num(v: &Value) -> f64 {
     match v {
@@ -59,34 +33,6 @@ fn num(v: &Value) -> f64 {
             other => panic!("bad number string {other:?}"),
         },
         other => panic!("expected a number, got {other}"),
-    }
-}
-
-fn int(v: &Value) -> i64 {
-    v.as_i64()
-        .unwrap_or_else(|| panic!("expected an integer, got {v}"))
-}
-
-fn usizes(v: &Value) -> Vec<usize> {
-    v.as_array()
-        .unwrap_or_else(|| panic!("expected a list, got {v}"))
-        .iter()
-        .map(|x| int(x) as usize)
-        .collect()
-}
-
-fn dims(v: &Value) -> Dims {
-    match v {
-        Value::Null => Dims::Default,
-        Value::Array(_) => Dims::Each(usizes(v)),
-        _ => Dims::All(int(v) as usize),
-    }
-}
-
-fn padding(v: &Value) -> Padding {
-    match v {
-        Value::Array(a) => Padding::Flat(a.iter().map(|x| int(x) as isize).collect()),
-        _ => Padding::All(int(v) as isize),
     }
 }
 
@@ -315,12 +261,12 @@ fn check(case: &Value, got: &Tensor, device: &str) -> Result<(), String> {
 }
 
 fn run_suite(device: &str) {
-    install_quiet_hook();
+    common::install_quiet_hook();
     let filter: Vec<String> = std::env::var("NN_FILTER")
         .map(|s| s.split(',').map(str::to_string).collect())
         .unwrap_or_default();
     let verbose = std::env::var("NN_VERBOSE").is_ok_and(|v| v == "1");
-    let cases = load_cases();
+    let cases = common::load_cases("nn_cases.json");
     let mut failures = Vec::new();
     let mut ran = 0;
     for case in &cases {
@@ -332,12 +278,12 @@ fn run_suite(device: &str) {
             eprintln!("{device} {name}");
         }
         ran += 1;
-        IN_CASE.with(|c| c.set(true));
+        common::set_in_case(true);
         let r = catch_unwind(AssertUnwindSafe(|| {
             let got = run_op(case, device);
             check(case, &got, device)
         }));
-        IN_CASE.with(|c| c.set(false));
+        common::set_in_case(false);
         match r {
             Ok(Ok(())) => {}
             Ok(Err(e)) => failures.push(format!("{name}: {e}")),
@@ -375,16 +321,7 @@ fn nn_golden_ref() {
 /// saying why — unless `TINYGRAD_REQUIRE_WEBGPU=1` (CI), which makes a missing adapter fail.
 #[test]
 fn nn_golden_webgpu() {
-    match tinygrad_tensor::get_device("WEBGPU") {
-        Ok(_) => run_suite("WEBGPU"),
-        Err(e) => {
-            assert!(
-                std::env::var("TINYGRAD_REQUIRE_WEBGPU").map_or(true, |v| v.is_empty() || v == "0"),
-                "TINYGRAD_REQUIRE_WEBGPU is set, but: {e}"
-            );
-            eprintln!("nn_golden_webgpu: SKIPPED: {e}");
-        }
-    }
+    common::on_webgpu("nn_golden_webgpu", run_suite);
 }
 
 // ---- kernel counts ----

@@ -12,57 +12,17 @@
 //! Debugging: `ORD_FILTER=substr[,substr...]` runs only matching cases; `ORD_VERBOSE=1` prints
 //! each.
 
-use std::cell::Cell;
+mod common;
+
 use std::fmt::Write as _;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Once;
 
+use common::{int, usizes};
 use serde_json::Value;
 use tinygrad_tensor::{DType, Tensor};
 
 const ATOL: f64 = 1e-6;
 const RTOL: f64 = 1e-3;
-
-thread_local! {
-    static IN_CASE: Cell<bool> = const { Cell::new(false) };
-}
-
-fn install_quiet_hook() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        let default = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            if !IN_CASE.with(Cell::get) {
-                default(info);
-            }
-        }));
-    });
-}
-
-fn load_cases() -> Vec<Value> {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../tests/golden/ordering_cases.json"
-    );
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {path}: {e}"));
-    match serde_json::from_str(&text).unwrap_or_else(|e| panic!("parsing {path}: {e}")) {
-        Value::Array(cases) => cases,
-        _ => panic!("{path}: expected a JSON array of cases"),
-    }
-}
-
-fn int(v: &Value) -> i64 {
-    v.as_i64()
-        .unwrap_or_else(|| panic!("expected an integer, got {v}"))
-}
-
-fn usizes(v: &Value) -> Vec<usize> {
-    v.as_array()
-        .unwrap_or_else(|| panic!("expected a list, got {v}"))
-        .iter()
-        .map(|x| int(x) as usize)
-        .collect()
-}
 
 fn num(v: &Value) -> f64 {
     match v.as_str() {
@@ -208,12 +168,12 @@ fn compiled_skips(name: &str) -> bool {
 }
 
 fn run_suite(device: &str) {
-    install_quiet_hook();
+    common::install_quiet_hook();
     let filter: Vec<String> = std::env::var("ORD_FILTER")
         .map(|s| s.split(',').map(str::to_string).collect())
         .unwrap_or_default();
     let verbose = std::env::var("ORD_VERBOSE").is_ok_and(|v| v == "1");
-    let cases = load_cases();
+    let cases = common::load_cases("ordering_cases.json");
     let mut failures = Vec::new();
     let mut ran = 0;
     for case in &cases {
@@ -229,12 +189,12 @@ fn run_suite(device: &str) {
             eprintln!("{device} {name}");
         }
         ran += 1;
-        IN_CASE.with(|c| c.set(true));
+        common::set_in_case(true);
         let r = catch_unwind(AssertUnwindSafe(|| {
             let got = run_op(case, device);
             check(case, &got, device)
         }));
-        IN_CASE.with(|c| c.set(false));
+        common::set_in_case(false);
         match r {
             Ok(Ok(())) => {}
             Ok(Err(e)) => failures.push(format!("{name}: {e}")),
@@ -272,16 +232,7 @@ fn ordering_golden_ref() {
 /// saying why — unless `TINYGRAD_REQUIRE_WEBGPU=1` (CI), which makes a missing adapter fail.
 #[test]
 fn ordering_golden_webgpu() {
-    match tinygrad_tensor::get_device("WEBGPU") {
-        Ok(_) => run_suite("WEBGPU"),
-        Err(e) => {
-            assert!(
-                std::env::var("TINYGRAD_REQUIRE_WEBGPU").map_or(true, |v| v.is_empty() || v == "0"),
-                "TINYGRAD_REQUIRE_WEBGPU is set, but: {e}"
-            );
-            eprintln!("ordering_golden_webgpu: SKIPPED: {e}");
-        }
-    }
+    common::on_webgpu("ordering_golden_webgpu", run_suite);
 }
 
 // ---- edge cases outside the goldens ----

@@ -10,49 +10,17 @@
 //! Debugging: `SCATTER_FILTER=substr[,substr...]` runs only matching cases; `SCATTER_VERBOSE=1`
 //! prints each.
 
-use std::cell::Cell;
+mod common;
+
 use std::fmt::Write as _;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Once;
 
+use common::int;
 use serde_json::Value;
 use tinygrad_tensor::{ConstValue, DType, PadMode, Tensor};
 
 const ATOL: f64 = 1e-6;
 const RTOL: f64 = 1e-3;
-
-thread_local! {
-    static IN_CASE: Cell<bool> = const { Cell::new(false) };
-}
-
-fn install_quiet_hook() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        let default = std::panic::take_hook();
-        std::panic::set_hook(Box::new(move |info| {
-            if !IN_CASE.with(Cell::get) {
-                default(info);
-            }
-        }));
-    });
-}
-
-fn load_cases() -> Vec<Value> {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../tests/golden/scatter_cases.json"
-    );
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {path}: {e}"));
-    match serde_json::from_str(&text).unwrap_or_else(|e| panic!("parsing {path}: {e}")) {
-        Value::Array(cases) => cases,
-        _ => panic!("{path}: expected a JSON array of cases"),
-    }
-}
-
-fn int(v: &Value) -> i64 {
-    v.as_i64()
-        .unwrap_or_else(|| panic!("expected an integer, got {v}"))
-}
 
 fn ints(v: &Value) -> Vec<i64> {
     v.as_array()
@@ -228,12 +196,12 @@ fn check(case: &Value, got: &[Tensor], device: &str) -> Result<(), String> {
 }
 
 fn run_suite(device: &str) {
-    install_quiet_hook();
+    common::install_quiet_hook();
     let filter: Vec<String> = std::env::var("SCATTER_FILTER")
         .map(|s| s.split(',').map(str::to_string).collect())
         .unwrap_or_default();
     let verbose = std::env::var("SCATTER_VERBOSE").is_ok_and(|v| v == "1");
-    let cases = load_cases();
+    let cases = common::load_cases("scatter_cases.json");
     let mut failures = Vec::new();
     let mut ran = 0;
     for case in &cases {
@@ -245,12 +213,12 @@ fn run_suite(device: &str) {
             eprintln!("{device} {name}");
         }
         ran += 1;
-        IN_CASE.with(|c| c.set(true));
+        common::set_in_case(true);
         let r = catch_unwind(AssertUnwindSafe(|| {
             let got = run_op(case, device);
             check(case, &got, device)
         }));
-        IN_CASE.with(|c| c.set(false));
+        common::set_in_case(false);
         match r {
             Ok(Ok(())) => {}
             Ok(Err(e)) => failures.push(format!("{name}: {e}")),
@@ -288,16 +256,7 @@ fn scatter_golden_ref() {
 /// saying why — unless `TINYGRAD_REQUIRE_WEBGPU=1` (CI), which makes a missing adapter fail.
 #[test]
 fn scatter_golden_webgpu() {
-    match tinygrad_tensor::get_device("WEBGPU") {
-        Ok(_) => run_suite("WEBGPU"),
-        Err(e) => {
-            assert!(
-                std::env::var("TINYGRAD_REQUIRE_WEBGPU").map_or(true, |v| v.is_empty() || v == "0"),
-                "TINYGRAD_REQUIRE_WEBGPU is set, but: {e}"
-            );
-            eprintln!("scatter_golden_webgpu: SKIPPED: {e}");
-        }
-    }
+    common::on_webgpu("scatter_golden_webgpu", run_suite);
 }
 
 // ---- API details ----

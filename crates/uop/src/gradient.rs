@@ -293,7 +293,8 @@ pub fn pm_gradient() -> &'static PatternMatcher<UOp> {
             rule(&[Flip], |g, ret| one(movement(g, Flip, ret.arg().clone()))),
             rule(&[ReduceAxis], reduce_gradient),
             // ** markers **
-            rule(&[Contiguous, Noop], |g, _| one(g.clone())),
+            rule(&[Contiguous], |g, _| one(g.clone())),
+            rule(&[Noop], noop_gradient),
             rule(&[ContiguousBackward], |g, _| {
                 one(movement(g, Contiguous, Arg::None))
             }),
@@ -301,6 +302,85 @@ pub fn pm_gradient() -> &'static PatternMatcher<UOp> {
         ])
     });
     &PM
+}
+
+/// A gradient supplied by the layer that built the graph, in place of the one the rules would
+/// derive: the payload of a [`custom_gradient`] node.
+///
+/// Why: a formulation that is good for the forward pass can have a poor automatic gradient. A
+/// convolution written as a sliding-window view of its input differentiates into a scatter
+/// through that view (a huge intermediate); its gradient is better written as another
+/// convolution. The node keeps the forward graph as it is and says how to differentiate it.
+pub struct CustomGradient {
+    id: u64,
+    name: String,
+    #[allow(clippy::type_complexity)]
+    f: Box<dyn Fn(&UOp, &UOp) -> Vec<Option<UOp>> + Send + Sync>,
+}
+
+impl std::fmt::Debug for CustomGradient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "custom_gradient({})", self.name)
+    }
+}
+
+impl crate::Opaque for CustomGradient {
+    fn id(&self) -> u64 {
+        self.id
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+/// `value` (its values, shape and dtype: a `Noop` over it), whose gradient is `f(incoming
+/// gradient, node)` instead of the derived one. The node's sources are `value` followed by
+/// `inputs`; `f` answers one entry per source (`None`: no gradient). An entry for `value` flows
+/// on through the ordinary rules (to the parts of `value` that `f` does not handle itself); an
+/// entry for an input is that input's gradient. Schedulers see only `value`.
+///
+/// Build `value` so that it reaches the inputs `f` handles only through `Detach`; otherwise they
+/// get the derived gradient as well (summed with `f`'s).
+pub fn custom_gradient(
+    value: &UOp,
+    inputs: &[UOp],
+    name: &str,
+    f: impl Fn(&UOp, &UOp) -> Vec<Option<UOp>> + Send + Sync + 'static,
+) -> UOp {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    let payload = CustomGradient {
+        id: NEXT.fetch_add(1, Ordering::Relaxed),
+        name: name.to_string(),
+        f: Box::new(f),
+    };
+    let mut src = vec![value.clone()];
+    src.extend(inputs.iter().cloned());
+    UOp::new(
+        Ops::Noop,
+        value.dtype(),
+        src,
+        Arg::Opaque(std::sync::Arc::new(payload)),
+    )
+}
+
+/// `Noop`: the identity, or a [`custom_gradient`] node's own rule.
+fn noop_gradient(g: &UOp, ret: &UOp) -> UOp {
+    let custom = match ret.arg() {
+        Arg::Opaque(o) => o.as_any().downcast_ref::<CustomGradient>(),
+        _ => None,
+    };
+    let Some(custom) = custom else {
+        return one(g.clone());
+    };
+    let grads = (custom.f)(g, ret);
+    assert_eq!(
+        grads.len(),
+        ret.src().len(),
+        "custom_gradient({}): one gradient entry per source expected",
+        custom.name
+    );
+    pack_gradients(grads)
 }
 
 /// A gradient rule for nodes with one of `ops`: `f(incoming gradient, node)`.
@@ -464,6 +544,41 @@ mod tests {
             let grads = compute_gradient(&v, &full_like(&v, 1.0), std::slice::from_ref(&x));
             assert_eq!(shape_of(&grads[&x]), vec![2, 3], "{}", v.op());
         }
+    }
+
+    #[test]
+    fn custom_gradient_replaces_the_derived_one() {
+        let (x, w) = (buf(&[3], 1), buf(&[3], 2));
+        // value = detach(x) * w; x's gradient comes from the function (here 5 * g), w's flows
+        // through the value as derived
+        let value = &movement(&x, Ops::Detach, Arg::None) * &w;
+        let node = custom_gradient(&value, std::slice::from_ref(&x), "test", |g, _| {
+            vec![Some(g.clone()), Some(mul_c(g, 5.0))]
+        });
+        assert_eq!(node.shape().as_deref(), Some(&[3usize][..]));
+        if let Err(e) = crate::verify(&node, crate::Stage::Tensor) {
+            panic!("custom-gradient node fails verification: {e:?}");
+        }
+        let z = &node * &node;
+        let g = full_like(&z, 1.0);
+        let grads = compute_gradient(&z, &g, &[x.clone(), w.clone()]);
+        let gn = (&g * &node) + (&g * &node);
+        assert_eq!(grads[&x], mul_c(&gn, 5.0));
+        assert_eq!(grads[&w], &gn * &movement(&x, Ops::Detach, Arg::None));
+        // a plain Noop stays the identity
+        let plain = UOp::new(Ops::Noop, DType::FLOAT32, vec![x.clone()], Arg::None);
+        let grads = compute_gradient(&plain, &full_like(&x, 1.0), std::slice::from_ref(&x));
+        assert_eq!(grads[&x], full_like(&x, 1.0));
+    }
+
+    #[test]
+    #[should_panic(expected = "custom_gradient(short): one gradient entry per source")]
+    fn custom_gradient_must_answer_every_source() {
+        let x = buf(&[2], 1);
+        let node = custom_gradient(&x, std::slice::from_ref(&x), "short", |g, _| {
+            vec![Some(g.clone())]
+        });
+        compute_gradient(&node, &full_like(&x, 1.0), &[x]);
     }
 
     #[test]

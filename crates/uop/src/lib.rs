@@ -42,7 +42,7 @@ pub use alu::exec_alu;
 pub use arg::{Arg, AxisKind, Opaque};
 pub use build::IntoUOp;
 pub use divmod::gcd;
-pub use gradient::{compute_gradient, pm_gradient};
+pub use gradient::{CustomGradient, compute_gradient, custom_gradient, pm_gradient};
 pub use ops::{NUM_OPS, Ops};
 pub use rewrite::{RewriteError, graph_rewrite, try_graph_rewrite, try_graph_rewrite_limit};
 pub use sint::{SInt, prod};

@@ -1,0 +1,110 @@
+//! What the golden-case suites share: loading a case file of `tests/golden/`, keeping panics
+//! inside a case quiet (a failing case is reported in the suite's summary instead), reading
+//! convolution/pool arguments, and running a suite on `WEBGPU` or saying why not.
+//!
+//! Each test binary compiles this module on its own and uses a part of it.
+#![allow(dead_code)]
+
+use std::cell::Cell;
+use std::sync::Once;
+
+use serde_json::Value;
+use tinygrad_tensor::{Dims, Padding};
+
+thread_local! {
+    static IN_CASE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Installs (once) a panic hook that stays silent while [`run_quietly`] runs a case.
+pub fn install_quiet_hook() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !IN_CASE.with(Cell::get) {
+                default(info);
+            }
+        }));
+    });
+}
+
+/// Marks the start (`true`) or end (`false`) of a case whose panics stay quiet.
+pub fn set_in_case(on: bool) {
+    IN_CASE.with(|c| c.set(on));
+}
+
+/// Runs one case with its panics kept quiet (see [`install_quiet_hook`]); a panic is returned
+/// as `Err` with its message.
+pub fn run_quietly<R>(f: impl FnOnce() -> R) -> Result<R, String> {
+    install_quiet_hook();
+    IN_CASE.with(|c| c.set(true));
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    IN_CASE.with(|c| c.set(false));
+    r.map_err(|e| panic_message(e.as_ref()))
+}
+
+/// The message of a caught panic.
+pub fn panic_message(e: &(dyn std::any::Any + Send)) -> String {
+    e.downcast_ref::<String>()
+        .cloned()
+        .or_else(|| e.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "panic".into())
+}
+
+/// The cases of `tests/golden/<file>` (a JSON array).
+pub fn load_cases(file: &str) -> Vec<Value> {
+    let path = format!("{}/../../tests/golden/{file}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {path}: {e}"));
+    match serde_json::from_str(&text).unwrap_or_else(|e| panic!("parsing {path}: {e}")) {
+        Value::Array(cases) => cases,
+        _ => panic!("{path}: expected a JSON array of cases"),
+    }
+}
+
+/// An integer argument.
+pub fn int(v: &Value) -> i64 {
+    v.as_i64()
+        .unwrap_or_else(|| panic!("expected an integer, got {v}"))
+}
+
+/// A list of non-negative integers.
+pub fn usizes(v: &Value) -> Vec<usize> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("expected a list, got {v}"))
+        .iter()
+        .map(|x| int(x) as usize)
+        .collect()
+}
+
+/// A kernel/stride/dilation argument: `null` (the default), one integer, or one per dim.
+pub fn dims(v: &Value) -> Dims {
+    match v {
+        Value::Null => Dims::Default,
+        Value::Array(_) => Dims::Each(usizes(v)),
+        _ => Dims::All(int(v) as usize),
+    }
+}
+
+/// A padding argument in any of tinygrad's forms.
+pub fn padding(v: &Value) -> Padding {
+    match v {
+        Value::Array(a) => Padding::Flat(a.iter().map(|x| int(x) as isize).collect()),
+        _ => Padding::All(int(v) as isize),
+    }
+}
+
+/// Runs `suite` on `WEBGPU` (in CI the software Vulkan driver). Without an adapter it is
+/// skipped, saying why — unless `TINYGRAD_REQUIRE_WEBGPU=1` (CI), which makes a missing adapter
+/// fail.
+pub fn on_webgpu(test: &str, suite: impl FnOnce(&str)) {
+    match tinygrad_tensor::get_device("WEBGPU") {
+        Ok(_) => suite("WEBGPU"),
+        Err(e) => {
+            assert!(
+                std::env::var("TINYGRAD_REQUIRE_WEBGPU").map_or(true, |v| v.is_empty() || v == "0"),
+                "TINYGRAD_REQUIRE_WEBGPU is set, but: {e}"
+            );
+            eprintln!("{test}: SKIPPED: {e}");
+        }
+    }
+}
