@@ -5,6 +5,7 @@
 //! - [`gemm`]: matmul-shaped kernels split into packing kernels, a GEMM and an epilogue.
 //! - [`emulate`]: `float16`/`bfloat16` computed in `float32` on targets without half arithmetic.
 //! - [`linearize`]: kernel AST -> flat program order with explicit loops and accumulators.
+//! - [`reassociate`]: index sums ordered by loop level, so loop-invariant parts are hoisted.
 //! - [`opt`]: kernel optimizations (upcast, unroll, 4-lane vectors) and their heuristic.
 //! - [`program`]: [`Program`] and [`to_program`], the pipeline from kernel AST to program.
 //! - [`renderer`]: the [`Renderer`] trait.
@@ -23,6 +24,7 @@ pub mod linearize;
 pub mod opt;
 pub mod program;
 pub mod ptx;
+pub mod reassociate;
 pub mod renderer;
 pub mod wgsl;
 

@@ -88,6 +88,7 @@ fn to_program_inner(
             opts = o;
         }
     }
+    let ast = crate::reassociate::reassociate_index_sums(&ast);
     let uops = linearize(&ast);
     let outer_size = uops
         .iter()

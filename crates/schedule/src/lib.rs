@@ -4,6 +4,8 @@
 //! - [`rangeify`]: lowering one realized node into a kernel AST — movement ops become index
 //!   arithmetic on loop ranges, reductions become kernel `Reduce`s, inputs become `Load`s.
 //! - [`split`]: large reductions split into two kernels, so a full `sum` runs on all cores.
+//! - `cache`: the schedule cache — a graph scheduled before (same structure, same input
+//!   buffers) reuses its kernels and buffer plan ([`schedule_cache_hits`]).
 //! - this file: [`create_schedule`] — which nodes become buffers (the realize decisions) and the
 //!   kernels that compute them, in dependency order.
 //!
@@ -17,8 +19,11 @@
 //! Everything else is fused: elementwise chains, movement ops (as index math), a reduction and
 //! the elementwise ops after it.
 
+mod cache;
 pub mod rangeify;
 pub mod split;
+
+pub use cache::schedule_cache_hits;
 
 use std::collections::{HashMap, HashSet};
 
@@ -42,7 +47,8 @@ pub struct ScheduleItem {
 pub struct Schedule {
     /// Kernels in dependency order.
     pub items: Vec<ScheduleItem>,
-    /// For each realized node (outputs included): the buffer view that replaces it.
+    /// For each realized node of the graph (outputs included): the buffer view that replaces
+    /// it. Nodes introduced by splitting reductions may be listed as well.
     pub becomes: HashMap<UOp, UOp>,
 }
 
@@ -56,11 +62,20 @@ pub fn is_buffer_view(u: &UOp) -> bool {
 }
 
 /// Schedules the kernels that compute `outputs`. `new_buffer(dtype, size)` must return a fresh
-/// `Buffer` UOp for each intermediate or output buffer.
+/// `Buffer` UOp for each intermediate or output buffer. A graph scheduled before comes from the
+/// schedule cache (`SCHEDULE_CACHE=0`: never), with fresh buffers all the same.
 pub fn create_schedule(
     outputs: &[UOp],
     new_buffer: &mut dyn FnMut(DType, usize) -> UOp,
 ) -> Schedule {
+    if cache::enabled() {
+        cache::cached_schedule(outputs, new_buffer, schedule_uncached)
+    } else {
+        schedule_uncached(outputs, new_buffer)
+    }
+}
+
+fn schedule_uncached(outputs: &[UOp], new_buffer: &mut dyn FnMut(DType, usize) -> UOp) -> Schedule {
     let requested = outputs;
     let split = split::split_reduces(outputs);
     let outputs = &split[..];
