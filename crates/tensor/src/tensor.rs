@@ -47,7 +47,14 @@ impl Tensor {
     }
 
     pub(crate) fn with_uop(&self, uop: UOp) -> Tensor {
-        Tensor::from_uop(crate::autograd::track(uop), &self.inner.device)
+        // shares the device name (`from_uop` would allocate a copy per op)
+        Tensor {
+            inner: Arc::new(Inner {
+                uop: RwLock::new(crate::autograd::track(uop)),
+                device: self.inner.device.clone(),
+                autograd: Default::default(),
+            }),
+        }
     }
 
     /// The shape.
@@ -187,8 +194,16 @@ impl Tensor {
     }
 
     pub(crate) fn const_like(&self, value: impl Into<ConstValue>, dtype: DType) -> Tensor {
+        // built as one graph, not through intermediate tensors: every binary op with a scalar
+        // goes through here
         let c = UOp::cnst(dtype, value.into());
-        self.with_uop(c).broadcast_scalar_to(&self.shape())
+        let shape = self.shape();
+        if shape.is_empty() {
+            return self.with_uop(c);
+        }
+        let ones = vec![1usize; shape.len()];
+        let r = UOp::new(Ops::Reshape, dtype, vec![c], Arg::shape(&ones));
+        self.with_uop(UOp::new(Ops::Expand, dtype, vec![r], Arg::shape(&shape)))
     }
 
     fn broadcast_scalar_to(&self, shape: &[usize]) -> Tensor {
