@@ -52,7 +52,7 @@ impl Buffer {
     pub fn lock(&self) -> MutexGuard<'_, Option<HostMem>> {
         let mut g = self.mem.lock().unwrap_or_else(|e| e.into_inner());
         if g.is_none() {
-            *g = Some(vec![0u64; self.nbytes().div_ceil(8)]);
+            *g = Some(zeroed_words(self.nbytes().div_ceil(8), self));
         }
         g
     }
@@ -63,7 +63,10 @@ impl Buffer {
     pub fn lock_for_overwrite(&self) -> MutexGuard<'_, Option<HostMem>> {
         let mut g = self.mem.lock().unwrap_or_else(|e| e.into_inner());
         if g.is_none() {
-            *g = Some(crate::buffer_pool::alloc_uninit(self.nbytes().div_ceil(8)));
+            *g = Some(crate::buffer_pool::alloc_uninit(
+                self.nbytes().div_ceil(8),
+                self,
+            ));
         }
         g
     }
@@ -138,6 +141,26 @@ impl fmt::Debug for Buffer {
 /// The opaque handle stored in `Buffer` UOps (keeps the buffer alive while the graph uses it).
 #[derive(Debug)]
 pub struct BufferRef(pub Arc<Buffer>);
+
+/// `words` zeroed 8-byte words for `buf`. A failed allocation panics with a message naming the
+/// size (Rust's default is to abort the process).
+///
+/// # Panics
+/// If the memory cannot be allocated.
+pub(crate) fn zeroed_words(words: usize, buf: &Buffer) -> HostMem {
+    let mut v: HostMem = Vec::new();
+    if let Err(e) = v.try_reserve_exact(words) {
+        panic!(
+            "{}: cannot allocate {} bytes for a buffer of {} {} elements: {e}",
+            buf.device,
+            buf.nbytes(),
+            buf.size,
+            buf.dtype
+        );
+    }
+    v.resize(words, 0);
+    v
+}
 
 impl Opaque for BufferRef {
     fn id(&self) -> u64 {

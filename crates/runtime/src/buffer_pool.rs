@@ -47,7 +47,10 @@ pub fn pooled_bytes() -> usize {
 
 /// An allocation of `words` u64 words whose contents may be stale: the caller overwrites all of
 /// it before reading. Falls back to a fresh (zeroed) allocation.
-pub fn alloc_uninit(words: usize) -> HostMem {
+///
+/// # Panics
+/// If a fresh allocation fails (the message names the size, see `zeroed_words`).
+pub fn alloc_uninit(words: usize, buf: &crate::Buffer) -> HostMem {
     if words * 8 >= MIN_POOLED_BYTES {
         let mut p = pool().lock().unwrap_or_else(|e| e.into_inner());
         if let Some(mem) = p.free.get_mut(&words).and_then(Vec::pop) {
@@ -56,7 +59,7 @@ pub fn alloc_uninit(words: usize) -> HostMem {
             return mem;
         }
     }
-    vec![0u64; words]
+    crate::buffer::zeroed_words(words, buf)
 }
 
 /// Gives a freed allocation back for reuse (or to the OS, when small or the pool is full).

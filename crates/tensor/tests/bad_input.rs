@@ -147,3 +147,14 @@ fn diagonal_not_square() {
 fn pad_to_smaller() {
     let _ = t(&[2, 3]).pad_to(&[None, Some(2)]);
 }
+
+#[test]
+#[should_panic(
+    expected = "CPU: cannot allocate 281474976710656 bytes for a buffer of 70368744177664 float32 elements"
+)]
+fn buffer_larger_than_memory_names_its_size() {
+    // 2^46 floats = 256 TiB: more than the address space, so the allocation fails (instead of
+    // Rust's default abort, a panic that says what did not fit)
+    let big = Tensor::zeros_on(&[1 << 46], DType::FLOAT32, "CPU") + 1.0;
+    big.realize();
+}
