@@ -695,6 +695,64 @@ def gen_losses():
             lambda x, y, w=None, ii=ii, r=r: nll(x, y, w, ii, r), atol=ATOL_SUM)
 
 
+def interpolate_ref(x, size, mode, align_corners):
+    """Separable resampling of the last len(size) axes. Source coordinates follow tinygrad (and
+    PyTorch): computed in float32 like tinygrad's `arange` tensor; linear weights and sums in
+    float64. `linear`: half-pixel centres clipped to the input, or the corners aligned
+    (`(in-1)/(out-1)`, 0 for a single output); `nearest`: floor(i*in/out); `nearest-exact`:
+    floor((i+0.5)*in/out)."""
+    out = np.asarray(x, dtype=np.float64)
+    for k in range(1, len(size) + 1):
+        axis, n_out = out.ndim - k, size[-k]
+        n_in = x.shape[axis]
+        i = np.arange(n_out, dtype=np.float32)
+        if align_corners:
+            scale = np.float32((n_in - 1) / (n_out - 1)) if n_out > 1 else np.float32(0)
+        else:
+            scale = np.float32(n_in / n_out)
+        if mode == "linear":
+            src = scale * i if align_corners else scale * (i + np.float32(0.5)) - np.float32(0.5)
+            src = np.clip(src, 0, n_in - 1).astype(np.float32)
+            lo, hi = np.floor(src).astype(np.int64), np.ceil(src).astype(np.int64)
+            w = (src - np.floor(src)).astype(np.float64)
+            shape = [1] * out.ndim
+            shape[axis] = n_out
+            a, b = np.take(out, lo, axis=axis), np.take(out, hi, axis=axis)
+            out = a + (b - a) * w.reshape(shape)
+        else:
+            src = scale * (i + np.float32(0.5)) if mode == "nearest-exact" else scale * i
+            out = np.take(out, src.astype(np.int64), axis=axis)
+    if np.asarray(x).dtype.kind in "iu":
+        out = np.trunc(out).astype(np.int64)  # cast back to the input's integer dtype
+    return out
+
+
+def gen_interpolate():
+    # (name, x shape, size, mode, align_corners)
+    specs = [
+        ("linear_up_2d", (1, 1, 3, 4), (5, 7), "linear", False),
+        ("linear_down_2d", (2, 2, 6, 5), (4, 3), "linear", False),
+        ("linear_1d", (2, 3, 5), (8,), "linear", False),
+        ("linear_align_2d", (1, 2, 3, 4), (5, 6), "linear", True),
+        ("linear_align_to_1", (1, 1, 4, 3), (1, 5), "linear", True),
+        ("trilinear", (1, 1, 3, 2, 4), (4, 3, 2), "linear", False),
+        ("linear_same_size", (2, 3, 4), (3, 4), "linear", False),
+        ("nearest_up", (1, 2, 3, 3), (6, 7), "nearest", False),
+        ("nearest_down", (1, 1, 7, 8), (3, 5), "nearest", False),
+        ("nearest_exact_up", (1, 2, 3, 3), (5, 7), "nearest-exact", False),
+        ("nearest_exact_down", (2, 7, 9), (4,), "nearest-exact", False),
+        ("nearest_no_batch", (4, 5), (3, 8), "nearest", False),
+        ("tinygrad_doc", (3, 4), (2, 3), "linear", False),
+    ]
+    for name, xs, size, mode, ac in specs:
+        add(f"interpolate_{name}", "interpolate", {"size": list(size), "mode": mode, "align_corners": ac},
+            lambda xs=xs: [f32(xs)], lambda x, size=size, mode=mode, ac=ac: interpolate_ref(x, size, mode, ac))
+    # integer input: the result is cast back (tinygrad's `x.cast(self.dtype)`)
+    add("interpolate_nearest_int32", "interpolate", {"size": [5, 2], "mode": "nearest", "align_corners": False},
+        [np.arange(12, dtype=np.int32).reshape(3, 4) * 3 - 7],
+        lambda x: interpolate_ref(x, (5, 2), "nearest", False), out_dt="int32")
+
+
 def main():
     gen_conv()
     gen_conv_transpose()
@@ -704,6 +762,7 @@ def main():
     gen_one_hot()
     gen_attention()
     gen_losses()
+    gen_interpolate()
 
     here = os.path.dirname(os.path.abspath(__file__))
     path = os.path.join(here, "nn_cases.json")

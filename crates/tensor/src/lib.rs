@@ -54,7 +54,7 @@ pub use element::Element;
 pub use elementwise::{IntoOperand, Operand, broadcast_shape};
 pub use half::{bf16, f16};
 pub use indexing::{Idx, IndexError, SplitSizes};
-pub use nn_ops::{Dims, Padding, Reduction};
+pub use nn_ops::{Dims, InterpolateMode, Padding, Reduction};
 pub use reduce::Axis;
 pub use scatter::PadMode;
 pub use tensor::{Tensor, TensorError};

@@ -158,3 +158,17 @@ fn buffer_larger_than_memory_names_its_size() {
     let big = Tensor::zeros_on(&[1 << 46], DType::FLOAT32, "CPU") + 1.0;
     big.realize();
 }
+
+#[test]
+#[should_panic(expected = "interpolate: size [] for shape [2, 3]: expected 1 to 2 non-zero sizes")]
+fn interpolate_without_sizes() {
+    let _ = t(&[2, 3]).interpolate(&[], tinygrad_tensor::InterpolateMode::Linear, false);
+}
+
+#[test]
+#[should_panic(
+    expected = "interpolate: align_corners is only for InterpolateMode::Linear, got Nearest"
+)]
+fn interpolate_align_corners_needs_linear() {
+    let _ = t(&[2, 3]).interpolate(&[4], tinygrad_tensor::InterpolateMode::Nearest, true);
+}

@@ -17,7 +17,7 @@ use std::sync::Mutex;
 
 use common::{dims, int, padding, usizes};
 use serde_json::Value;
-use tinygrad_tensor::{DType, Dims, Padding, Reduction, Tensor};
+use tinygrad_tensor::{DType, Dims, InterpolateMode, Padding, Reduction, Tensor};
 
 const ATOL: f64 = 1e-6;
 const RTOL: f64 = 1e-3;
@@ -171,6 +171,16 @@ fn run_op(case: &Value, device: &str) -> Tensor {
         }
         "normalize" => x.normalize(f(a, "p"), int(&a["dim"]) as isize, f(a, "eps")),
         "one_hot" => x.one_hot(int(&a["num_classes"]) as isize),
+        "interpolate" => x.interpolate(
+            &usizes(&a["size"]),
+            match a["mode"].as_str().expect("mode") {
+                "linear" => InterpolateMode::Linear,
+                "nearest" => InterpolateMode::Nearest,
+                "nearest-exact" => InterpolateMode::NearestExact,
+                other => panic!("unknown interpolate mode {other:?}"),
+            },
+            flag(a, "align_corners"),
+        ),
         "sdpa" => x.scaled_dot_product_attention(
             &xs[1],
             &xs[2],
