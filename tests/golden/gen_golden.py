@@ -1045,6 +1045,31 @@ def gen_more():
 
 # =============================================================================================
 
+def gen_rearrange():
+    # each reference written out by hand with numpy reshape/transpose (not by parsing the formula)
+    specs = [
+        ("flatten", "batch channel -> (batch channel)", {}, (2, 3), lambda x: x.reshape(6)),
+        ("transpose", "b c -> c b", {}, (2, 3), lambda x: x.T),
+        ("nchw_to_seq", "b c h w -> b (h w) c", {}, (2, 3, 2, 4),
+         lambda x: x.transpose(0, 2, 3, 1).reshape(2, 8, 3)),
+        ("split_given", "(h w) c -> h w c", {"h": 2}, (6, 3), lambda x: x.reshape(2, 3, 3)),
+        ("split_both", "(a b) -> b a", {"a": 3, "b": 4}, (12,), lambda x: x.reshape(3, 4).T),
+        ("patches", "b (h p1) (w p2) -> b (h w) (p1 p2)", {"p1": 2, "p2": 2}, (2, 4, 6),
+         lambda x: x.reshape(2, 2, 2, 3, 2).transpose(0, 1, 3, 2, 4).reshape(2, 6, 4)),
+        ("ellipsis_front", "... h w -> ... w h", {}, (2, 3, 4, 5), lambda x: x.swapaxes(-1, -2)),
+        ("ellipsis_merge", "b ... -> b (...)", {}, (2, 3, 4), lambda x: x.reshape(2, 12)),
+        ("ellipsis_empty", "... a b -> b a ...", {}, (3, 4), lambda x: x.T),
+        ("unit_axes", "a 1 b -> b 1 a 1", {}, (2, 1, 3), lambda x: x.reshape(2, 3).T.reshape(3, 1, 2, 1)),
+        ("group_reorder", "a (b c) -> (c a) b", {"c": 2}, (3, 4),
+         lambda x: x.reshape(3, 2, 2).transpose(2, 0, 1).reshape(6, 2)),
+    ]
+    for name, formula, sizes, shape, fn in specs:
+        add(f"rearrange_f32_{name}", "rearrange", {"formula": formula, "sizes": sizes},
+            lambda shape=shape: [f32(shape)], fn, "float32")
+    add("rearrange_i32_unicode_ellipsis", "rearrange", {"formula": "b \u2026 c -> c b \u2026", "sizes": {}},
+        lambda: [i32((2, 3, 2, 4))], lambda x: x.transpose(3, 0, 1, 2), "int32")
+
+
 def main():
     gen_unary()
     gen_binary()
@@ -1056,6 +1081,7 @@ def main():
     gen_creation()
     gen_pre()
     gen_more()
+    gen_rearrange()
 
     here = os.path.dirname(os.path.abspath(__file__))
     path = os.path.join(here, "cases.json")

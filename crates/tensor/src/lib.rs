@@ -16,6 +16,7 @@
 //! - [`indexing`]: `getitem` ([`Idx`]: ints, slices with steps, ellipsis, new axes, tensor
 //!   indices), `gather`, `masked_fill`, `tril`/`triu`, `roll`, `repeat`, `split`/`chunk`.
 //! - [`einsum`]: `einsum` (Einstein summation with `...`, diagonals, implicit output).
+//! - [`rearrange`]: `rearrange` (einops formulas: split, permute, merge axes).
 //! - [`math`]: `log10`, `square`, `asin`/`acos`/`atan`, `fmod`, `copysign`, `logaddexp`,
 //!   `isclose`/`allclose`.
 //! - [`reduce`]: sum/max/mean/var/argmax, softmax, matmul, cumsum.
@@ -45,6 +46,7 @@ pub mod nn;
 pub mod nn_ops;
 pub mod operators;
 pub mod ordering;
+pub mod rearrange;
 pub mod reduce;
 pub mod scatter;
 pub mod tensor;

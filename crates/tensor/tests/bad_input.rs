@@ -172,3 +172,29 @@ fn interpolate_without_sizes() {
 fn interpolate_align_corners_needs_linear() {
     let _ = t(&[2, 3]).interpolate(&[4], tinygrad_tensor::InterpolateMode::Nearest, true);
 }
+
+#[test]
+#[should_panic(expected = "rearrange: need exactly one \"->\" in \"a b\"")]
+fn rearrange_without_arrow() {
+    let _ = t(&[2, 3]).rearrange("a b", &[]);
+}
+
+#[test]
+#[should_panic(expected = "rearrange: name mismatch in \"a b -> a c\"")]
+fn rearrange_name_mismatch() {
+    let _ = t(&[2, 3]).rearrange("a b -> a c", &[]);
+}
+
+#[test]
+#[should_panic(
+    expected = "rearrange: axis 0 of shape [6, 3] cannot be split into [\"h\", \"w\"] with sizes [(\"h\", 4)]"
+)]
+fn rearrange_split_that_does_not_divide() {
+    let _ = t(&[6, 3]).rearrange("(h w) c -> h w c", &[("h", 4)]);
+}
+
+#[test]
+#[should_panic(expected = "rearrange: \"a b c -> c b a\" names 3 axes, shape [2, 3] has 2")]
+fn rearrange_wrong_axis_count() {
+    let _ = t(&[2, 3]).rearrange("a b c -> c b a", &[]);
+}

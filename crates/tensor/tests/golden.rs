@@ -250,6 +250,15 @@ fn run_op(case: &Value, device: &str) -> Tensor {
             };
             Tensor::stack(&[&v, &m], 0)
         }
+        "rearrange" => {
+            let sizes: Vec<(&str, usize)> = args["sizes"]
+                .as_object()
+                .expect("sizes")
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_u64().expect("size") as usize))
+                .collect();
+            x().rearrange(args["formula"].as_str().expect("formula"), &sizes)
+        }
         "einsum" => Tensor::einsum(
             args["formula"].as_str().expect("formula"),
             &xs.iter().collect::<Vec<_>>(),
@@ -490,7 +499,7 @@ fn run_suite(device: &str) {
     let cases = common::load_cases("cases.json");
     assert_eq!(
         cases.len(),
-        828,
+        840,
         "tests/golden/cases.json: unexpected case count"
     );
     let filter: Vec<String> = std::env::var("GOLDEN_FILTER")
