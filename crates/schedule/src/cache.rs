@@ -37,7 +37,7 @@ const MAX_ENTRIES: usize = 256;
 
 static HITS: AtomicUsize = AtomicUsize::new(0);
 
-/// How many schedules were served from the cache in this process (for tests and `DEBUG`).
+/// How many schedules were served from the cache in this process (for tests).
 pub fn schedule_cache_hits() -> usize {
     HITS.load(Ordering::Relaxed)
 }

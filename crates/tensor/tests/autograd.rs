@@ -260,16 +260,6 @@ fn run_case(case: &Value, device: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn panic_message(e: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = e.downcast_ref::<String>() {
-        s.clone()
-    } else if let Some(s) = e.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else {
-        "panic".to_string()
-    }
-}
-
 fn run_suite(device: &str) {
     common::install_quiet_hook();
     let filter: Vec<String> = std::env::var("GRADS_FILTER")
@@ -287,7 +277,7 @@ fn run_suite(device: &str) {
         common::set_in_case(true);
         let r = catch_unwind(AssertUnwindSafe(|| run_case(case, device)));
         common::set_in_case(false);
-        let r = r.unwrap_or_else(|e| Err(format!("panicked: {}", panic_message(&*e))));
+        let r = r.unwrap_or_else(|e| Err(format!("panicked: {}", common::panic_message(&*e))));
         if let Err(msg) = r {
             failures.push(format!("  {name}: {msg}"));
         }

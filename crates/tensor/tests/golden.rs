@@ -484,16 +484,6 @@ fn describe(case: &Value) -> String {
     )
 }
 
-fn panic_message(e: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = e.downcast_ref::<String>() {
-        s.clone()
-    } else if let Some(s) = e.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else {
-        "(non-string panic)".into()
-    }
-}
-
 fn run_suite(device: &str) {
     common::install_quiet_hook();
     let cases = common::load_cases("cases.json");
@@ -523,7 +513,7 @@ fn run_suite(device: &str) {
             check(case, &t, device)
         }));
         common::set_in_case(false);
-        let res = res.unwrap_or_else(|e| Err(format!("panicked: {}", panic_message(&*e))));
+        let res = res.unwrap_or_else(|e| Err(format!("panicked: {}", common::panic_message(&*e))));
         match (res, KNOWN_FAILURES.iter().find(|(n, _)| *n == name)) {
             (Ok(()), None) => passed += 1,
             (Ok(()), Some(_)) => failures.push(format!(
@@ -628,7 +618,7 @@ fn golden_ptx() {
         match res {
             Ok(Ok(ran)) => emulated += usize::from(ran),
             Ok(Err(e)) => failures.push(format!("{name} (emulated PTX): {}", truncate(&e))),
-            Err(e) => failures.push(format!("{name}: panicked: {}", panic_message(&*e))),
+            Err(e) => failures.push(format!("{name}: panicked: {}", common::panic_message(&*e))),
         }
     }
     eprintln!(

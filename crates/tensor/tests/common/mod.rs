@@ -15,7 +15,7 @@ thread_local! {
     static IN_CASE: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Installs (once) a panic hook that stays silent while [`run_quietly`] runs a case.
+/// Installs (once) a panic hook that stays silent inside a case (see [`set_in_case`]).
 pub fn install_quiet_hook() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
@@ -31,16 +31,6 @@ pub fn install_quiet_hook() {
 /// Marks the start (`true`) or end (`false`) of a case whose panics stay quiet.
 pub fn set_in_case(on: bool) {
     IN_CASE.with(|c| c.set(on));
-}
-
-/// Runs one case with its panics kept quiet (see [`install_quiet_hook`]); a panic is returned
-/// as `Err` with its message.
-pub fn run_quietly<R>(f: impl FnOnce() -> R) -> Result<R, String> {
-    install_quiet_hook();
-    IN_CASE.with(|c| c.set(true));
-    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-    IN_CASE.with(|c| c.set(false));
-    r.map_err(|e| panic_message(e.as_ref()))
 }
 
 /// The message of a caught panic.
