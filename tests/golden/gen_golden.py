@@ -1070,6 +1070,28 @@ def gen_rearrange():
         lambda: [i32((2, 3, 2, 4))], lambda x: x.transpose(3, 0, 1, 2), "int32")
 
 
+def gen_unfold():
+    # numpy's sliding_window_view puts each window on a new last axis; stepping takes every
+    # `step`-th window (PyTorch's Tensor.unfold)
+    def ref(x, dim, size, step):
+        dim %= x.ndim
+        return np.lib.stride_tricks.sliding_window_view(x, size, axis=dim).take(
+            range(0, x.shape[dim] - size + 1, step), axis=dim)
+    specs = [
+        ("1d_k2_s1", (7,), 0, 2, 1), ("1d_k2_s2", (7,), 0, 2, 2), ("1d_k3_s2", (8,), -1, 3, 2),
+        ("2d_dim0", (5, 3), 0, 2, 1), ("2d_dim1_k3_s3", (2, 7), 1, 3, 3),
+        ("3d_middle", (2, 6, 3), 1, 4, 1), ("3d_neg_dim", (2, 3, 5), -2, 2, 1),
+        ("full_window", (2, 4), 1, 4, 1), ("step_past_end", (9,), 0, 2, 5),
+        ("size0", (2, 3), 1, 0, 1),
+    ]
+    for name, shape, dim, size, step in specs:
+        add(f"unfold_f32_{name}", "unfold", {"dim": dim, "size": size, "step": step},
+            lambda shape=shape: [f32(shape)], lambda x, d=dim, k=size, st=step: ref(x, d, k, st),
+            "float32")
+    add("unfold_i32_2d", "unfold", {"dim": 0, "size": 2, "step": 2},
+        lambda: [i32((5, 2))], lambda x: ref(x, 0, 2, 2), "int32")
+
+
 def main():
     gen_unary()
     gen_binary()
@@ -1082,6 +1104,7 @@ def main():
     gen_pre()
     gen_more()
     gen_rearrange()
+    gen_unfold()
 
     here = os.path.dirname(os.path.abspath(__file__))
     path = os.path.join(here, "cases.json")

@@ -309,6 +309,52 @@ grad_getitem("grad_getitem_nonadjacent", x4, [slice(None), T([0, 2, 2]), slice(1
 grad_gather("grad_gather_repeated", x3, 1, [[[0, 1, 2, 0], [0, 0, 0, 0]], [[2, 2, 1, 1], [1, 0, 2, 0]]])
 grad_gather("grad_gather_negative_dim", x3, -1, [[[3, 3], [0, 1], [2, 2]], [[1, 0], [0, 0], [3, 1]]])
 
+# ---- setitem: x[idx] = value ----
+
+def tiny_setitem(x, idx, v):
+  """Basic indices: numpy's assignment. With index tensors: each selected position (tinygrad's
+  selection shape, from tiny_getitem of 1-based positions; 0 = out of range) takes the value
+  broadcast to that shape, in order, so the last write wins; out-of-range values write nothing."""
+  y = x.copy()
+  if not any(isinstance(i, (T, L)) for i in idx):
+    y[tuple(idx)] = v
+    return y
+  pos = tiny_getitem(np.arange(1, x.size + 1).reshape(x.shape), idx)
+  vb = np.broadcast_to(np.asarray(v, dtype=x.dtype), pos.shape)
+  flat = y.reshape(-1)
+  for p, val in zip(pos.reshape(-1), vb.reshape(-1)):
+    if p > 0:
+      flat[p - 1] = val
+  return flat.reshape(x.shape)
+
+
+def si(name, x, idx, v):
+  val = {"tensor": inp(np.asarray(v, dtype=x.dtype))} if isinstance(v, np.ndarray) else v
+  add(name, "setitem", x, {"idx": [spec(i) for i in idx], "value": val}, [tiny_setitem(x, idx, v)])
+
+
+si("setitem_int_scalar", x3, [1], 2.5)
+si("setitem_int_int_row", x3, [0, -1], rand(4))
+si("setitem_slice_broadcast", x3, [slice(None), slice(1, 3)], rand(1, 4))
+si("setitem_slice_step2", x3, [slice(None), slice(None), slice(None, None, 2)], rand(2, 3, 2))
+si("setitem_slice_step3_offset", x1, [slice(1, None, 3)], rand(2))
+si("setitem_reverse_step2", x3, [slice(None), slice(None), slice(3, 0, -2)], rand(2))
+si("setitem_reverse_all", x1, [slice(None, None, -1)], np.arange(7, dtype=np.float64))
+si("setitem_reverse_negative_bounds", x1, [slice(-2, -6, -2)], np.array([10.0, 20.0]))
+si("setitem_ellipsis_int", x3, [Ellipsis, 0], rand(3))
+si("setitem_newaxis", x3, [None, 1, slice(0, 2)], rand(1, 2, 4))
+si("setitem_empty_slice", x3, [slice(None), slice(3, 3)], 7.0)
+si("setitem_everything", x3, [Ellipsis], -1.0)
+si("setitem_tensor_rows", x3, [T([1, 0])], rand(2, 3, 4))
+si("setitem_tensor_pair", x3, [T([0, 1, 1]), T([2, 0, 1])], rand(3, 4))
+si("setitem_tensor_repeated_last_wins", x1, [T([2, 4, 2])], np.array([1.0, 2.0, 3.0]))
+si("setitem_tensor_negative_and_out_of_range", x1, [T([-1, 9, 0, -8])], np.array([1.0, 2.0, 3.0, 4.0]))
+si("setitem_tensor_nonadjacent", x4, [slice(None), T([0, 2]), slice(None), T([1, 4])], rand(2, 2, 4))
+si("setitem_int_slice_tensor", x3, [1, slice(None), T([0, 3])], 0.0)
+si("setitem_list", x3, [slice(None), L([2, 0])], rand(2, 1, 4))
+si("setitem_int_input", xi, [slice(None, None, -2), T([0, 3])], np.array([[100, 200]], dtype=np.int32))
+si("setitem_int_input_scalar", xi, [1], 5)
+
 out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "indexing_cases.json")
 with open(out, "w") as f:
   json.dump(cases, f, separators=(",", ":"))

@@ -753,6 +753,88 @@ def gen_interpolate():
         lambda x: interpolate_ref(x, (5, 2), "nearest", False), out_dt="int32")
 
 
+def pool_argmax_ref(x, kernel, stride, dilation, padding, ceil_mode):
+    """Flat spatial index (in the input) of each window's first maximum."""
+    n = len(kernel)
+    k = list(kernel)
+    s = k if stride is None else tup(stride, n)
+    d = tup(dilation, n)
+    pads = grouped_pads(padding, n)
+    lead, sp = x.shape[:-n], x.shape[-n:]
+    outs = pool_out_sizes(sp, k, s, d, pads, ceil_mode)
+    out = np.zeros((*lead, *outs), dtype=np.int64)
+    for li in itertools.product(*[range(v) for v in lead]):
+        for o in itertools.product(*[range(v) for v in outs]):
+            best = None
+            for kk in itertools.product(*[range(v) for v in k]):
+                pos = [o[j] * s[j] + kk[j] * d[j] - pads[j][0] for j in range(n)]
+                if all(0 <= pos[j] < sp[j] for j in range(n)):
+                    v = x[tuple(li) + tuple(pos)]
+                    if best is None or v > best[0]:
+                        best = (v, int(np.ravel_multi_index(pos, sp)))
+            out[tuple(li) + o] = best[1]
+    return out
+
+
+def unpool_ref(x, kernel, stride, dilation, padding, ceil_mode, output_size):
+    """max_pool2d with indices, then max_unpool2d: each window's maximum added at its index
+    (tinygrad sums when overlapping windows pick the same position) in zeros of output_size
+    (default: (i - 1) * s - pads + d * (k - 1) + 1); indices are flat positions in it."""
+    n = len(kernel)
+    vals = pool_ref(x, "max", kernel, stride, dilation, padding, ceil_mode)
+    idx = pool_argmax_ref(x, kernel, stride, dilation, padding, ceil_mode)
+    k = list(kernel)
+    s = k if stride is None else tup(stride, n)
+    d = tup(dilation, n)
+    pads = grouped_pads(padding, n)
+    if output_size is None:
+        output_size = [(vals.shape[-n + j] - 1) * s[j] - (pads[j][0] + pads[j][1])
+                       + d[j] * (k[j] - 1) + 1 for j in range(n)]
+    lead = vals.shape[:-n]
+    out = np.zeros((*lead, int(np.prod(output_size))))
+    for li in itertools.product(*[range(v) for v in lead]):
+        # an index past the output (a default output_size smaller than the input) writes nothing
+        i, v = idx[li].reshape(-1), vals[li].reshape(-1)
+        keep = i < out.shape[-1]
+        np.add.at(out[li], i[keep], v[keep])
+    return out.reshape(*lead, *output_size)
+
+
+def gen_unpool():
+    # (name, x shape, kernel, stride, dilation, padding, ceil_mode, output_size)
+    specs = [
+        ("k2", (1, 1, 4, 4), (2, 2), None, 1, 0, False, None),
+        ("k2_odd_output_size", (2, 3, 5, 5), (2, 2), None, 1, 0, False, [5, 5]),
+        ("k3_s2_pad1", (1, 2, 6, 7), (3, 3), 2, 1, 1, False, None),
+        ("k3_s1_overlap", (1, 1, 5, 6), (3, 3), 1, 1, 0, False, None),
+        ("k2_s1_dil2", (1, 1, 6, 6), (2, 2), 1, 2, 0, False, None),
+        ("k3_s2_ceil", (1, 1, 6, 6), (3, 3), 2, 1, 0, True, [6, 6]),
+        ("1d_k2", (2, 2, 7), (2,), None, 1, 0, False, [7]),
+        ("3d_k2", (1, 1, 4, 4, 4), (2, 2, 2), None, 1, 0, False, None),
+    ]
+    for name, xs, k, stride, dil, pad, ceil, osz in specs:
+        args = {"kernel": list(k), "stride": stride, "dilation": dil, "padding": pad,
+                "ceil_mode": ceil}
+        add(f"max_pool2d_indices_{name}_{sh(xs)}", "max_pool2d_indices", args,
+            lambda xs=xs: [f32(xs, -3, 1)],
+            lambda x, k=k, stride=stride, dil=dil, pad=pad, ceil=ceil:
+                pool_argmax_ref(x, k, stride, dil, pad, ceil), "int32")
+        add(f"max_unpool2d_{name}_{sh(xs)}", "max_unpool2d", {**args, "output_size": osz},
+            lambda xs=xs: [f32(xs, -3, 1)],
+            lambda x, k=k, stride=stride, dil=dil, pad=pad, ceil=ceil, osz=osz:
+                unpool_ref(x, k, stride, dil, pad, ceil, osz))
+    # ties (an int input with few values): the first position in the window wins
+    add("max_pool2d_indices_int_ties_1x1x4x6", "max_pool2d_indices",
+        {"kernel": [2, 3], "stride": None, "dilation": 1, "padding": 0, "ceil_mode": False},
+        lambda: [i32((1, 1, 4, 6), 0, 1)],
+        lambda x: pool_argmax_ref(x, (2, 3), None, 1, 0, False), "int32")
+    add("max_unpool2d_int_1x2x4x4", "max_unpool2d",
+        {"kernel": [2, 2], "stride": None, "dilation": 1, "padding": 0, "ceil_mode": False,
+         "output_size": None},
+        lambda: [i32((1, 2, 4, 4), -9, 9)],
+        lambda x: unpool_ref(x, (2, 2), None, 1, 0, False, None).astype(np.int64), "int32")
+
+
 def main():
     gen_conv()
     gen_conv_transpose()
@@ -763,6 +845,7 @@ def main():
     gen_attention()
     gen_losses()
     gen_interpolate()
+    gen_unpool()
 
     here = os.path.dirname(os.path.abspath(__file__))
     path = os.path.join(here, "nn_cases.json")

@@ -47,6 +47,12 @@ pub enum Idx {
 
 impl Idx {
     /// The full slice `:`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{Idx, Tensor};
+    /// let t = Tensor::from_slice(&[0i32, 1, 2, 3, 4, 5], &[2, 3]);
+    /// assert_eq!(t.getitem(&[Idx::all(), Idx::Int(1)]).to_vec::<i32>(), vec![1, 4]);
+    /// ```
     pub fn all() -> Idx {
         Idx::Slice {
             start: None,
@@ -56,16 +62,37 @@ impl Idx {
     }
 
     /// `start:stop:step`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{Idx, Tensor};
+    /// let t = Tensor::from_vec(vec![0i32, 1, 2, 3, 4, 5]);
+    /// assert_eq!(t.getitem(&[Idx::slice(Some(1), None, 2)]).to_vec::<i32>(), vec![1, 3, 5]);
+    /// assert_eq!(t.getitem(&[Idx::slice(Some(-2), None, -1)]).to_vec::<i32>(), vec![4, 3, 2, 1, 0]);
+    /// ```
     pub fn slice(start: Option<isize>, stop: Option<isize>, step: isize) -> Idx {
         Idx::Slice { start, stop, step }
     }
 
     /// `start:stop`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{Idx, Tensor};
+    /// let t = Tensor::from_vec(vec![0i32, 1, 2, 3, 4, 5]);
+    /// assert_eq!(t.getitem(&[Idx::range(1, 4)]).to_vec::<i32>(), vec![1, 2, 3]);
+    /// assert_eq!(t.getitem(&[Idx::range(-2, 6)]).to_vec::<i32>(), vec![4, 5]);
+    /// ```
     pub fn range(start: isize, stop: isize) -> Idx {
         Idx::slice(Some(start), Some(stop), 1)
     }
 
     /// `::step`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{Idx, Tensor};
+    /// let t = Tensor::from_vec(vec![0i32, 1, 2, 3, 4, 5]);
+    /// assert_eq!(t.getitem(&[Idx::step(3)]).to_vec::<i32>(), vec![0, 3]);
+    /// assert_eq!(t.getitem(&[Idx::step(-2)]).to_vec::<i32>(), vec![5, 3, 1]);
+    /// ```
     pub fn step(step: isize) -> Idx {
         Idx::slice(None, None, step)
     }
@@ -165,18 +192,18 @@ impl<const N: usize> From<[usize; N]> for SplitSizes {
 }
 
 /// What one index became after parsing (tinygrad's `indices_parsed`).
-enum Kind {
+pub(crate) enum Kind {
     Int,
     Slice,
     NewAxis,
     Tensor(Tensor),
 }
 
-struct Parsed {
-    kind: Kind,
-    size: usize,
-    boundary: (usize, usize),
-    stride: isize,
+pub(crate) struct Parsed {
+    pub(crate) kind: Kind,
+    pub(crate) size: usize,
+    pub(crate) boundary: (usize, usize),
+    pub(crate) stride: isize,
 }
 
 /// Python's `slice(start, stop, step).indices(len)`.
@@ -257,6 +284,70 @@ impl Tensor {
     /// assert_eq!(t.try_getitem(&[Idx::Int(-1)]).unwrap().to_vec::<i32>(), vec![8, 9, 10, 11]);
     /// ```
     pub fn try_getitem(&self, indices: &[Idx]) -> Result<Tensor, IndexError> {
+        let parsed = self.parse_indices(indices)?;
+        // movement ops: shrink, flip negative strides, apply strides
+        let mops: Vec<&Parsed> = parsed
+            .iter()
+            .filter(|p| !matches!(p.kind, Kind::NewAxis))
+            .collect();
+        let mut x = self.clone();
+        if !mops.is_empty() {
+            let bounds: Vec<(usize, usize)> = mops.iter().map(|m| m.boundary).collect();
+            let flips: Vec<isize> = mops
+                .iter()
+                .enumerate()
+                .filter(|(_, m)| m.stride < 0)
+                .map(|(i, _)| i as isize)
+                .collect();
+            x = x.shrink(&bounds).flip(&flips);
+            let strides: Vec<usize> = mops.iter().map(|m| m.stride.unsigned_abs()).collect();
+            if strides.iter().any(|&s| s != 1) {
+                let sh = x.shape();
+                let pads: Vec<(usize, usize)> = sh
+                    .iter()
+                    .zip(&strides)
+                    .map(|(&s, &st)| (0, s.div_ceil(st) * st - s))
+                    .collect();
+                x = x.pad(&pads, 0);
+                let split: Vec<usize> = sh
+                    .iter()
+                    .zip(&strides)
+                    .flat_map(|(&s, &st)| [s.div_ceil(st), st])
+                    .collect();
+                x = x.reshape_exact(&split);
+                let keep: Vec<(usize, usize)> =
+                    split.chunks(2).flat_map(|c| [(0, c[0]), (0, 1)]).collect();
+                let out: Vec<usize> = split.iter().step_by(2).copied().collect();
+                x = x.shrink(&keep).reshape_exact(&out);
+            }
+        }
+
+        // new axes (size 1) in, integer-indexed dims out
+        let x_dims: Vec<&Parsed> = parsed
+            .iter()
+            .filter(|p| !matches!(p.kind, Kind::Int))
+            .collect();
+        let sizes: Vec<usize> = x_dims.iter().map(|p| p.size).collect();
+        let x = x.reshape_exact(&sizes);
+
+        // tensor indexing
+        let tops: Vec<(usize, Tensor)> = x_dims
+            .iter()
+            .enumerate()
+            .filter_map(|(d, p)| match &p.kind {
+                Kind::Tensor(t) => Some((d, t.clone())),
+                _ => None,
+            })
+            .collect();
+        if tops.is_empty() {
+            return Ok(x);
+        }
+        x.tensor_index(&tops)
+    }
+
+    /// tinygrad's index parsing: the ellipsis expanded, then one [`Parsed`] per index (new axes
+    /// included), with its kind, result size, boundary in the input and stride.
+    pub(crate) fn parse_indices(&self, indices: &[Idx]) -> Result<Vec<Parsed>, IndexError> {
         let shape = self.shape();
         let ndim = shape.len();
         // _normalize_indices: expand the ellipsis (or pad at the end) with full slices
@@ -361,65 +452,7 @@ impl Tensor {
                 stride,
             });
         }
-
-        // movement ops: shrink, flip negative strides, apply strides
-        let mops: Vec<&Parsed> = parsed
-            .iter()
-            .filter(|p| !matches!(p.kind, Kind::NewAxis))
-            .collect();
-        let mut x = self.clone();
-        if !mops.is_empty() {
-            let bounds: Vec<(usize, usize)> = mops.iter().map(|m| m.boundary).collect();
-            let flips: Vec<isize> = mops
-                .iter()
-                .enumerate()
-                .filter(|(_, m)| m.stride < 0)
-                .map(|(i, _)| i as isize)
-                .collect();
-            x = x.shrink(&bounds).flip(&flips);
-            let strides: Vec<usize> = mops.iter().map(|m| m.stride.unsigned_abs()).collect();
-            if strides.iter().any(|&s| s != 1) {
-                let sh = x.shape();
-                let pads: Vec<(usize, usize)> = sh
-                    .iter()
-                    .zip(&strides)
-                    .map(|(&s, &st)| (0, s.div_ceil(st) * st - s))
-                    .collect();
-                x = x.pad(&pads, 0);
-                let split: Vec<usize> = sh
-                    .iter()
-                    .zip(&strides)
-                    .flat_map(|(&s, &st)| [s.div_ceil(st), st])
-                    .collect();
-                x = x.reshape_exact(&split);
-                let keep: Vec<(usize, usize)> =
-                    split.chunks(2).flat_map(|c| [(0, c[0]), (0, 1)]).collect();
-                let out: Vec<usize> = split.iter().step_by(2).copied().collect();
-                x = x.shrink(&keep).reshape_exact(&out);
-            }
-        }
-
-        // new axes (size 1) in, integer-indexed dims out
-        let x_dims: Vec<&Parsed> = parsed
-            .iter()
-            .filter(|p| !matches!(p.kind, Kind::Int))
-            .collect();
-        let sizes: Vec<usize> = x_dims.iter().map(|p| p.size).collect();
-        let x = x.reshape_exact(&sizes);
-
-        // tensor indexing
-        let tops: Vec<(usize, Tensor)> = x_dims
-            .iter()
-            .enumerate()
-            .filter_map(|(d, p)| match &p.kind {
-                Kind::Tensor(t) => Some((d, t.clone())),
-                _ => None,
-            })
-            .collect();
-        if tops.is_empty() {
-            return Ok(x);
-        }
-        x.tensor_index(&tops)
+        Ok(parsed)
     }
 
     /// The advanced-indexing part of `_getitem`: `tops` are `(dim, index)` pairs into `self`,

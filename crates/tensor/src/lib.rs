@@ -26,6 +26,7 @@
 //! - [`nn_ops`]: convolutions and pooling (any number of spatial dims), activations, layernorm/
 //!   batchnorm, `rand`/`dropout`, `one_hot`, attention, losses.
 //! - [`scatter`]: `pad_mode` ([`PadMode`]: reflect/replicate/circular), `scatter`/`scatter_reduce`, `meshgrid`, `masked_select`.
+//! - [`setitem`]: `setitem` — writing into the part of a tensor an index selects.
 //! - [`assign`]: `assign` — replacing a tensor's value lazily (optimizer updates).
 //! - [`nn`]: layers, `Module`/`Parameters` and state dicts, optimizers, safetensors files,
 //!   weight initialization.
@@ -49,6 +50,7 @@ pub mod ordering;
 pub mod rearrange;
 pub mod reduce;
 pub mod scatter;
+pub mod setitem;
 pub mod tensor;
 
 pub use autograd::{NoGradGuard, TrainGuard};

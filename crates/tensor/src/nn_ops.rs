@@ -321,6 +321,15 @@ impl Tensor {
     /// copies) of shape `(..., o_1, ..., o_n, k_1, ..., k_n)` with `o = ceil((i - d*(k-1)) / s)`.
     /// Built from pad/shrink/reshape/expand/permute; reduce the trailing axes to pool.
     ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::arange(0, 5, 1);
+    /// let w = t.pool([3], [1], [1]); // windows of 3, stride 1
+    /// assert_eq!((w.shape(), w.to_vec::<i32>()), (vec![3, 3], vec![0, 1, 2, 1, 2, 3, 2, 3, 4]));
+    /// let w = t.pool([3], [2], [1]); // stride 2
+    /// assert_eq!((w.shape(), w.to_vec::<i32>()), (vec![2, 3], vec![0, 1, 2, 2, 3, 4]));
+    /// ```
+    ///
     /// # Panics
     /// If the tensor has fewer axes than the kernel, the stride/dilation don't match the kernel,
     /// or a (dilated) window is larger than the input.
@@ -485,6 +494,20 @@ impl Tensor {
     /// never start in the padding after the input); with `count_include_pad == false` the zero
     /// padding is not counted in the averages.
     ///
+    /// ```
+    /// use tinygrad_tensor::{Dims, Tensor};
+    /// let t = Tensor::arange(0, 25, 1).reshape(&[1, 1, 5, 5]);
+    /// let p = t.avg_pool2d(2, Dims::Default, 1, 0, false, true);
+    /// assert_eq!((p.shape(), p.to_vec::<f32>()), (vec![1, 1, 2, 2], vec![3.0, 5.0, 13.0, 15.0]));
+    /// let p = t.avg_pool2d(2, Dims::Default, 1, 0, true, true); // ceil_mode
+    /// let want = vec![3.0, 5.0, 6.5, 13.0, 15.0, 16.5, 20.5, 22.5, 24.0];
+    /// assert_eq!(p.to_vec::<f32>(), want);
+    /// let p = t.avg_pool2d(2, Dims::Default, 1, 1, false, true); // padding=1
+    /// assert_eq!(p.to_vec::<f32>(), vec![0.0, 0.75, 1.75, 3.75, 9.0, 11.0, 8.75, 19.0, 21.0]);
+    /// let p = t.avg_pool2d(2, Dims::Default, 1, 1, false, false); // count_include_pad=False
+    /// assert_eq!(p.to_vec::<f32>(), vec![0.0, 1.5, 3.5, 7.5, 9.0, 11.0, 17.5, 19.0, 21.0]);
+    /// ```
+    ///
     /// # Panics
     /// On a kernel larger than the padded input, or malformed kernel/stride/padding.
     pub fn avg_pool2d(
@@ -531,6 +554,17 @@ impl Tensor {
     /// kernel `k` is `(k, k)`). `stride` [`Dims::Default`] means the kernel size; padding uses the dtype's minimum (`-inf`
     /// for floats); `ceil_mode` as in [`Tensor::avg_pool2d`].
     ///
+    /// ```
+    /// use tinygrad_tensor::{Dims, Tensor};
+    /// let t = Tensor::arange(0, 25, 1).reshape(&[1, 1, 5, 5]);
+    /// let p = t.max_pool2d(2, Dims::Default, 1, 0, false);
+    /// assert_eq!((p.shape(), p.to_vec::<i32>()), (vec![1, 1, 2, 2], vec![6, 8, 16, 18]));
+    /// let p = t.max_pool2d(2, Dims::Default, 1, 0, true); // ceil_mode
+    /// assert_eq!(p.to_vec::<i32>(), vec![6, 8, 9, 16, 18, 19, 21, 23, 24]);
+    /// let p = t.max_pool2d(2, Dims::Default, 1, 1, false); // padding=1
+    /// assert_eq!(p.to_vec::<i32>(), vec![0, 2, 4, 10, 12, 14, 20, 22, 24]);
+    /// ```
+    ///
     /// # Panics
     /// On a kernel larger than the padded input, or malformed kernel/stride/padding.
     pub fn max_pool2d(
@@ -556,6 +590,196 @@ impl Tensor {
         self.pad_spatial(&pads, self.dtype().min())
             .pool_impl(&k, &s, &d, "max_pool2d")
             .max(axes)
+    }
+
+    /// [`Tensor::max_pool2d`] that also returns where each maximum came from (tinygrad's
+    /// `return_indices=True`): `(values, indices)`, the indices (`int32`) flat positions in the
+    /// pooled spatial dims of the input (the first position on ties), ready for
+    /// [`Tensor::max_unpool2d`].
+    ///
+    /// ```
+    /// use tinygrad_tensor::{Dims, Tensor};
+    /// let t = Tensor::arange(1, 17, 1).reshape(&[1, 1, 4, 4]);
+    /// let (values, indices) = t.max_pool2d_with_indices(2, Dims::Default, 1, 0, false);
+    /// assert_eq!(values.to_vec::<i32>(), vec![6, 8, 14, 16]);
+    /// assert_eq!(indices.to_vec::<i32>(), vec![5, 7, 13, 15]);
+    /// ```
+    ///
+    /// # Panics
+    /// As [`Tensor::max_pool2d`].
+    pub fn max_pool2d_with_indices(
+        &self,
+        kernel_size: impl Into<Dims>,
+        stride: impl Into<Dims>,
+        dilation: impl Into<Dims>,
+        padding: impl Into<Padding>,
+        ceil_mode: bool,
+    ) -> (Tensor, Tensor) {
+        let op = "max_pool2d_with_indices";
+        let (k, s, d, mut pads) = self.pool_args(
+            op,
+            kernel_size.into(),
+            stride.into(),
+            dilation.into(),
+            &padding.into(),
+        );
+        if ceil_mode {
+            pads = self.apply_ceil_mode(&pads, &k, &s, &d);
+        }
+        let n = k.len() as isize;
+        let axes: Vec<isize> = (-n..0).collect();
+        let pooled = self
+            .pad_spatial(&pads, self.dtype().min())
+            .pool_impl(&k, &s, &d, op);
+        let shape = self.shape();
+        let spatial = &shape[shape.len() - k.len()..];
+        let size: usize = spatial.iter().product();
+        // positions counted down from `size`, so the largest marks the first maximum
+        let down = Tensor::arange_on(size as f64, 0.0, -1.0, DType::INT32, self.device())
+            .reshape_exact(spatial);
+        let at_max = pooled.eq(pooled.max_keepdim(axes.clone()));
+        let marks = at_max.cast(DType::INT32).mul(
+            down.pad_spatial(&pads, DType::INT32.min())
+                .pool_impl(&k, &s, &d, op),
+        );
+        let indices = marks.max(axes.clone()).neg().add(size as i64);
+        (pooled.max(axes), indices)
+    }
+
+    /// The partial inverse of [`Tensor::max_pool2d_with_indices`]: each value written at its
+    /// index in a zero tensor of the unpooled spatial shape (tinygrad's `max_unpool2d`, any
+    /// number of spatial dims). The input is `(batch, channels, *spatial)`; the output's spatial
+    /// shape is `output_size` (its last entries, when longer) or, by default, the smallest input
+    /// the pool could have come from: `(i - 1) * stride - pad_before - pad_after + dilation *
+    /// (kernel - 1) + 1`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{Dims, Tensor};
+    /// let t = Tensor::arange(1, 17, 1).reshape(&[1, 1, 4, 4]);
+    /// let (values, indices) = t.max_pool2d_with_indices(2, Dims::Default, 1, 0, false);
+    /// let u = values.max_unpool2d(&indices, 2, Dims::Default, 1, 0, None);
+    /// assert_eq!(u.shape(), vec![1, 1, 4, 4]);
+    /// assert_eq!(
+    ///     u.to_vec::<i32>(),
+    ///     vec![0, 0, 0, 0, 0, 6, 0, 8, 0, 0, 0, 0, 0, 14, 0, 16]
+    /// );
+    /// ```
+    ///
+    /// # Panics
+    /// If the input has fewer than 3 dims, `indices` has another shape or is not an integer
+    /// tensor, or the kernel/stride/dilation/padding don't match the spatial dims.
+    #[allow(clippy::too_many_arguments)]
+    pub fn max_unpool2d(
+        &self,
+        indices: &Tensor,
+        kernel_size: impl Into<Dims>,
+        stride: impl Into<Dims>,
+        dilation: impl Into<Dims>,
+        padding: impl Into<Padding>,
+        output_size: Option<&[usize]>,
+    ) -> Tensor {
+        let op = "max_unpool2d";
+        let shape = self.shape();
+        assert!(
+            shape.len() >= 3,
+            "{op}: input shape {shape:?}: expected (batch, channels, *spatial) with at least one \
+             spatial dim"
+        );
+        assert!(
+            indices.shape() == shape && indices.dtype().is_int(),
+            "{op}: indices {:?} {} must be an integer tensor of the input's shape {shape:?}",
+            indices.shape(),
+            indices.dtype()
+        );
+        let (bs, c, spatial) = (shape[0], shape[1], &shape[2..]);
+        let n = spatial.len();
+        let out: Vec<usize> = match output_size {
+            Some(o) => {
+                assert!(
+                    o.len() >= n,
+                    "{op}: output_size {o:?} has fewer than {n} spatial sizes (input {shape:?})"
+                );
+                o[o.len() - n..].to_vec()
+            }
+            None => {
+                let kernel = kernel_size.into();
+                let k = match &kernel {
+                    Dims::All(v) => vec![*v; n],
+                    _ => kernel.resolve(n, op, "kernel_size", true),
+                };
+                let s = stride.into().resolve_or(n, &k, op, "stride", true);
+                let d = dilation.into().resolve(n, op, "dilation", true);
+                let p = padding.into().resolve(n, op, &shape);
+                (0..n)
+                    .map(|j| {
+                        let o = (spatial[j] as isize - 1) * s[j] as isize - (p[j].0 + p[j].1)
+                            + (d[j] * (k[j] - 1) + 1) as isize;
+                        assert!(o > 0, "{op}: the unpooled size of spatial dim {j} is {o}");
+                        o as usize
+                    })
+                    .collect()
+            }
+        };
+        let total: usize = out.iter().product();
+        let flat: usize = spatial.iter().product();
+        let hot = indices
+            .reshape_exact(&[bs, c, 1, flat])
+            .one_hot_along_dim(total, 2, op);
+        let placed = hot.where_(self.reshape_exact(&[bs, c, 1, flat]), 0);
+        let mut full = vec![bs, c];
+        full.extend(&out);
+        placed.sum(3isize).cast(self.dtype()).reshape_exact(&full)
+    }
+
+    /// All windows of `size` elements along `dim`, `step` apart, as a new last axis (PyTorch's
+    /// and tinygrad's `unfold`): `dim` becomes `(len - size) / step + 1` long. A view, no copy.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::arange(1, 8, 1);
+    /// let u = t.unfold(0, 2, 1);
+    /// assert_eq!(u.shape(), vec![6, 2]);
+    /// assert_eq!(u.to_vec::<i32>(), vec![1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7]);
+    /// assert_eq!(t.unfold(0, 2, 2).to_vec::<i32>(), vec![1, 2, 3, 4, 5, 6]);
+    /// ```
+    ///
+    /// # Panics
+    /// If `dim` is out of range, `step` is 0, or `size` is larger than the dim.
+    pub fn unfold(&self, dim: isize, size: usize, step: usize) -> Tensor {
+        let shape = self.shape();
+        let d = crate::movement::resolve_axis(dim, shape.len(), "unfold", &shape);
+        assert!(
+            step > 0,
+            "unfold: step must be > 0, got {step} (shape {shape:?})"
+        );
+        assert!(
+            size <= shape[d],
+            "unfold: size {size} is larger than dim {d} of shape {shape:?}"
+        );
+        let nd = shape.len();
+        let mut to_last: Vec<isize> = (0..nd).filter(|&i| i != d).map(|i| i as isize).collect();
+        to_last.push(d as isize);
+        let pooled = if size == 0 {
+            // an empty window: (len / step + 1) of them, as PyTorch
+            let mut s = self.permute(&to_last).shape();
+            let n = s.pop().unwrap_or(0) / step + 1;
+            s.extend([n, 0]);
+            Tensor::zeros_on(&s, self.dtype(), self.device())
+        } else {
+            self.permute(&to_last)
+                .pool_impl(&[size], &[step], &[1], "unfold")
+        };
+        // for each output axis, the pooled axis it comes from: the windows back at `dim`, the
+        // window's elements last
+        let from: Vec<isize> = (0..=nd)
+            .map(|o| match o {
+                o if o == d => nd - 1,
+                o if o == nd => nd,
+                o if o < d => o,
+                o => o - 1,
+            } as isize)
+            .collect();
+        pooled.permute(&from)
     }
 
     /// Resamples the last `size.len()` axes to `size` (any number of leading batch axes), as
@@ -648,6 +872,14 @@ impl Tensor {
     /// dim; `padding` any of tinygrad's forms ([`Padding`], asymmetric included). Built as
     /// tinygrad does: a [`Tensor::pool`] view of the padded input, broadcast against the weight
     /// and summed — one fused kernel.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// let t = Tensor::arange(0, 9, 1).reshape(&[1, 1, 3, 3]);
+    /// let w = Tensor::ones(&[1, 1, 2, 2], DType::FLOAT32);
+    /// let y = t.conv2d(&w, None, 1, 1, 1, 0);
+    /// assert_eq!((y.shape(), y.to_vec::<f32>()), (vec![1, 1, 2, 2], vec![8.0, 12.0, 20.0, 24.0]));
+    /// ```
     ///
     /// # Panics
     /// If the channel counts don't match the weight and `groups`, the dims differ, the bias has the
@@ -811,6 +1043,16 @@ impl Tensor {
     /// dilation*(k-1) + 1 + output_padding`. Built as tinygrad does: the input is spread out by
     /// the stride (zeros between elements) and convolved with the flipped, transposed weight.
     ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// let t = Tensor::arange(0, 9, 1).reshape(&[1, 1, 3, 3]);
+    /// let w = Tensor::ones(&[1, 1, 2, 2], DType::FLOAT32);
+    /// let y = t.conv_transpose2d(&w, None, 1, 1, 1, 0, 0);
+    /// assert_eq!(y.shape(), vec![1, 1, 4, 4]);
+    /// let want = [0, 1, 3, 2, 3, 8, 12, 7, 9, 20, 24, 13, 6, 13, 15, 8].map(|x| x as f32);
+    /// assert_eq!(y.to_vec::<f32>(), want);
+    /// ```
+    ///
     /// # Panics
     /// On mismatched channels/groups/dims, or arguments that leave no output.
     #[allow(clippy::too_many_arguments)]
@@ -907,37 +1149,97 @@ impl Tensor {
     }
 
     /// `min(max(x, 0), 6)`, as `relu(x) - relu(x - 6)`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[-9.0f32, -6., -3., 0., 3., 6., 9.], &[7]);
+    /// assert_eq!(t.relu6().to_vec::<f32>(), vec![0.0, 0.0, 0.0, 0.0, 3.0, 6.0, 6.0]);
+    /// ```
     pub fn relu6(&self) -> Tensor {
         self.relu() - (self - 6).relu()
     }
 
     /// `x` where `x >= 0`, else `neg_slope * x` (tinygrad's default slope is 0.01).
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::arange(-3.0, 4.0, 1.0);
+    /// let want = [-1.26f32, -0.84, -0.42, 0.0, 1.0, 2.0, 3.0];
+    /// for (a, b) in t.leaky_relu(0.42).to_vec::<f32>().iter().zip(want) {
+    ///     assert!((a - b).abs() < 1e-6, "{a} vs {b}");
+    /// }
+    /// ```
     pub fn leaky_relu(&self, neg_slope: f64) -> Tensor {
         self.lt(0).where_(&(self * neg_slope), self)
     }
 
     /// Exponential linear unit: `x` for `x > 0`, else `alpha * (e^x - 1)`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::arange(-3.0, 4.0, 1.0);
+    /// let want = [-0.950213f32, -0.864665, -0.632121, 0.0, 1.0, 2.0, 3.0];
+    /// for (a, b) in t.elu(1.0).to_vec::<f32>().iter().zip(want) {
+    ///     assert!((a - b).abs() < 1e-5, "{a} vs {b}");
+    /// }
+    /// ```
     pub fn elu(&self, alpha: f64) -> Tensor {
         self.relu() - (self.exp().rsub(1)).relu() * alpha
     }
 
     /// Continuously differentiable ELU: `max(0, x) + min(0, alpha * (e^(x/alpha) - 1))`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::arange(-3.0, 4.0, 1.0);
+    /// let want = [-0.950213f32, -0.864665, -0.632121, 0.0, 1.0, 2.0, 3.0];
+    /// for (a, b) in t.celu(1.0).to_vec::<f32>().iter().zip(want) {
+    ///     assert!((a - b).abs() < 1e-5, "{a} vs {b}");
+    /// }
+    /// ```
     pub fn celu(&self, alpha: f64) -> Tensor {
         self.maximum(0) + (((self / alpha).exp() - 1) * alpha).minimum(0)
     }
 
     /// Scaled ELU with tinygrad's constants (`alpha = 1.67326`, `gamma = 1.0507`).
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::arange(-3.0, 4.0, 1.0);
+    /// let want = [-1.67056f32, -1.52016, -1.11133, 0.0, 1.0507, 2.1014, 3.1521];
+    /// for (a, b) in t.selu().to_vec::<f32>().iter().zip(want) {
+    ///     assert!((a - b).abs() < 1e-5, "{a} vs {b}");
+    /// }
+    /// ```
     pub fn selu(&self) -> Tensor {
         self.selu_with(1.67326, 1.0507)
     }
 
     /// Scaled ELU: `gamma * (x >= 0 ? x : alpha * (e^x - 1))`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[-1.0f32, 0.0, 2.0], &[3]);
+    /// let want = [-1.264241f32, 0.0, 4.0]; // 2 * (e^-1 - 1), 0, 2 * 2
+    /// for (a, b) in t.selu_with(1.0, 2.0).to_vec::<f32>().iter().zip(want) {
+    ///     assert!((a - b).abs() < 1e-5, "{a} vs {b}");
+    /// }
+    /// ```
     pub fn selu_with(&self, alpha: f64, gamma: f64) -> Tensor {
         self.ge(0).where_(self, &((self.exp() - 1) * alpha)) * gamma
     }
 
     /// GELU, tanh approximation (as tinygrad):
     /// `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::arange(-3.0, 4.0, 1.0);
+    /// let want = [-0.00363739f32, -0.0454023, -0.158808, 0.0, 0.841192, 1.9546, 2.99636];
+    /// for (a, b) in t.gelu().to_vec::<f32>().iter().zip(want) {
+    ///     assert!((a - b).abs() < 1e-5, "{a} vs {b}");
+    /// }
+    /// ```
     pub fn gelu(&self) -> Tensor {
         let x = self.as_float();
         let inner = (&x + &(&x * &x * &x * 0.044715)) * (2.0 / std::f64::consts::PI).sqrt();
@@ -945,82 +1247,215 @@ impl Tensor {
     }
 
     /// `x * sigmoid(1.702 x)`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::arange(-3.0, 4.0, 1.0);
+    /// let want = [-0.0180713f32, -0.0643414, -0.154204, 0.0, 0.845796, 1.93566, 2.98193];
+    /// for (a, b) in t.quick_gelu().to_vec::<f32>().iter().zip(want) {
+    ///     assert!((a - b).abs() < 1e-5, "{a} vs {b}");
+    /// }
+    /// ```
     pub fn quick_gelu(&self) -> Tensor {
         self * (self * 1.702).sigmoid()
     }
 
     /// Sigmoid linear unit `x * sigmoid(x)`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::arange(-3.0, 4.0, 1.0);
+    /// let want = [-0.142278f32, -0.238406, -0.268941, 0.0, 0.731059, 1.76159, 2.85772];
+    /// for (a, b) in t.silu().to_vec::<f32>().iter().zip(want) {
+    ///     assert!((a - b).abs() < 1e-5, "{a} vs {b}");
+    /// }
+    /// ```
     pub fn silu(&self) -> Tensor {
         self * self.sigmoid()
     }
 
     /// Same as [`Tensor::silu`].
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::arange(-3.0, 4.0, 1.0);
+    /// let want = [-0.142278f32, -0.238406, -0.268941, 0.0, 0.731059, 1.76159, 2.85772];
+    /// for (a, b) in t.swish().to_vec::<f32>().iter().zip(want) {
+    ///     assert!((a - b).abs() < 1e-5, "{a} vs {b}");
+    /// }
+    /// ```
     pub fn swish(&self) -> Tensor {
         self.silu()
     }
 
     /// `x * tanh(softplus(x))`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::arange(-3.0, 4.0, 1.0);
+    /// let want = [-0.145647f32, -0.252501, -0.303401, 0.0, 0.865098, 1.94396, 2.98654];
+    /// for (a, b) in t.mish().to_vec::<f32>().iter().zip(want) {
+    ///     assert!((a - b).abs() < 1e-5, "{a} vs {b}");
+    /// }
+    /// ```
     pub fn mish(&self) -> Tensor {
         self * self.softplus(1.0).tanh()
     }
 
     /// `log(1 + e^(beta x)) / beta`, computed stably as
     /// `(max(bx, 0) + log(1 + e^-|bx|)) / beta` (tinygrad's `logaddexp(bx, 0) / beta`).
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::arange(-3.0, 4.0, 1.0);
+    /// let want = [0.0485874f32, 0.126928, 0.313262, 0.693147, 1.31326, 2.12693, 3.04859];
+    /// for (a, b) in t.softplus(1.0).to_vec::<f32>().iter().zip(want) {
+    ///     assert!((a - b).abs() < 1e-5, "{a} vs {b}");
+    /// }
+    /// ```
     pub fn softplus(&self, beta: f64) -> Tensor {
         let bx = self.as_float() * beta;
         (bx.relu() + (bx.abs().neg().exp() + 1).log()) * (1.0 / beta)
     }
 
     /// `log(sigmoid(x))`, as `-softplus(-x)`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::arange(-3.0, 4.0, 1.0);
+    /// let want = [-3.04859f32, -2.12693, -1.31326, -0.693147, -0.313262, -0.126928, -0.0485874];
+    /// for (a, b) in t.logsigmoid().to_vec::<f32>().iter().zip(want) {
+    ///     assert!((a - b).abs() < 1e-5, "{a} vs {b}");
+    /// }
+    /// ```
     pub fn logsigmoid(&self) -> Tensor {
         self.neg().softplus(1.0).neg()
     }
 
     /// `x / (1 + |x|)`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::arange(-3.0, 4.0, 1.0);
+    /// let want = [-0.75f32, -0.666667, -0.5, 0.0, 0.5, 0.666667, 0.75];
+    /// for (a, b) in t.softsign().to_vec::<f32>().iter().zip(want) {
+    ///     assert!((a - b).abs() < 1e-5, "{a} vs {b}");
+    /// }
+    /// ```
     pub fn softsign(&self) -> Tensor {
         self / (self.abs() + 1)
     }
 
     /// Piecewise-linear sigmoid: `relu(alpha x + beta) - relu(alpha x + beta - 1)` (tinygrad's
     /// defaults: `alpha = 1/6`, `beta = 0.5`).
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::arange(-3.0, 4.0, 1.0);
+    /// let want = [0.0f32, 0.166667, 0.333333, 0.5, 0.666667, 0.833333, 1.0];
+    /// for (a, b) in t.hardsigmoid(1.0 / 6.0, 0.5).to_vec::<f32>().iter().zip(want) {
+    ///     assert!((a - b).abs() < 1e-5, "{a} vs {b}");
+    /// }
+    /// ```
     pub fn hardsigmoid(&self, alpha: f64, beta: f64) -> Tensor {
         let y = self * alpha + beta;
         y.relu() - (&y - 1).relu()
     }
 
     /// `x * relu6(x + 3) / 6`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::arange(-3.0, 4.0, 1.0);
+    /// let want = [0.0f32, -0.333333, -0.333333, 0.0, 0.666667, 1.66667, 3.0];
+    /// for (a, b) in t.hardswish().to_vec::<f32>().iter().zip(want) {
+    ///     assert!((a - b).abs() < 1e-5, "{a} vs {b}");
+    /// }
+    /// ```
     pub fn hardswish(&self) -> Tensor {
         self * (self + 3).relu6() * (1.0 / 6.0)
     }
 
     /// Clamps into `[min_val, max_val]` (tinygrad's defaults: -1, 1).
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[-1.5f32, -1.0, -0.5, 0.0, 0.5, 1.0, 1.5], &[7]);
+    /// let want = vec![-1.0f32, -1.0, -0.5, 0.0, 0.5, 1.0, 1.0];
+    /// assert_eq!(t.hardtanh(-1.0, 1.0).to_vec::<f32>(), want);
+    /// ```
     pub fn hardtanh(&self, min_val: f64, max_val: f64) -> Tensor {
         self.clip(Some(min_val), Some(max_val))
     }
 
     /// Hyperbolic sine `(e^x - e^-x) / 2`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::arange(-3.0, 4.0, 1.0);
+    /// let want = [-10.0179f32, -3.62686, -1.1752, 0.0, 1.1752, 3.62686, 10.0179];
+    /// for (a, b) in t.sinh().to_vec::<f32>().iter().zip(want) {
+    ///     assert!((a - b).abs() < 1e-4, "{a} vs {b}");
+    /// }
+    /// ```
     pub fn sinh(&self) -> Tensor {
         (self.exp() - self.neg().exp()) / 2
     }
 
     /// Hyperbolic cosine `(e^x + e^-x) / 2`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::arange(-3.0, 4.0, 1.0);
+    /// let want = [10.0677f32, 3.7622, 1.54308, 1.0, 1.54308, 3.7622, 10.0677];
+    /// for (a, b) in t.cosh().to_vec::<f32>().iter().zip(want) {
+    ///     assert!((a - b).abs() < 1e-4, "{a} vs {b}");
+    /// }
+    /// ```
     pub fn cosh(&self) -> Tensor {
         (self.exp() + self.neg().exp()) / 2
     }
 
     /// Inverse hyperbolic sine `sign(x) log(|x| + sqrt(x^2 + 1))`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::arange(-3.0, 4.0, 1.0);
+    /// let want = [-1.81845f32, -1.44364, -0.881374, 0.0, 0.881374, 1.44364, 1.81845];
+    /// for (a, b) in t.asinh().to_vec::<f32>().iter().zip(want) {
+    ///     assert!((a - b).abs() < 1e-5, "{a} vs {b}");
+    /// }
+    /// ```
     pub fn asinh(&self) -> Tensor {
         let x = self.as_float();
         (x.abs() + (&x * &x + 1).sqrt()).log() * x.sign()
     }
 
     /// Inverse hyperbolic cosine `log(x + sqrt(x^2 - 1))` (NaN below 1).
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let v = Tensor::from_slice(&[-1.0f32, 1.0, 2.0, 3.0], &[4]).acosh().to_vec::<f32>();
+    /// assert!(v[0].is_nan());
+    /// for (a, b) in v[1..].iter().zip([0.0f32, 1.31696, 1.76275]) {
+    ///     assert!((a - b).abs() < 1e-5, "{a} vs {b}");
+    /// }
+    /// ```
     pub fn acosh(&self) -> Tensor {
         let x = self.as_float();
         (&x + &(&x * &x - 1).sqrt()).log()
     }
 
     /// Inverse hyperbolic tangent `log((1 + x) / (1 - x)) / 2`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[-0.9f32, -0.6, -0.3, 0.0, 0.3, 0.6, 0.9], &[7]);
+    /// let want = [-1.47222f32, -0.693147, -0.30952, 0.0, 0.30952, 0.693147, 1.47222];
+    /// for (a, b) in t.atanh().to_vec::<f32>().iter().zip(want) {
+    ///     assert!((a - b).abs() < 1e-5, "{a} vs {b}");
+    /// }
+    /// ```
     pub fn atanh(&self) -> Tensor {
         let x = self.as_float();
         ((&x + 1) / x.rsub(1)).log() / 2
@@ -1028,6 +1463,15 @@ impl Tensor {
 
     /// The error function, by Abramowitz & Stegun 7.1.26 (as tinygrad; absolute error below
     /// 1.5e-7).
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::arange(-3.0, 4.0, 1.0);
+    /// let want = [-0.999978f32, -0.995322, -0.842701, 0.0, 0.842701, 0.995322, 0.999978];
+    /// for (a, b) in t.erf().to_vec::<f32>().iter().zip(want) {
+    ///     assert!((a - b).abs() < 1e-5, "{a} vs {b}");
+    /// }
+    /// ```
     pub fn erf(&self) -> Tensor {
         let x = self.as_float();
         let t = (x.abs() * 0.3275911 + 1).reciprocal();
@@ -1040,11 +1484,24 @@ impl Tensor {
     }
 
     /// Whether each element is `+inf` or `-inf` (bool).
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[f32::NEG_INFINITY, 2.0, f32::NAN, f32::INFINITY], &[4]);
+    /// assert_eq!(t.isinf().to_vec::<bool>(), vec![true, false, false, true]);
+    /// ```
     pub fn isinf(&self) -> Tensor {
         self.isinf_signed(true, true)
     }
 
     /// Whether each element is `+inf` (if `detect_positive`) or `-inf` (if `detect_negative`).
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[f32::NEG_INFINITY, 2.0, f32::NAN, f32::INFINITY], &[4]);
+    /// assert_eq!(t.isinf_signed(true, false).to_vec::<bool>(), vec![false, false, false, true]);
+    /// assert_eq!(t.isinf_signed(false, true).to_vec::<bool>(), vec![true, false, false, false]);
+    /// ```
     pub fn isinf_signed(&self, detect_positive: bool, detect_negative: bool) -> Tensor {
         let pos = self.eq(f64::INFINITY);
         let neg = self.eq(f64::NEG_INFINITY);
@@ -1057,16 +1514,35 @@ impl Tensor {
     }
 
     /// Whether each element is NaN (bool).
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[f32::NEG_INFINITY, 2.0, f32::NAN, f32::INFINITY], &[4]);
+    /// assert_eq!(t.isnan().to_vec::<bool>(), vec![false, false, true, false]);
+    /// ```
     pub fn isnan(&self) -> Tensor {
         self.ne(self)
     }
 
     /// Whether each element is finite (neither infinite nor NaN).
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[f32::NEG_INFINITY, 2.0, f32::NAN, f32::INFINITY], &[4]);
+    /// assert_eq!(t.isfinite().to_vec::<bool>(), vec![false, true, false, false]);
+    /// ```
     pub fn isfinite(&self) -> Tensor {
         self.isinf().logical_or(&self.isnan()).logical_not()
     }
 
     /// Linear interpolation `self + (end - self) * weight`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[1.0f32, 2.0, 3.0], &[3]);
+    /// let end = Tensor::from_slice(&[4.0f32, 5.0, 6.0], &[3]);
+    /// assert_eq!(t.lerp(&end, 0.5).to_vec::<f32>(), vec![2.5, 3.5, 4.5]);
+    /// ```
     pub fn lerp(&self, end: &Tensor, weight: impl IntoOperand) -> Tensor {
         self + (end - self) * weight
     }
@@ -1075,6 +1551,15 @@ impl Tensor {
 
     /// Layer normalization over `axis` (no affine part): `(x - mean) / sqrt(var + eps)` with the
     /// biased variance (tinygrad's defaults: axis -1, eps 1e-5).
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[1, 4]);
+    /// let want = [-1.341635f32, -0.447212, 0.447212, 1.341635];
+    /// for (a, b) in t.layernorm(-1, 1e-5).to_vec::<f32>().iter().zip(want) {
+    ///     assert!((a - b).abs() < 1e-5, "{a} vs {b}");
+    /// }
+    /// ```
     pub fn layernorm(&self, axis: impl Into<Axis>, eps: f64) -> Tensor {
         let axis = axis.into();
         let x = self.as_float();
@@ -1086,6 +1571,16 @@ impl Tensor {
     /// tinygrad's functional batch normalization over channel axis 1:
     /// `(x - mean) * weight * invstd + bias`, where `weight`, `bias`, `mean` and `invstd` have
     /// one value per channel.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let x = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[2, 2]); // 2 channels
+    /// let mean = Tensor::from_slice(&[2.0f32, 3.0], &[2]);
+    /// let invstd = Tensor::from_slice(&[1.0f32, 0.5], &[2]);
+    /// let bias = Tensor::from_slice(&[10.0f32, 20.0], &[2]);
+    /// let y = x.batchnorm(None, Some(&bias), &mean, &invstd);
+    /// assert_eq!(y.to_vec::<f32>(), vec![9.0, 19.5, 11.0, 20.5]);
+    /// ```
     pub fn batchnorm(
         &self,
         weight: Option<&Tensor>,
@@ -1097,6 +1592,16 @@ impl Tensor {
     }
 
     /// [`Tensor::batchnorm`] with the per-channel values laid along `axes` (in order).
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let x = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[2, 2]); // channels on axis 0
+    /// let mean = Tensor::from_slice(&[1.5f32, 3.5], &[2]);
+    /// let invstd = Tensor::from_slice(&[2.0f32, 1.0], &[2]);
+    /// let weight = Tensor::from_slice(&[1.0f32, 2.0], &[2]);
+    /// let y = x.batchnorm_axes(Some(&weight), None, &mean, &invstd, &[0]);
+    /// assert_eq!(y.to_vec::<f32>(), vec![-1.0, 1.0, -1.0, 1.0]);
+    /// ```
     ///
     /// # Panics
     /// If an axis is out of range or a parameter's size doesn't match.
@@ -1145,6 +1650,19 @@ impl Tensor {
 
     /// Lp normalization along `dim`: `x / max(||x||_p, eps)` (`p = 0` divides by the count of
     /// non-zeros). tinygrad's defaults: `p = 2`, `dim = 1`, `eps = 1e-12`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[3.0f32, 4.0, 6.0, 8.0], &[2, 2]);
+    /// let v = t.normalize(2.0, 1, 1e-12).to_vec::<f32>();
+    /// for (a, b) in v.iter().zip([0.6f32, 0.8, 0.6, 0.8]) {
+    ///     assert!((a - b).abs() < 1e-6, "{a} vs {b}");
+    /// }
+    /// let v = t.normalize(1.0, 0, 1e-12).to_vec::<f32>(); // columns sum to 9 and 12
+    /// for (a, b) in v.iter().zip([1.0f32 / 3.0, 1.0 / 3.0, 2.0 / 3.0, 2.0 / 3.0]) {
+    ///     assert!((a - b).abs() < 1e-6, "{a} vs {b}");
+    /// }
+    /// ```
     pub fn normalize(&self, p: f64, dim: isize, eps: f64) -> Tensor {
         if p == 0.0 {
             return self / self.ne(0).sum_keepdim(dim).maximum(eps);
@@ -1156,6 +1674,16 @@ impl Tensor {
 
     /// Sets the seed of [`Tensor::rand`] (and so [`Tensor::dropout`]) and restarts its call
     /// counter: the same seed gives the same sequence of random tensors. The initial seed is 0.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// Tensor::manual_seed(42);
+    /// let (a, b) = (Tensor::rand(&[5]).to_vec::<f32>(), Tensor::rand(&[5]).to_vec::<f32>());
+    /// assert_ne!(a, b); // each call draws new values
+    /// Tensor::manual_seed(42); // reset to the same seed: the same sequence again
+    /// assert_eq!(Tensor::rand(&[5]).to_vec::<f32>(), a);
+    /// assert_eq!(Tensor::rand(&[5]).to_vec::<f32>(), b);
+    /// ```
     pub fn manual_seed(seed: u64) {
         RNG_SEED.store(seed, Ordering::SeqCst);
         RNG_CALLS.store(0, Ordering::SeqCst);
@@ -1163,12 +1691,29 @@ impl Tensor {
 
     /// Uniform random values in `[0, 1)` of `shape`, default float dtype, on the default device.
     /// See the [module docs](crate::nn_ops) for the generator.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// Tensor::manual_seed(42);
+    /// let t = Tensor::rand(&[2, 3]);
+    /// assert_eq!((t.shape(), t.dtype()), (vec![2, 3], DType::FLOAT32));
+    /// assert!(t.to_vec::<f32>().iter().all(|x| (0.0..1.0).contains(x)));
+    /// ```
     pub fn rand(shape: &[usize]) -> Tensor {
         Tensor::rand_on(shape, default_float(), &tinygrad_runtime::default_device())
     }
 
     /// Uniform random values in `[0, 1)` with the shape and device of `t` (its dtype if float,
     /// else the default float).
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// let r = Tensor::rand_like(&Tensor::ones(&[2, 3], DType::INT32));
+    /// assert_eq!((r.shape(), r.dtype()), (vec![2, 3], DType::FLOAT32));
+    /// assert!(r.to_vec::<f32>().iter().all(|x| (0.0..1.0).contains(x)));
+    /// let r = Tensor::rand_like(&Tensor::ones(&[4], DType::FLOAT64));
+    /// assert!(r.to_vec::<f64>().iter().all(|x| (0.0..1.0).contains(x)));
+    /// ```
     pub fn rand_like(t: &Tensor) -> Tensor {
         let dt = if t.dtype().is_float() {
             t.dtype()
@@ -1180,6 +1725,17 @@ impl Tensor {
 
     /// [`Tensor::rand`] with a float `dtype` on `device`: the random bits fill the mantissa of a
     /// number in `[1, 2)`, minus 1 (as tinygrad).
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// Tensor::manual_seed(7);
+    /// let a = Tensor::rand_on(&[8], DType::FLOAT64, "CPU");
+    /// assert_eq!((a.dtype(), a.device()), (DType::FLOAT64, "CPU"));
+    /// assert!(a.to_vec::<f64>().iter().all(|x| (0.0..1.0).contains(x)));
+    /// Tensor::manual_seed(7); // the same seed gives the same values on another device
+    /// let b = Tensor::rand_on(&[8], DType::FLOAT64, "REF");
+    /// assert_eq!(a.to_vec::<f64>(), b.to_vec::<f64>());
+    /// ```
     ///
     /// # Panics
     /// If `dtype` is not a float, or the tensor has more than 2^32 elements.
@@ -1231,6 +1787,16 @@ impl Tensor {
     /// counter `(c0, c1)` and key `(k0, k1)`, all `uint32` tensors (broadcast together). Pure
     /// integer ops, so it runs inside any kernel.
     ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// // Random123's known-answer tests
+    /// let (z, m) = (Tensor::from_slice(&[0u32], &[1]), Tensor::from_slice(&[u32::MAX], &[1]));
+    /// let (x0, x1) = Tensor::threefry2x32(&z, &z, &z, &z);
+    /// assert_eq!((x0.item::<u32>(), x1.item::<u32>()), (0x6b20_0159, 0x99ba_4efe));
+    /// let (x0, x1) = Tensor::threefry2x32(&m, &m, &m, &m);
+    /// assert_eq!((x0.item::<u32>(), x1.item::<u32>()), (0x1cb9_96fc, 0xbb00_2be7));
+    /// ```
+    ///
     /// # Panics
     /// If an input is not `uint32`.
     pub fn threefry2x32(c0: &Tensor, c1: &Tensor, k0: &Tensor, k1: &Tensor) -> (Tensor, Tensor) {
@@ -1265,6 +1831,18 @@ impl Tensor {
     /// Dropout: in training mode ([`Tensor::train`]) zeroes each element with probability `p`
     /// and scales the rest by `1 / (1 - p)`, using [`Tensor::rand`]; otherwise returns `self`
     /// (as tinygrad).
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// let t = Tensor::ones(&[2, 4], DType::FLOAT32);
+    /// assert_eq!(t.dropout(0.5).to_vec::<f32>(), vec![1.0; 8]); // not training: unchanged
+    /// let _train = Tensor::train(true);
+    /// Tensor::manual_seed(42);
+    /// let v = t.dropout(0.5).to_vec::<f32>();
+    /// assert!(v.iter().all(|&x| x == 0.0 || x == 2.0)); // dropped, or scaled by 1 / (1 - p)
+    /// Tensor::manual_seed(42);
+    /// assert_eq!(t.dropout(0.5).to_vec::<f32>(), v);
+    /// ```
     ///
     /// # Panics
     /// If `p` is not in `[0, 1]`.
@@ -1305,6 +1883,18 @@ impl Tensor {
     /// One-hot encoding along a new last axis: int32 ones where the index matches, zeros
     /// elsewhere. `num_classes = -1` infers `max + 1` (reads the data).
     ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[0i32, 1, 3, 3, 4], &[5]);
+    /// let h = t.one_hot(5);
+    /// assert_eq!(h.shape(), vec![5, 5]);
+    /// assert_eq!(
+    ///     h.to_vec::<i32>(),
+    ///     vec![1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1]
+    /// );
+    /// assert_eq!(t.one_hot(-1).shape(), vec![5, 5]); // inferred: max + 1
+    /// ```
+    ///
     /// # Panics
     /// If `self` is not an integer tensor, or `num_classes < -1`.
     pub fn one_hot(&self, num_classes: isize) -> Tensor {
@@ -1333,6 +1923,20 @@ impl Tensor {
     /// positions where it is true; a float one is added. `is_causal` masks out the keys after
     /// each query position (upper triangle). `dropout_p > 0` applies [`Tensor::dropout`] to the
     /// attention weights.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let q = Tensor::from_slice(&[1.0f32, 0.0, 0.0, 1.0], &[2, 2]);
+    /// let v = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[2, 2]);
+    /// let out = q.scaled_dot_product_attention(&q, &v, None, 0.0, false).to_vec::<f32>();
+    /// for (a, b) in out.iter().zip([1.660477f32, 2.660477, 2.339523, 3.339523]) {
+    ///     assert!((a - b).abs() < 1e-5, "{a} vs {b}");
+    /// }
+    /// let out = q.scaled_dot_product_attention(&q, &v, None, 0.0, true).to_vec::<f32>();
+    /// for (a, b) in out.iter().zip([1.0f32, 2.0, 2.339523, 3.339523]) {
+    ///     assert!((a - b).abs() < 1e-5, "{a} vs {b}"); // causal: row 0 sees only key 0
+    /// }
+    /// ```
     ///
     /// # Panics
     /// If both `attn_mask` and `is_causal` are given, or the shapes don't fit.
@@ -1391,6 +1995,14 @@ impl Tensor {
 
     /// Binary cross-entropy of probabilities `self` against targets `y`:
     /// `-(y log p + (1 - y) log(1 - p))`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{Reduction, Tensor};
+    /// let t = Tensor::from_slice(&[0.1f32, 0.9, 0.2], &[3]);
+    /// let y = Tensor::from_slice(&[0i32, 1, 0], &[3]);
+    /// let loss = t.binary_crossentropy(&y, Reduction::Mean).item::<f32>();
+    /// assert!((loss - 0.1446215).abs() < 1e-6, "{loss}");
+    /// ```
     pub fn binary_crossentropy(&self, y: &Tensor, reduction: Reduction) -> Tensor {
         let l = y.neg() * self.log() - y.rsub(1) * self.rsub(1).log();
         l.do_reduction(reduction)
@@ -1398,6 +2010,14 @@ impl Tensor {
 
     /// Binary cross-entropy of logits `self` against targets `y` (stable, through
     /// [`Tensor::logsigmoid`]); `pos_weight` scales the positive term.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{Reduction, Tensor};
+    /// let t = Tensor::from_slice(&[-1.0f32, 2.0, -3.0], &[3]);
+    /// let y = Tensor::from_slice(&[0i32, 1, 0], &[3]);
+    /// let loss = t.binary_crossentropy_logits(&y, Reduction::Mean, None).item::<f32>();
+    /// assert!((loss - 0.1629257).abs() < 1e-6, "{loss}");
+    /// ```
     pub fn binary_crossentropy_logits(
         &self,
         y: &Tensor,
@@ -1416,6 +2036,14 @@ impl Tensor {
     /// one-hot masks (tinygrad's implementation; the class axis is the last). Labels equal to
     /// `ignore_index` don't count (`-1` is tinygrad's "none": such labels then match no class but
     /// still count in the mean). `label_smoothing` mixes in the uniform distribution.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{Reduction, Tensor};
+    /// let t = Tensor::from_slice(&[-1.0f32, 2.0, -3.0, 1.0, -2.0, 3.0], &[2, 3]);
+    /// let y = Tensor::from_slice(&[1i32, 2], &[2]);
+    /// let loss = t.sparse_categorical_crossentropy(&y, -1, 0.0, Reduction::Mean).item::<f32>();
+    /// assert!((loss - 0.0939152).abs() < 1e-6, "{loss}");
+    /// ```
     ///
     /// # Panics
     /// If `label_smoothing` is not in `[0, 1]` or `y`'s shape isn't `self`'s without the last
@@ -1462,6 +2090,18 @@ impl Tensor {
     /// Cross-entropy of logits `self` `(classes)` or `(batch, classes, ...)` against `y`: integer
     /// labels (the shape without the class axis 1) or class probabilities (the same shape).
     ///
+    /// ```
+    /// use tinygrad_tensor::{Reduction, Tensor};
+    /// let t = Tensor::from_slice(&[-1.0f32, 2.0, -3.0, 1.0, -2.0, 3.0], &[2, 3]);
+    /// let y = Tensor::from_slice(&[1i32, 2], &[2]);
+    /// let loss = t.cross_entropy(&y, Reduction::Mean, 0.0).item::<f32>();
+    /// assert!((loss - 0.0939152).abs() < 1e-6, "{loss}");
+    /// let v = t.cross_entropy(&y, Reduction::None, 0.0).to_vec::<f32>();
+    /// for (a, b) in v.iter().zip([0.0549852f32, 0.1328452]) {
+    ///     assert!((a - b).abs() < 1e-6, "{a} vs {b}");
+    /// }
+    /// ```
+    ///
     /// # Panics
     /// If `label_smoothing` is not in `[0, 1]` or the shapes don't fit.
     pub fn cross_entropy(&self, y: &Tensor, reduction: Reduction, label_smoothing: f64) -> Tensor {
@@ -1501,6 +2141,18 @@ impl Tensor {
     /// Negative log-likelihood of log-probabilities `self` `(batch, classes, ...)` against integer
     /// labels `y` `(batch, ...)`, with optional per-class `weight` and `ignore_index`; the mean is
     /// weighted (divided by the sum of the weights used).
+    ///
+    /// ```
+    /// use tinygrad_tensor::{Reduction, Tensor};
+    /// let t = Tensor::from_slice(&[-1.0f32, 2.0, -3.0, 1.0, -2.0, 3.0], &[2, 3]);
+    /// let (logp, y) = (t.log_softmax(-1), Tensor::from_slice(&[1i32, 2], &[2]));
+    /// let loss = logp.nll_loss(&y, None, None, Reduction::Mean).item::<f32>();
+    /// assert!((loss - 0.0939152).abs() < 1e-6, "{loss}");
+    /// let v = logp.nll_loss(&y, None, None, Reduction::None).to_vec::<f32>();
+    /// for (a, b) in v.iter().zip([0.0549852f32, 0.1328452]) {
+    ///     assert!((a - b).abs() < 1e-6, "{a} vs {b}");
+    /// }
+    /// ```
     ///
     /// # Panics
     /// If the shapes don't fit.

@@ -296,6 +296,11 @@ fn run_op(case: &Value, device: &str) -> Tensor {
         ),
         "squeeze" => x().squeeze(opt_axis(&args["dim"])),
         "unsqueeze" => x().unsqueeze(int(&args["dim"]) as isize),
+        "unfold" => x().unfold(
+            int(&args["dim"]) as isize,
+            int(&args["size"]) as usize,
+            int(&args["step"]) as usize,
+        ),
         "cat" => Tensor::cat(&xs.iter().collect::<Vec<_>>(), int(&args["dim"]) as isize),
         "stack" => Tensor::stack(&xs.iter().collect::<Vec<_>>(), int(&args["dim"]) as isize),
         // reductions
@@ -489,7 +494,7 @@ fn run_suite(device: &str) {
     let cases = common::load_cases("cases.json");
     assert_eq!(
         cases.len(),
-        840,
+        851,
         "tests/golden/cases.json: unexpected case count"
     );
     let filter: Vec<String> = std::env::var("GOLDEN_FILTER")

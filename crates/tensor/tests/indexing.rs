@@ -100,6 +100,17 @@ fn run_op(case: &Value, device: &str) -> Vec<Tensor> {
     };
     match case["op"].as_str().expect("op") {
         "getitem" => vec![x.getitem(&idx())],
+        "setitem" => {
+            let v = &a["value"];
+            if v.is_object() {
+                x.setitem(&idx(), make_input(&v["tensor"], device));
+            } else if v.is_i64() {
+                x.setitem(&idx(), int(v) as i32);
+            } else {
+                x.setitem(&idx(), v.as_f64().expect("value"));
+            }
+            vec![x]
+        }
         "gather" => vec![x.gather(int(&a["dim"]) as isize, &int_tensor(&a["index"], device))],
         "masked_fill" => {
             let mask = int_tensor(&a["mask"], device).ne(0);

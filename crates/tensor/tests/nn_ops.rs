@@ -110,6 +110,36 @@ fn run_op(case: &Value, device: &str) -> Tensor {
             padding(&a["padding"]),
             flag(a, "ceil_mode"),
         ),
+        "max_pool2d_indices" => {
+            x.max_pool2d_with_indices(
+                dims(&a["kernel"]),
+                dims(&a["stride"]),
+                dims(&a["dilation"]),
+                padding(&a["padding"]),
+                flag(a, "ceil_mode"),
+            )
+            .1
+        }
+        "max_unpool2d" => {
+            let (values, indices) = x.max_pool2d_with_indices(
+                dims(&a["kernel"]),
+                dims(&a["stride"]),
+                dims(&a["dilation"]),
+                padding(&a["padding"]),
+                flag(a, "ceil_mode"),
+            );
+            let size = a["output_size"]
+                .as_array()
+                .map(|_| usizes(&a["output_size"]));
+            values.max_unpool2d(
+                &indices,
+                dims(&a["kernel"]),
+                dims(&a["stride"]),
+                dims(&a["dilation"]),
+                padding(&a["padding"]),
+                size.as_deref(),
+            )
+        }
         "avg_pool2d" => x.avg_pool2d(
             dims(&a["kernel"]),
             dims(&a["stride"]),
