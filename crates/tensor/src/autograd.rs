@@ -58,6 +58,16 @@ fn live_leaves() -> Vec<Tensor> {
         .collect()
 }
 
+/// Whether a gradient can flow from `t` to a live `requires_grad` leaf (tinygrad's propagated
+/// `requires_grad` of a derived tensor): gradients are enabled and the leaf is in the graph.
+pub(crate) fn needs_grad(t: &Tensor) -> bool {
+    if !GRAD_ENABLED.with(Cell::get) {
+        return false;
+    }
+    let leaves: HashSet<UOp> = live_leaves().iter().map(Tensor::uop).collect();
+    !leaves.is_empty() && t.uop().toposort().iter().any(|n| leaves.contains(n))
+}
+
 /// Applied to the result of every tensor op: inside a no-grad scope the result is detached.
 pub(crate) fn track(uop: UOp) -> UOp {
     if GRAD_ENABLED.with(Cell::get) || uop.op() == Ops::Detach {
@@ -106,12 +116,28 @@ impl Tensor {
 
     /// Marks (or unmarks) this tensor as one whose gradient [`Tensor::backward`] computes, and
     /// returns it: `Tensor::from_slice(&w, &[3, 4]).requires_grad(true)`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{Axis, Tensor};
+    /// let t = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0]).requires_grad(true);
+    /// assert!(t.is_requires_grad());
+    /// t.sum(Axis::All).backward();
+    /// assert_eq!(t.grad().unwrap().to_vec::<f32>(), vec![1.0; 4]);
+    /// ```
     pub fn requires_grad(self, requires_grad: bool) -> Tensor {
         self.set_requires_grad(requires_grad);
         self
     }
 
     /// Marks this tensor as requiring a gradient, in place (tinygrad's `requires_grad_()`).
+    ///
+    /// ```
+    /// use tinygrad_tensor::{Axis, Tensor};
+    /// let t = Tensor::from_vec(vec![1.0f32, 2.0]);
+    /// t.requires_grad_();
+    /// (&t * &t).sum(Axis::All).backward();
+    /// assert_eq!(t.grad().unwrap().to_vec::<f32>(), vec![2.0, 4.0]);
+    /// ```
     pub fn requires_grad_(&self) -> &Tensor {
         self.set_requires_grad(true);
         self
@@ -122,6 +148,16 @@ impl Tensor {
     /// A tensor built from constants only (`zeros`, `full`, `arange`, ...) is first realized
     /// into its own buffer: constants are shared between equal graphs, and a gradient must not
     /// flow into every other use of the same constant (tinygrad makes such a constant unique).
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// let t = Tensor::zeros(&[2], DType::FLOAT32);
+    /// t.set_requires_grad(true);
+    /// assert!(t.is_requires_grad());
+    /// t.set_requires_grad(false);
+    /// assert!(!t.is_requires_grad());
+    /// assert_eq!(t.to_vec::<f32>(), vec![0.0, 0.0]);
+    /// ```
     pub fn set_requires_grad(&self, requires_grad: bool) {
         if requires_grad {
             let u = self.uop();
@@ -144,6 +180,15 @@ impl Tensor {
     /// Whether a gradient flows into this tensor: it was marked with
     /// [`Tensor::requires_grad`], or (if it was never marked) its graph uses a live tensor marked
     /// `true` other than through [`Tensor::detach`].
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let w = Tensor::from_vec(vec![1.0f32, 2.0]).requires_grad(true);
+    /// let y = &w * 2;
+    /// assert!(w.is_requires_grad() && y.is_requires_grad());
+    /// assert!(!y.detach().is_requires_grad());
+    /// assert!(!Tensor::from_vec(vec![1.0f32]).is_requires_grad());
+    /// ```
     pub fn is_requires_grad(&self) -> bool {
         if let Some(flag) = *lock(&self.inner.autograd.requires_grad) {
             return flag;
@@ -159,11 +204,29 @@ impl Tensor {
     }
 
     /// The gradient accumulated by [`Tensor::backward`] (lazy: reading it runs the kernels).
+    ///
+    /// ```
+    /// use tinygrad_tensor::{Axis, Tensor};
+    /// let t = Tensor::from_vec(vec![1.0f32, 2.0, 3.0]).requires_grad(true);
+    /// assert!(t.grad().is_none());
+    /// (&t * 3).sum(Axis::All).backward();
+    /// assert_eq!(t.grad().unwrap().to_vec::<f32>(), vec![3.0, 3.0, 3.0]);
+    /// ```
     pub fn grad(&self) -> Option<Tensor> {
         lock(&self.inner.autograd.grad).clone()
     }
 
     /// Replaces the accumulated gradient (`None` clears it, as an optimizer's `zero_grad`).
+    ///
+    /// ```
+    /// use tinygrad_tensor::{Axis, Tensor};
+    /// let t = Tensor::from_vec(vec![1.0f32, 2.0]).requires_grad(true);
+    /// t.sum(Axis::All).backward();
+    /// t.set_grad(None);
+    /// assert!(t.grad().is_none());
+    /// t.set_grad(Some(Tensor::from_vec(vec![0.5f32, 0.5])));
+    /// assert_eq!(t.grad().unwrap().to_vec::<f32>(), vec![0.5, 0.5]);
+    /// ```
     pub fn set_grad(&self, grad: Option<Tensor>) {
         *lock(&self.inner.autograd.grad) = grad;
     }
@@ -175,6 +238,15 @@ impl Tensor {
     /// depends on. Like tinygrad, a second call adds to the gradients of the first; a marked
     /// tensor that the result depends on only through `detach` or comparisons gets zeros.
     ///
+    /// ```
+    /// use tinygrad_tensor::{Axis, Tensor};
+    /// let t = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0]).requires_grad(true);
+    /// t.sum(Axis::All).backward();
+    /// assert_eq!(t.grad().unwrap().to_vec::<f32>(), vec![1.0, 1.0, 1.0, 1.0]);
+    /// (&t * &t).sum(Axis::All).backward(); // adds 2t
+    /// assert_eq!(t.grad().unwrap().to_vec::<f32>(), vec![3.0, 5.0, 7.0, 9.0]);
+    /// ```
+    ///
     /// # Panics
     /// If this tensor is not a scalar (use [`Tensor::backward_with`]), is not a float, or
     /// depends on no tensor that requires a gradient (or none receives a gradient).
@@ -185,6 +257,13 @@ impl Tensor {
 
     /// [`Tensor::backward`] seeded with `gradient` (of this tensor's shape): computes the
     /// vector-Jacobian product.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_vec(vec![1.0f32, 2.0, 3.0]).requires_grad(true);
+    /// (&t * &t).backward_with(&Tensor::from_vec(vec![1.0f32, 1.0, 2.0]));
+    /// assert_eq!(t.grad().unwrap().to_vec::<f32>(), vec![2.0, 4.0, 12.0]);
+    /// ```
     ///
     /// # Panics
     /// As [`Tensor::backward`], or if `gradient`'s shape differs from this tensor's.
@@ -233,6 +312,16 @@ impl Tensor {
     /// it does not depend on). Unlike [`Tensor::backward`], no `.grad` is touched and the
     /// targets need not be marked `requires_grad`.
     ///
+    /// ```
+    /// use tinygrad_tensor::{Axis, DType, Tensor};
+    /// let x = Tensor::eye(3, None, DType::FLOAT32);
+    /// let y = Tensor::from_slice(&[2.0f32, 0.0, -2.0], &[1, 3]);
+    /// let z = y.matmul(&x).sum(Axis::All);
+    /// let g = z.gradient(&[&x, &y]);
+    /// assert_eq!(g[0].to_vec::<f32>(), vec![2.0, 2.0, 2.0, 0.0, 0.0, 0.0, -2.0, -2.0, -2.0]);
+    /// assert_eq!((g[1].shape(), g[1].to_vec::<f32>()), (vec![1, 3], vec![1.0, 1.0, 1.0]));
+    /// ```
+    ///
     /// # Panics
     /// If this tensor is not a scalar (use [`Tensor::gradient_with`]) or a tensor is not float.
     pub fn gradient(&self, targets: &[&Tensor]) -> Vec<Tensor> {
@@ -242,6 +331,14 @@ impl Tensor {
 
     /// [`Tensor::gradient`] seeded with `gradient` (of this tensor's shape), for non-scalar
     /// outputs: the vector-Jacobian product with each target.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let x = Tensor::from_vec(vec![1.0f32, 2.0, 3.0]);
+    /// let y = &x * &x * 3;
+    /// let g = y.gradient_with(&[&x], &Tensor::from_vec(vec![1.0f32, 0.0, 1.0]));
+    /// assert_eq!(g[0].to_vec::<f32>(), vec![6.0, 0.0, 18.0]);
+    /// ```
     ///
     /// # Panics
     /// If `gradient`'s shape differs from this tensor's, or a tensor is not float.
@@ -313,6 +410,14 @@ impl Tensor {
     // ---- graph markers ----
 
     /// The same values, cut from the gradient graph: no gradient flows through the result.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{Axis, Tensor};
+    /// let x = Tensor::from_vec(vec![1.0f32, 2.0]).requires_grad(true);
+    /// assert_eq!(x.detach().to_vec::<f32>(), vec![1.0, 2.0]);
+    /// (&x * &x.detach()).sum(Axis::All).backward(); // d/dx of x * c is c
+    /// assert_eq!(x.grad().unwrap().to_vec::<f32>(), vec![1.0, 2.0]);
+    /// ```
     pub fn detach(&self) -> Tensor {
         let t = Tensor::from_uop(detach_uop(&self.uop()), self.device());
         *lock(&t.inner.autograd.requires_grad) = Some(false);
@@ -321,6 +426,15 @@ impl Tensor {
 
     /// The same values; in the backward pass, the gradient flowing through here is made
     /// contiguous (realized in its own kernel).
+    ///
+    /// ```
+    /// use tinygrad_tensor::{Axis, Tensor};
+    /// let x = Tensor::from_vec(vec![1.0f32, 2.0]);
+    /// let y = x.contiguous_backward();
+    /// assert_eq!(y.to_vec::<f32>(), vec![1.0, 2.0]);
+    /// let g = (&y * 3).sum(Axis::All).gradient(&[&x]);
+    /// assert_eq!(g[0].to_vec::<f32>(), vec![3.0, 3.0]);
+    /// ```
     pub fn contiguous_backward(&self) -> Tensor {
         self.with_uop(UOp::new(
             Ops::ContiguousBackward,
@@ -333,17 +447,41 @@ impl Tensor {
     // ---- modes ----
 
     /// Whether training mode is on (read by layers such as dropout). Off by default.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// assert!(!Tensor::training());
+    /// let _guard = Tensor::train(true);
+    /// assert!(Tensor::training());
+    /// ```
     pub fn training() -> bool {
         TRAINING.with(Cell::get)
     }
 
     /// Turns training mode on or off (for this thread).
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// Tensor::set_training(true);
+    /// assert!(Tensor::training());
+    /// Tensor::set_training(false);
+    /// assert!(!Tensor::training());
+    /// ```
     pub fn set_training(mode: bool) {
         TRAINING.with(|t| t.set(mode));
     }
 
     /// Sets training mode to `mode` until the returned guard is dropped (tinygrad's
     /// `with Tensor.train():`).
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// {
+    ///     let _guard = Tensor::train(true);
+    ///     assert!(Tensor::training());
+    /// }
+    /// assert!(!Tensor::training());
+    /// ```
     pub fn train(mode: bool) -> TrainGuard {
         let prev = TRAINING.with(|t| t.replace(mode));
         TrainGuard {
@@ -353,18 +491,41 @@ impl Tensor {
     }
 
     /// Whether tensor ops record gradients (false inside [`Tensor::no_grad`]).
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// assert!(Tensor::is_grad_enabled());
+    /// assert!(!Tensor::no_grad(Tensor::is_grad_enabled));
+    /// ```
     pub fn is_grad_enabled() -> bool {
         GRAD_ENABLED.with(Cell::get)
     }
 
     /// Runs `f` with gradients disabled: every tensor an op returns inside is detached, so no
     /// gradient flows through values computed there (an optimizer step, evaluation).
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let x = Tensor::from_vec(vec![1.0f32, 2.0]).requires_grad(true);
+    /// let y = Tensor::no_grad(|| &x * 2);
+    /// assert!(!y.is_requires_grad());
+    /// assert_eq!(y.to_vec::<f32>(), vec![2.0, 4.0]);
+    /// ```
     pub fn no_grad<R>(f: impl FnOnce() -> R) -> R {
         let _guard = Tensor::no_grad_guard();
         f()
     }
 
     /// Disables gradients until the returned guard is dropped (see [`Tensor::no_grad`]).
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// {
+    ///     let _guard = Tensor::no_grad_guard();
+    ///     assert!(!Tensor::is_grad_enabled());
+    /// }
+    /// assert!(Tensor::is_grad_enabled());
+    /// ```
     pub fn no_grad_guard() -> NoGradGuard {
         let prev = GRAD_ENABLED.with(|g| g.replace(false));
         NoGradGuard {

@@ -24,7 +24,8 @@ impl Tensor {
     /// of range write nothing.
     ///
     /// Like [`Tensor::assign`] the update is lazy and changes what every clone of this handle
-    /// reads. When this tensor or `value` requires a gradient, the new value is differentiable
+    /// reads. When a gradient can flow from this tensor or `value` (they are, or are computed
+    /// from, tensors that require gradients), the new value is differentiable
     /// (the gradient flows to `value` at the selected positions and to the old value
     /// elsewhere), as in tinygrad; otherwise it is an assignment (detached). Returns `self`.
     ///
@@ -95,7 +96,7 @@ impl Tensor {
         } else {
             self.set_basic(&parsed, &value)
         };
-        if self.is_requires_grad() || value.is_requires_grad() {
+        if crate::autograd::needs_grad(self) || crate::autograd::needs_grad(&value) {
             self.replace(&new);
         } else {
             self.assign(&new.detach());

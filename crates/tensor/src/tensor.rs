@@ -27,6 +27,13 @@ pub struct Tensor {
 
 impl Tensor {
     /// A tensor standing for `uop` on `device`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[1i32, 2, 3], &[3]) * 2;
+    /// let u = Tensor::from_uop(t.uop(), t.device());
+    /// assert_eq!(u.to_vec::<i32>(), vec![2, 4, 6]);
+    /// ```
     pub fn from_uop(uop: UOp, device: &str) -> Tensor {
         Tensor {
             inner: Arc::new(Inner {
@@ -38,6 +45,12 @@ impl Tensor {
     }
 
     /// The graph behind this tensor.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// let t = Tensor::zeros(&[2, 3], DType::INT32);
+    /// assert_eq!((t.uop().shape_vec(), t.uop().dtype()), (vec![2, 3], DType::INT32));
+    /// ```
     pub fn uop(&self) -> UOp {
         self.inner
             .uop
@@ -58,22 +71,46 @@ impl Tensor {
     }
 
     /// The shape.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::arange(0, 6, 1).reshape(&[2, 3]);
+    /// assert_eq!(t.shape(), vec![2, 3]);
+    /// ```
     pub fn shape(&self) -> Vec<usize> {
         self.uop().shape_vec()
     }
 
     /// Number of dimensions.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// assert_eq!(Tensor::zeros(&[2, 3, 4], DType::FLOAT32).ndim(), 3);
+    /// assert_eq!(Tensor::scalar(1.5f32).ndim(), 0);
+    /// ```
     pub fn ndim(&self) -> usize {
         self.shape().len()
     }
 
     /// Number of elements.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// assert_eq!(Tensor::zeros(&[2, 3, 4], DType::FLOAT32).numel(), 24);
+    /// assert_eq!(Tensor::scalar(7i32).numel(), 1);
+    /// ```
     pub fn numel(&self) -> usize {
         self.shape().iter().product()
     }
 
     /// The size of axis `dim` (negative counts from the end) — tinygrad's `size(dim)`; the
     /// whole shape is [`Tensor::shape`].
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// let t = Tensor::zeros(&[2, 3, 4], DType::FLOAT32);
+    /// assert_eq!((t.size(0), t.size(1), t.size(-1)), (2, 3, 4));
+    /// ```
     ///
     /// # Panics
     /// If `dim` is out of range.
@@ -83,6 +120,12 @@ impl Tensor {
     }
 
     /// Bytes of one element (`dtype().itemsize()`).
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// assert_eq!(Tensor::zeros(&[3], DType::FLOAT32).element_size(), 4);
+    /// assert_eq!(Tensor::zeros(&[3], DType::INT64).element_size(), 8);
+    /// ```
     pub fn element_size(&self) -> usize {
         self.dtype().itemsize()
     }
@@ -100,16 +143,34 @@ impl Tensor {
     }
 
     /// Whether the dtype is a float dtype.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// assert!(Tensor::from_slice(&[1.0f32, 2.0], &[2]).is_floating_point());
+    /// assert!(!Tensor::from_slice(&[1i32, 2], &[2]).is_floating_point());
+    /// ```
     pub fn is_floating_point(&self) -> bool {
         self.dtype().is_float()
     }
 
     /// The element dtype.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// assert_eq!(Tensor::from_slice(&[1u8, 2], &[2]).dtype(), DType::UINT8);
+    /// assert_eq!(Tensor::full(&[2], 1.5).dtype(), DType::FLOAT32);
+    /// ```
     pub fn dtype(&self) -> DType {
         self.uop().dtype()
     }
 
     /// The device name (`CPU`, `REF`, `CUDA`, `WEBGPU`).
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// assert_eq!(Tensor::zeros_on(&[2], DType::FLOAT32, "REF").device(), "REF");
+    /// assert_eq!(Tensor::zeros(&[2], DType::FLOAT32).device(), tinygrad_tensor::default_device());
+    /// ```
     pub fn device(&self) -> &str {
         &self.inner.device
     }
@@ -118,6 +179,13 @@ impl Tensor {
 
     /// A tensor with `data` (row-major) of `shape` on the default device (`DEV`, else `CPU`).
     ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// let t = Tensor::from_slice(&[1i32, 2, 3, 4, 5, 6], &[2, 3]);
+    /// assert_eq!((t.shape(), t.dtype()), (vec![2, 3], DType::INT32));
+    /// assert_eq!(t.to_vec::<i32>(), vec![1, 2, 3, 4, 5, 6]);
+    /// ```
+    ///
     /// # Panics
     /// If `data.len()` is not the product of `shape`.
     pub fn from_slice<T: Element>(data: &[T], shape: &[usize]) -> Tensor {
@@ -125,6 +193,13 @@ impl Tensor {
     }
 
     /// Like [`Tensor::from_slice`] on a given device.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice_on(&[1.5f32, -2.0], &[2], "CPU");
+    /// assert_eq!(t.device(), "CPU");
+    /// assert_eq!(t.to_vec::<f32>(), vec![1.5, -2.0]);
+    /// ```
     pub fn from_slice_on<T: Element>(data: &[T], shape: &[usize], device: &str) -> Tensor {
         let n: usize = shape.iter().product();
         assert_eq!(
@@ -141,6 +216,13 @@ impl Tensor {
     }
 
     /// A tensor from raw little-endian bytes of `dtype`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// let bytes: Vec<u8> = [1u16, 2, 258].iter().flat_map(|x| x.to_le_bytes()).collect();
+    /// let t = Tensor::from_bytes(&bytes, DType::UINT16, &[3], "CPU");
+    /// assert_eq!(t.to_vec::<u16>(), vec![1, 2, 258]);
+    /// ```
     pub fn from_bytes(bytes: &[u8], dtype: DType, shape: &[usize], device: &str) -> Tensor {
         let n: usize = shape.iter().product();
         let buf = Buffer::new(device, dtype, n);
@@ -155,29 +237,61 @@ impl Tensor {
     }
 
     /// A 1-D tensor from a vector.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_vec(vec![1i64, 2, 3, 4]);
+    /// assert_eq!(t.shape(), vec![4]);
+    /// assert_eq!(t.to_vec::<i64>(), vec![1, 2, 3, 4]);
+    /// ```
     pub fn from_vec<T: Element>(data: Vec<T>) -> Tensor {
         let n = data.len();
         Tensor::from_slice(&data, &[n])
     }
 
     /// A 0-D tensor holding `v` (dtype from the Rust type).
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// let t = Tensor::scalar(42i32);
+    /// assert_eq!((t.shape(), t.dtype(), t.item::<i32>()), (vec![], DType::INT32, 42));
+    /// ```
     pub fn scalar<T: Element>(v: T) -> Tensor {
         Tensor::full_dtype(&[], v.to_const(), T::DTYPE)
     }
 
     /// A tensor of `shape` filled with `value` (dtype: `bool`, `int32`, or the default float,
     /// from the kind of value, like a Python scalar).
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// let t = Tensor::full(&[2, 3], 42);
+    /// assert_eq!((t.dtype(), t.to_vec::<i32>()), (DType::INT32, vec![42; 6]));
+    /// assert_eq!(Tensor::full(&[2, 3], false).to_vec::<bool>(), vec![false; 6]);
+    /// ```
     pub fn full(shape: &[usize], value: impl Into<ConstValue>) -> Tensor {
         let v = value.into();
         Tensor::full_dtype(shape, v, v.default_dtype())
     }
 
     /// A tensor of `shape` filled with `value` cast to `dtype`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// let t = Tensor::full_dtype(&[2, 2], 2.7, DType::INT8);
+    /// assert_eq!((t.dtype(), t.to_vec::<i8>()), (DType::INT8, vec![2; 4]));
+    /// ```
     pub fn full_dtype(shape: &[usize], value: impl Into<ConstValue>, dtype: DType) -> Tensor {
         Tensor::full_on(shape, value, dtype, &default_device())
     }
 
     /// [`Tensor::full_dtype`] on a given device.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// let t = Tensor::full_on(&[3], 0.5, DType::FLOAT32, "REF");
+    /// assert_eq!((t.device(), t.to_vec::<f32>()), ("REF", vec![0.5; 3]));
+    /// ```
     pub fn full_on(
         shape: &[usize],
         value: impl Into<ConstValue>,
@@ -215,26 +329,56 @@ impl Tensor {
     }
 
     /// Zeros of `shape` and `dtype`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// assert_eq!(Tensor::zeros(&[2, 3], DType::FLOAT32).to_vec::<f32>(), vec![0.0; 6]);
+    /// assert_eq!(Tensor::zeros(&[2, 3], DType::INT32).to_vec::<i32>(), vec![0; 6]);
+    /// ```
     pub fn zeros(shape: &[usize], dtype: DType) -> Tensor {
         Tensor::full_dtype(shape, 0i64, dtype)
     }
 
     /// [`Tensor::zeros`] on a given device.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// let t = Tensor::zeros_on(&[2], DType::INT32, "REF");
+    /// assert_eq!((t.device(), t.to_vec::<i32>()), ("REF", vec![0, 0]));
+    /// ```
     pub fn zeros_on(shape: &[usize], dtype: DType, device: &str) -> Tensor {
         Tensor::full_on(shape, 0i64, dtype, device)
     }
 
     /// Ones of `shape` and `dtype`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// assert_eq!(Tensor::ones(&[2, 3], DType::FLOAT32).to_vec::<f32>(), vec![1.0; 6]);
+    /// assert_eq!(Tensor::ones(&[2, 3], DType::INT32).to_vec::<i32>(), vec![1; 6]);
+    /// ```
     pub fn ones(shape: &[usize], dtype: DType) -> Tensor {
         Tensor::full_dtype(shape, 1i64, dtype)
     }
 
     /// [`Tensor::ones`] on a given device.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// let t = Tensor::ones_on(&[2], DType::FLOAT32, "REF");
+    /// assert_eq!((t.device(), t.to_vec::<f32>()), ("REF", vec![1.0, 1.0]));
+    /// ```
     pub fn ones_on(shape: &[usize], dtype: DType, device: &str) -> Tensor {
         Tensor::full_on(shape, 1i64, dtype, device)
     }
 
     /// An uninitialized (in practice zeroed) tensor of `shape` and `dtype`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// let t = Tensor::empty(&[2, 3], DType::FLOAT32);
+    /// assert_eq!((t.shape(), t.dtype()), (vec![2, 3], DType::FLOAT32));
+    /// ```
     pub fn empty(shape: &[usize], dtype: DType) -> Tensor {
         let dev = default_device();
         let n: usize = shape.iter().product();
@@ -273,22 +417,47 @@ impl Tensor {
     }
 
     /// Zeros with the shape, dtype and device of `t`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// let z = Tensor::zeros_like(&Tensor::ones(&[2, 3], DType::INT32));
+    /// assert_eq!((z.shape(), z.to_vec::<i32>()), (vec![2, 3], vec![0; 6]));
+    /// ```
     pub fn zeros_like(t: &Tensor) -> Tensor {
         t.const_like(0i64, t.dtype())
     }
 
     /// Ones with the shape, dtype and device of `t`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// let o = Tensor::ones_like(&Tensor::zeros(&[2, 3], DType::FLOAT32));
+    /// assert_eq!((o.shape(), o.to_vec::<f32>()), (vec![2, 3], vec![1.0; 6]));
+    /// ```
     pub fn ones_like(t: &Tensor) -> Tensor {
         t.const_like(1i64, t.dtype())
     }
 
     /// `value` with the shape, dtype and device of `t`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// let t = Tensor::ones(&[2, 3], DType::FLOAT32);
+    /// assert_eq!(Tensor::full_like(&t, 42).to_vec::<f32>(), vec![42.0; 6]);
+    /// ```
     pub fn full_like(t: &Tensor, value: impl Into<ConstValue>) -> Tensor {
         t.const_like(value, t.dtype())
     }
 
     /// `start, start+step, ...` up to (excluding) `stop`, like Python's `range` / tinygrad's
     /// `arange`. Integer arguments give `int32`, float arguments the default float.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// assert_eq!(Tensor::arange(0, 5, 1).to_vec::<i32>(), vec![0, 1, 2, 3, 4]);
+    /// assert_eq!(Tensor::arange(5, 10, 2).to_vec::<i32>(), vec![5, 7, 9]);
+    /// assert_eq!(Tensor::arange(5.5, 10, 2).to_vec::<f32>(), vec![5.5, 7.5, 9.5]);
+    /// ```
     ///
     /// # Panics
     /// If `step` is zero.
@@ -310,11 +479,23 @@ impl Tensor {
     }
 
     /// [`Tensor::arange`] with an explicit dtype.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// let t = Tensor::arange_dtype(0.0, 4.0, 1.0, DType::UINT8);
+    /// assert_eq!((t.dtype(), t.to_vec::<u8>()), (DType::UINT8, vec![0, 1, 2, 3]));
+    /// ```
     pub fn arange_dtype(start: f64, stop: f64, step: f64, dtype: DType) -> Tensor {
         Tensor::arange_on(start, stop, step, dtype, &default_device())
     }
 
     /// [`Tensor::arange_dtype`] on a given device.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// let t = Tensor::arange_on(1.0, 2.0, 0.25, DType::FLOAT32, "REF");
+    /// assert_eq!((t.device(), t.to_vec::<f32>()), ("REF", vec![1.0, 1.25, 1.5, 1.75]));
+    /// ```
     ///
     /// # Panics
     /// If `step` is zero.
@@ -348,6 +529,12 @@ impl Tensor {
     }
 
     /// `steps` evenly spaced values from `start` to `end` inclusive (default float dtype).
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// assert_eq!(Tensor::linspace(0.0, 10.0, 5).to_vec::<f32>(), vec![0.0, 2.5, 5.0, 7.5, 10.0]);
+    /// assert_eq!(Tensor::linspace(-1.0, 1.0, 5).to_vec::<f32>(), vec![-1.0, -0.5, 0.0, 0.5, 1.0]);
+    /// ```
     pub fn linspace(start: f64, end: f64, steps: usize) -> Tensor {
         Tensor::linspace_on(
             start,
@@ -359,6 +546,13 @@ impl Tensor {
     }
 
     /// [`Tensor::linspace`] as `dtype` on a given device.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// let t = Tensor::linspace_on(0.0, 1.0, 5, DType::FLOAT64, "REF");
+    /// assert_eq!((t.device(), t.dtype()), ("REF", DType::FLOAT64));
+    /// assert_eq!(t.to_vec::<f64>(), vec![0.0, 0.25, 0.5, 0.75, 1.0]);
+    /// ```
     pub fn linspace_on(start: f64, end: f64, steps: usize, dtype: DType, device: &str) -> Tensor {
         Tensor::linspace_impl(start, end, steps, dtype).on_device(device)
     }
@@ -371,15 +565,30 @@ impl Tensor {
             return Tensor::full_dtype(&[1], start, dt);
         }
         let step = (end - start) / (steps - 1) as f64;
-        Tensor::index_ramp(steps).cast(dt) * step + start
+        // in floats, then cast (truncating for integer dtypes), as tinygrad
+        (Tensor::index_ramp(steps).cast(dt) * step + start).cast(dt)
     }
 
     /// The `n x m` identity matrix (`m = n` when `None`), as `dtype`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// let e = Tensor::eye(3, None, DType::FLOAT32);
+    /// assert_eq!(e.to_vec::<f32>(), vec![1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]);
+    /// let e = Tensor::eye(2, Some(4), DType::INT32);
+    /// assert_eq!((e.shape(), e.to_vec::<i32>()), (vec![2, 4], vec![1, 0, 0, 0, 0, 1, 0, 0]));
+    /// ```
     pub fn eye(n: usize, m: Option<usize>, dtype: DType) -> Tensor {
         Tensor::eye_on(n, m, dtype, &default_device())
     }
 
     /// [`Tensor::eye`] on a given device.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// let e = Tensor::eye_on(2, None, DType::BOOL, "REF");
+    /// assert_eq!((e.device(), e.to_vec::<bool>()), ("REF", vec![true, false, false, true]));
+    /// ```
     pub fn eye_on(n: usize, m: Option<usize>, dtype: DType, device: &str) -> Tensor {
         Tensor::eye_impl(n, m, dtype).on_device(device)
     }
@@ -394,6 +603,14 @@ impl Tensor {
     // ---- realize and data ----
 
     /// Schedules (without running) the kernels that would compute `tensors`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let a = Tensor::from_slice(&[1.0f32, 2.0, 3.0], &[3]);
+    /// let b = (&a + 1.0) * 2.0;
+    /// assert_eq!(Tensor::schedule(&[&b]).len(), 1); // one fused kernel
+    /// assert_eq!(Tensor::schedule(&[&a]).len(), 0); // already a buffer
+    /// ```
     pub fn schedule(tensors: &[&Tensor]) -> Vec<ScheduleItem> {
         let outs: Vec<UOp> = tensors.iter().map(|t| t.uop()).collect();
         let dev = tensors
@@ -404,6 +621,14 @@ impl Tensor {
 
     /// Computes the tensor (compiling and running its kernels) and keeps the result.
     ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::arange(0, 4, 1) * 3;
+    /// t.realize(); // t is now backed by a buffer: nothing left to schedule
+    /// assert_eq!(Tensor::schedule(&[&t]).len(), 0);
+    /// assert_eq!(t.to_vec::<i32>(), vec![0, 3, 6, 9]);
+    /// ```
+    ///
     /// # Panics
     /// If the device is missing or a kernel fails to compile (see [`Tensor::try_realize`]).
     pub fn realize(&self) -> &Tensor {
@@ -412,12 +637,27 @@ impl Tensor {
     }
 
     /// Like [`Tensor::realize`], returning device and compile errors.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::arange(0, 3, 1) + 10;
+    /// let r = t.try_realize().expect("the CPU device is available");
+    /// assert_eq!(r.to_vec::<i32>(), vec![10, 11, 12]);
+    /// ```
     pub fn try_realize(&self) -> Result<&Tensor, DeviceError> {
         Tensor::try_realize_all(&[self])?;
         Ok(self)
     }
 
     /// Realizes several tensors together (shared work is scheduled once).
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let a = Tensor::arange(0, 3, 1) * 2;
+    /// let (b, c) = (&a + 1, &a * &a);
+    /// Tensor::try_realize_all(&[&b, &c]).unwrap();
+    /// assert_eq!((b.to_vec::<i32>(), c.to_vec::<i32>()), (vec![1, 3, 5], vec![0, 4, 16]));
+    /// ```
     pub fn try_realize_all(tensors: &[&Tensor]) -> Result<(), DeviceError> {
         let todo: Vec<&Tensor> = tensors
             .iter()
@@ -452,6 +692,12 @@ impl Tensor {
     }
 
     /// The data as little-endian bytes (realizes first).
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[1u16, 258], &[2]);
+    /// assert_eq!(t.try_to_bytes().unwrap(), vec![1, 0, 2, 1]);
+    /// ```
     pub fn try_to_bytes(&self) -> Result<Vec<u8>, DeviceError> {
         self.try_realize()?;
         let u = self.uop();
@@ -465,6 +711,13 @@ impl Tensor {
 
     /// The data as a `Vec<T>` (realizes first).
     ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[1i32, 2, 3, 4], &[2, 2]);
+    /// assert_eq!(t.to_vec::<i32>(), vec![1, 2, 3, 4]);
+    /// assert_eq!(t.float().to_vec::<f32>(), vec![1.0, 2.0, 3.0, 4.0]);
+    /// ```
+    ///
     /// # Panics
     /// If `T` does not match the tensor's dtype, or realizing fails.
     pub fn to_vec<T: Element>(&self) -> Vec<T> {
@@ -472,6 +725,14 @@ impl Tensor {
     }
 
     /// Like [`Tensor::to_vec`], returning an error instead of panicking.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor, TensorError};
+    /// let t = Tensor::from_slice(&[1i32, 2], &[2]);
+    /// assert_eq!(t.try_to_vec::<i32>(), Ok(vec![1, 2]));
+    /// let err = t.try_to_vec::<f32>().unwrap_err();
+    /// assert!(matches!(err, TensorError::DType { expected: DType::INT32, .. }));
+    /// ```
     pub fn try_to_vec<T: Element>(&self) -> Result<Vec<T>, TensorError> {
         if T::DTYPE != self.dtype() {
             return Err(TensorError::DType {
@@ -487,6 +748,12 @@ impl Tensor {
 
     /// The single value of a one-element tensor.
     ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// assert_eq!(Tensor::scalar(42i32).item::<i32>(), 42);
+    /// assert_eq!(Tensor::from_slice(&[2.5f32], &[1, 1]).item::<f32>(), 2.5);
+    /// ```
+    ///
     /// # Panics
     /// If the tensor has more or less than one element, or `T` does not match its dtype.
     pub fn item<T: Element>(&self) -> T {
@@ -501,6 +768,12 @@ impl Tensor {
     }
 
     /// The values as `f64`, whatever the dtype (for printing and tests).
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// assert_eq!(Tensor::from_slice(&[1i8, -2], &[2]).to_f64_vec(), vec![1.0, -2.0]);
+    /// assert_eq!(Tensor::from_slice(&[true, false], &[2]).to_f64_vec(), vec![1.0, 0.0]);
+    /// ```
     pub fn to_f64_vec(&self) -> Vec<f64> {
         let dt = self.dtype();
         let bytes = self.try_to_bytes().unwrap_or_else(|e| panic!("{e}"));
@@ -512,6 +785,12 @@ impl Tensor {
 
     /// The tensor on another device (data is copied).
     ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[1i32, 2, 3], &[3]).to("REF");
+    /// assert_eq!((t.device(), t.to_vec::<i32>()), ("REF", vec![1, 2, 3]));
+    /// ```
+    ///
     /// # Panics
     /// If the device does not exist (see [`Tensor::try_to`]).
     pub fn to(&self, device: &str) -> Tensor {
@@ -520,6 +799,13 @@ impl Tensor {
     }
 
     /// Like [`Tensor::to`], returning an error for unknown or unavailable devices.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[1i32, 2], &[2]);
+    /// assert_eq!(t.try_to("REF").unwrap().to_vec::<i32>(), vec![1, 2]);
+    /// assert!(t.try_to("NOSUCHDEVICE").is_err());
+    /// ```
     pub fn try_to(&self, device: &str) -> Result<Tensor, DeviceError> {
         let dev = get_device(device)?;
         if dev.name() == self.device() {
@@ -535,6 +821,12 @@ impl Tensor {
     }
 
     /// Forces a copy into a fresh buffer when realized (its own kernel).
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::arange(0, 6, 1).reshape(&[2, 3]).permute(&[1, 0]).contiguous();
+    /// assert_eq!(t.to_vec::<i32>(), vec![0, 3, 1, 4, 2, 5]);
+    /// ```
     pub fn contiguous(&self) -> Tensor {
         self.with_uop(UOp::new(
             Ops::Contiguous,

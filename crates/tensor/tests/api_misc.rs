@@ -2,7 +2,7 @@
 //! `bitcast`, `ndim`/`numel`, `replace`, the normal-family initializers (by their statistics),
 //! printing, and the operator syntax with a tensor on the left.
 
-use tinygrad_tensor::{DType, Tensor};
+use tinygrad_tensor::{DType, Idx, Tensor};
 
 #[test]
 fn like_constructors_take_shape_and_dtype() {
@@ -126,4 +126,42 @@ fn operator_syntax_with_a_tensor_on_the_left() {
     let f = Tensor::from_slice(&[1.5f32, -2.0], &[2]);
     assert_eq!((2.0f32 * &f).to_vec::<f32>(), vec![3.0, -4.0]);
     assert_eq!((2.0f32 + &f).to_vec::<f32>(), vec![3.5, 0.0]);
+}
+
+/// tinygrad computes linspace in floats and casts to the dtype at the end (it was left float).
+#[test]
+fn linspace_with_an_integer_dtype_casts_the_result() {
+    let t = Tensor::linspace_on(0.0, 10.0, 5, DType::INT32, "CPU");
+    assert_eq!(t.dtype(), DType::INT32);
+    assert_eq!(t.to_vec::<i32>(), vec![0, 2, 5, 7, 10]);
+    let t = Tensor::linspace_on(-1.0, 1.0, 3, DType::INT32, "REF");
+    assert_eq!(t.to_vec::<i32>(), vec![-1, 0, 1]);
+}
+
+/// setitem on tensors that require gradients stays differentiable: the gradient reaches the
+/// written value at the selected positions and the old value elsewhere (tinygrad's `replace`).
+#[test]
+fn setitem_gradients() {
+    let t = Tensor::from_slice(&[1.0f32, 2., 3., 4., 5., 6.], &[2, 3]).requires_grad(true);
+    let v = Tensor::from_slice(&[10.0f32, 20.], &[2]).requires_grad(true);
+    let w = Tensor::from_slice(&[1.0f32, 2., 3., 4., 5., 6.], &[2, 3]);
+    let x = t.mul(2.0);
+    x.setitem(&[Idx::all(), Idx::Int(1)], &v);
+    let loss = x.mul(&w).sum(None);
+    let g = loss.gradient(&[&t, &v]);
+    assert_eq!(x.to_vec::<f32>(), vec![2., 10., 6., 8., 20., 12.]);
+    assert_eq!(g[0].to_vec::<f32>(), vec![2., 0., 6., 8., 0., 12.]);
+    assert_eq!(g[1].to_vec::<f32>(), vec![2., 5.]);
+}
+
+/// A clone of the handle sees a setitem (like a Python reference); other tensors derived
+/// before it keep the old value.
+#[test]
+fn setitem_is_seen_through_clones_of_the_handle() {
+    let t = Tensor::zeros(&[4], DType::FLOAT32);
+    let alias = t.clone();
+    let before = t.add(1.0);
+    t.setitem(&[Idx::range(1, 3)], 5.0);
+    assert_eq!(alias.to_vec::<f32>(), vec![0., 5., 5., 0.]);
+    assert_eq!(before.to_vec::<f32>(), vec![1., 1., 1., 1.]);
 }
