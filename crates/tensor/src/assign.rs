@@ -31,6 +31,16 @@ impl Tensor {
     /// `param.assign(&(&param - &(grad * lr)))`. `value` may broadcast to this tensor's shape but
     /// must have its dtype and device. Returns `self`.
     ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let param = Tensor::from_vec(vec![1.0f32, 2.0, 3.0]);
+    /// let alias = param.clone();
+    /// param.assign(&(&param - 0.5));
+    /// assert_eq!(alias.to_vec::<f32>(), vec![0.5, 1.5, 2.5]);
+    /// param.assign(&Tensor::from_vec(vec![7.0f32])); // broadcasts
+    /// assert_eq!(param.to_vec::<f32>(), vec![7.0, 7.0, 7.0]);
+    /// ```
+    ///
     /// # Panics
     /// If the shapes don't broadcast to this tensor's shape, or the dtypes or devices differ.
     pub fn assign(&self, value: &Tensor) -> &Tensor {
@@ -81,6 +91,14 @@ impl Tensor {
 
     /// Replaces this tensor's value with `value`'s, which may have another shape, dtype or device
     /// (tinygrad's `replace`): the tensor takes over `value`'s graph. Returns `self`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// let t = Tensor::from_vec(vec![1.0f32, 2.0]);
+    /// t.replace(&Tensor::from_vec(vec![5i32, 6]));
+    /// assert_eq!((t.shape(), t.dtype()), (vec![2], DType::INT32));
+    /// assert_eq!(t.to_vec::<i32>(), vec![5, 6]);
+    /// ```
     pub fn replace(&self, value: &Tensor) -> &Tensor {
         assert_eq!(
             value.device(),

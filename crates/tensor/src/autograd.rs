@@ -431,9 +431,9 @@ impl Tensor {
     /// use tinygrad_tensor::{Axis, Tensor};
     /// let x = Tensor::from_vec(vec![1.0f32, 2.0]);
     /// let y = x.contiguous_backward();
-    /// assert_eq!(y.to_vec::<f32>(), vec![1.0, 2.0]);
     /// let g = (&y * 3).sum(Axis::All).gradient(&[&x]);
     /// assert_eq!(g[0].to_vec::<f32>(), vec![3.0, 3.0]);
+    /// assert_eq!(y.to_vec::<f32>(), vec![1.0, 2.0]);
     /// ```
     pub fn contiguous_backward(&self) -> Tensor {
         self.with_uop(UOp::new(

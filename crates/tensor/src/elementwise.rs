@@ -55,6 +55,12 @@ impl IntoOperand for ConstValue {
 }
 
 /// The broadcast shape of `a` and `b` (numpy rules), or `None`.
+///
+/// ```
+/// use tinygrad_tensor::broadcast_shape;
+/// assert_eq!(broadcast_shape(&[2, 1, 4], &[3, 1]), Some(vec![2, 3, 4]));
+/// assert_eq!(broadcast_shape(&[2, 3], &[4]), None);
+/// ```
 pub fn broadcast_shape(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
     let n = a.len().max(b.len());
     let pa = |i: usize| {
@@ -83,6 +89,13 @@ pub fn broadcast_shape(a: &[usize], b: &[usize]) -> Option<Vec<usize>> {
 
 impl Tensor {
     /// Broadcasts to `shape` (left-padding with size-1 axes, then expanding).
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_vec(vec![1i32, 2, 3]).broadcast_to(&[2, 3]);
+    /// assert_eq!(t.shape(), vec![2, 3]);
+    /// assert_eq!(t.to_vec::<i32>(), vec![1, 2, 3, 1, 2, 3]);
+    /// ```
     ///
     /// # Panics
     /// If the shapes are not broadcast-compatible.
@@ -167,36 +180,85 @@ impl Tensor {
     // ---- casts ----
 
     /// `cast(float32)`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// let t = Tensor::from_slice(&[-1i32, 2, 3], &[3]).float();
+    /// assert_eq!(t.dtype(), DType::FLOAT32);
+    /// assert_eq!(t.to_vec::<f32>(), vec![-1.0, 2.0, 3.0]);
+    /// ```
     pub fn float(&self) -> Tensor {
         self.cast(DType::FLOAT32)
     }
 
     /// `cast(float16)`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor, f16};
+    /// let t = Tensor::from_slice(&[-1i32, 2, 3], &[3]).half();
+    /// assert_eq!(t.dtype(), DType::FLOAT16);
+    /// assert_eq!(t.to_vec::<f16>(), [-1.0f32, 2.0, 3.0].map(f16::from_f32).to_vec());
+    /// ```
     pub fn half(&self) -> Tensor {
         self.cast(DType::FLOAT16)
     }
 
     /// `cast(bfloat16)`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor, bf16};
+    /// let t = Tensor::from_slice(&[-1i32, 2, 3], &[3]).bfloat16();
+    /// assert_eq!(t.dtype(), DType::BFLOAT16);
+    /// assert_eq!(t.to_vec::<bf16>(), [-1.0f32, 2.0, 3.0].map(bf16::from_f32).to_vec());
+    /// ```
     pub fn bfloat16(&self) -> Tensor {
         self.cast(DType::BFLOAT16)
     }
 
     /// `cast(float64)`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// let t = Tensor::from_slice(&[-1i32, 2, 3], &[3]).double();
+    /// assert_eq!(t.dtype(), DType::FLOAT64);
+    /// assert_eq!(t.to_vec::<f64>(), vec![-1.0, 2.0, 3.0]);
+    /// ```
     pub fn double(&self) -> Tensor {
         self.cast(DType::FLOAT64)
     }
 
     /// `cast(int32)`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// let t = Tensor::from_slice(&[-1.5f32, 2.7, 3.0], &[3]).int();
+    /// assert_eq!(t.dtype(), DType::INT32);
+    /// assert_eq!(t.to_vec::<i32>(), vec![-1, 2, 3]);
+    /// ```
     pub fn int(&self) -> Tensor {
         self.cast(DType::INT32)
     }
 
     /// `cast(int64)`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// let t = Tensor::from_slice(&[-1.5f32, 2.7, 3.0], &[3]).long();
+    /// assert_eq!(t.dtype(), DType::INT64);
+    /// assert_eq!(t.to_vec::<i64>(), vec![-1, 2, 3]);
+    /// ```
     pub fn long(&self) -> Tensor {
         self.cast(DType::INT64)
     }
 
     /// `cast(int16)`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// let t = Tensor::from_slice(&[-1.5f32, 2.7, 3.0], &[3]).short();
+    /// assert_eq!(t.dtype(), DType::INT16);
+    /// assert_eq!(t.to_vec::<i16>(), vec![-1, 2, 3]);
+    /// ```
     pub fn short(&self) -> Tensor {
         self.cast(DType::INT16)
     }
@@ -218,6 +280,14 @@ impl Tensor {
     }
 
     /// Converts to `dtype` (float -> int truncates toward zero; int casts wrap).
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// let t = Tensor::from_slice(&[-1.0f32, 2.5, 3.0], &[3]).cast(DType::INT32);
+    /// assert_eq!((t.dtype(), t.to_vec::<i32>()), (DType::INT32, vec![-1, 2, 3]));
+    /// let t = t.cast(DType::UINT8);
+    /// assert_eq!((t.dtype(), t.to_vec::<u8>()), (DType::UINT8, vec![255, 2, 3]));
+    /// ```
     pub fn cast(&self, dtype: DType) -> Tensor {
         if self.dtype() == dtype {
             return self.clone();
@@ -226,6 +296,12 @@ impl Tensor {
     }
 
     /// Reinterprets the bits as `dtype` (same item size).
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// let t = Tensor::from_slice(&[-1i32, 2, 3], &[3]).bitcast(DType::UINT32);
+    /// assert_eq!((t.dtype(), t.to_vec::<u32>()), (DType::UINT32, vec![4294967295, 2, 3]));
+    /// ```
     ///
     /// # Panics
     /// If the item sizes differ.
@@ -247,6 +323,14 @@ impl Tensor {
     // ---- unary math ----
 
     /// `-x` (logical not for bool).
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[-3.0f32, -2.0, -1.0, 0.0, 1.0, 2.0, 3.0], &[7]);
+    /// assert_eq!(t.neg().to_vec::<f32>(), vec![3.0, 2.0, 1.0, 0.0, -1.0, -2.0, -3.0]);
+    /// let b = Tensor::from_slice(&[true, false], &[2]);
+    /// assert_eq!(b.neg().to_vec::<bool>(), vec![false, true]);
+    /// ```
     pub fn neg(&self) -> Tensor {
         if self.dtype().is_bool() {
             self.logical_not()
@@ -256,46 +340,120 @@ impl Tensor {
     }
 
     /// `1/x` (in a float dtype).
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let v = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[4]).reciprocal().to_vec::<f32>();
+    /// for (a, b) in v.iter().zip([1.0f32, 0.5, 0.33333334, 0.25]) {
+    ///     assert!((a - b).abs() < 1e-6, "{a} vs {b}");
+    /// }
+    /// ```
     pub fn reciprocal(&self) -> Tensor {
         self.float_unary(Ops::Recip)
     }
 
     /// Square root.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let v = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[4]).sqrt().to_vec::<f32>();
+    /// for (a, b) in v.iter().zip([1.0f32, 1.4142135, 1.7320508, 2.0]) {
+    ///     assert!((a - b).abs() < 1e-6, "{a} vs {b}");
+    /// }
+    /// ```
     pub fn sqrt(&self) -> Tensor {
         self.float_unary(Ops::Sqrt)
     }
 
     /// `1/sqrt(x)`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let v = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[4]).rsqrt().to_vec::<f32>();
+    /// for (a, b) in v.iter().zip([1.0f32, 0.70710677, 0.57735026, 0.5]) {
+    ///     assert!((a - b).abs() < 1e-6, "{a} vs {b}");
+    /// }
+    /// ```
     pub fn rsqrt(&self) -> Tensor {
         self.sqrt().reciprocal()
     }
 
     /// `2^x`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let v = Tensor::from_slice(&[0.0f32, 1.0, 2.0, 3.0], &[4]).exp2().to_vec::<f32>();
+    /// for (a, b) in v.iter().zip([1.0f32, 2.0, 4.0, 8.0]) {
+    ///     assert!((a - b).abs() < 1e-5, "{a} vs {b}");
+    /// }
+    /// ```
     pub fn exp2(&self) -> Tensor {
         self.float_unary(Ops::Exp2)
     }
 
     /// `e^x`, as `2^(x/ln 2)`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let v = Tensor::from_slice(&[0.0f32, 1.0, 2.0, 3.0], &[4]).exp().to_vec::<f32>();
+    /// for (a, b) in v.iter().zip([1.0f32, 2.7182817, 7.389056, 20.085537]) {
+    ///     assert!((a - b).abs() < 1e-4, "{a} vs {b}");
+    /// }
+    /// ```
     pub fn exp(&self) -> Tensor {
         (self.cast(least_upper_float(self.dtype())) * std::f64::consts::LOG2_E).exp2()
     }
 
     /// `log2(x)`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let v = Tensor::from_slice(&[1.0f32, 2.0, 4.0, 8.0], &[4]).log2().to_vec::<f32>();
+    /// for (a, b) in v.iter().zip([0.0f32, 1.0, 2.0, 3.0]) {
+    ///     assert!((a - b).abs() < 1e-5, "{a} vs {b}");
+    /// }
+    /// ```
     pub fn log2(&self) -> Tensor {
         self.float_unary(Ops::Log2)
     }
 
     /// Natural logarithm, as `log2(x) * ln 2`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let v = Tensor::from_slice(&[1.0f32, 2.0, 4.0, 8.0], &[4]).log().to_vec::<f32>();
+    /// for (a, b) in v.iter().zip([0.0f32, 0.6931472, 1.3862944, 2.0794415]) {
+    ///     assert!((a - b).abs() < 1e-5, "{a} vs {b}");
+    /// }
+    /// ```
     pub fn log(&self) -> Tensor {
         self.log2() * std::f64::consts::LN_2
     }
 
     /// Sine.
+    ///
+    /// ```
+    /// use std::f32::consts::PI;
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[0.0, PI / 2.0, PI, 3.0 * PI / 2.0, 2.0 * PI], &[5]);
+    /// for (a, b) in t.sin().to_vec::<f32>().iter().zip([0.0f32, 1.0, 0.0, -1.0, 0.0]) {
+    ///     assert!((a - b).abs() < 1e-5, "{a} vs {b}");
+    /// }
+    /// ```
     pub fn sin(&self) -> Tensor {
         self.float_unary(Ops::Sin)
     }
 
     /// Cosine, as `sin(pi/2 - x)`.
+    ///
+    /// ```
+    /// use std::f32::consts::PI;
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[0.0, PI / 2.0, PI, 3.0 * PI / 2.0, 2.0 * PI], &[5]);
+    /// for (a, b) in t.cos().to_vec::<f32>().iter().zip([1.0f32, 0.0, -1.0, 0.0, 1.0]) {
+    ///     assert!((a - b).abs() < 1e-5, "{a} vs {b}");
+    /// }
+    /// ```
     pub fn cos(&self) -> Tensor {
         self.cast(least_upper_float(self.dtype()))
             .rsub(std::f64::consts::FRAC_PI_2)
@@ -303,11 +461,26 @@ impl Tensor {
     }
 
     /// Tangent, as `sin/cos`.
+    ///
+    /// ```
+    /// use std::f32::consts::PI;
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[0.0, PI / 4.0, 3.0 * PI / 4.0, PI], &[4]);
+    /// for (a, b) in t.tan().to_vec::<f32>().iter().zip([0.0f32, 1.0, -1.0, 0.0]) {
+    ///     assert!((a - b).abs() < 1e-5, "{a} vs {b}");
+    /// }
+    /// ```
     pub fn tan(&self) -> Tensor {
         self.sin() / self.cos()
     }
 
     /// Rounds toward zero (ints unchanged).
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[-3.9f32, -2.1, -1.5, 0.5, 1.5, 2.1, 3.9], &[7]);
+    /// assert_eq!(t.trunc().to_vec::<f32>(), vec![-3.0, -2.0, -1.0, 0.0, 1.0, 2.0, 3.0]);
+    /// ```
     pub fn trunc(&self) -> Tensor {
         if self.dtype().is_float() {
             self.alu(Ops::Trunc, &[])
@@ -317,6 +490,12 @@ impl Tensor {
     }
 
     /// Rounds toward -inf.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[-3.9f32, -2.1, -1.5, 0.5, 1.5, 2.1, 3.9], &[7]);
+    /// assert_eq!(t.floor().to_vec::<f32>(), vec![-4.0, -3.0, -2.0, 0.0, 1.0, 2.0, 3.0]);
+    /// ```
     pub fn floor(&self) -> Tensor {
         if !self.dtype().is_float() {
             return self.clone();
@@ -326,6 +505,12 @@ impl Tensor {
     }
 
     /// Rounds toward +inf.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[-3.9f32, -2.1, -1.5, 0.5, 1.5, 2.1, 3.9], &[7]);
+    /// assert_eq!(t.ceil().to_vec::<f32>(), vec![-3.0, -2.0, -1.0, 1.0, 2.0, 3.0, 4.0]);
+    /// ```
     pub fn ceil(&self) -> Tensor {
         if !self.dtype().is_float() {
             return self.clone();
@@ -335,6 +520,12 @@ impl Tensor {
     }
 
     /// Rounds half to even (like numpy and tinygrad).
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[-3.9f32, -2.1, -1.5, 0.5, 1.5, 2.1, 3.9], &[7]);
+    /// assert_eq!(t.round().to_vec::<f32>(), vec![-4.0, -2.0, -2.0, 0.0, 2.0, 2.0, 4.0]);
+    /// ```
     pub fn round(&self) -> Tensor {
         if !self.dtype().is_float() {
             return self.clone();
@@ -353,6 +544,12 @@ impl Tensor {
     }
 
     /// Absolute value.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[-3.0f32, -2.0, -1.0, 0.0, 1.0, 2.0, 3.0], &[7]);
+    /// assert_eq!(t.abs().to_vec::<f32>(), vec![3.0, 2.0, 1.0, 0.0, 1.0, 2.0, 3.0]);
+    /// ```
     pub fn abs(&self) -> Tensor {
         if self.dtype().is_unsigned() || self.dtype().is_bool() {
             return self.clone();
@@ -361,6 +558,12 @@ impl Tensor {
     }
 
     /// `-1`, `0` or `1` by sign (NaN stays NaN).
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[-3.0f32, -2.0, -1.0, 0.0, 1.0, 2.0, 3.0], &[7]);
+    /// assert_eq!(t.sign().to_vec::<f32>(), vec![-1.0, -1.0, -1.0, 0.0, 1.0, 1.0, 1.0]);
+    /// ```
     pub fn sign(&self) -> Tensor {
         let dt = self.dtype();
         let s = self.ne(0).where_(
@@ -376,18 +579,42 @@ impl Tensor {
     }
 
     /// `max(x, 0)`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[-3.0f32, -2.0, -1.0, 0.0, 1.0, 2.0, 3.0], &[7]);
+    /// assert_eq!(t.relu().to_vec::<f32>(), vec![0.0, 0.0, 0.0, 0.0, 1.0, 2.0, 3.0]);
+    /// ```
     pub fn relu(&self) -> Tensor {
         self.gt(0)
             .where_(self, &self.const_like(0i64, self.dtype()))
     }
 
     /// `1 / (1 + e^-x)`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[-3.0f32, -2.0, -1.0, 0.0, 1.0, 2.0, 3.0], &[7]);
+    /// let want = [0.047425874f32, 0.11920292, 0.26894143, 0.5, 0.7310586, 0.8807971, 0.95257413];
+    /// for (a, b) in t.sigmoid().to_vec::<f32>().iter().zip(want) {
+    ///     assert!((a - b).abs() < 1e-6, "{a} vs {b}");
+    /// }
+    /// ```
     pub fn sigmoid(&self) -> Tensor {
         let x = self.cast(least_upper_float(self.dtype()));
         (((&x * (-std::f64::consts::LOG2_E)).exp2()) + 1).reciprocal()
     }
 
     /// Hyperbolic tangent, as `2*sigmoid(2x) - 1`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[-3.0f32, -2.0, -1.0, 0.0, 1.0, 2.0, 3.0], &[7]);
+    /// let want = [-0.9950548f32, -0.9640276, -0.7615942, 0.0, 0.7615942, 0.9640276, 0.9950548];
+    /// for (a, b) in t.tanh().to_vec::<f32>().iter().zip(want) {
+    ///     assert!((a - b).abs() < 1e-6, "{a} vs {b}");
+    /// }
+    /// ```
     pub fn tanh(&self) -> Tensor {
         (self * 2).sigmoid() * 2 - 1
     }
@@ -395,12 +622,30 @@ impl Tensor {
     // ---- binary math ----
 
     /// `self + other`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[-1.0f32, 0.5, 2.0, 3.25], &[4]);
+    /// assert_eq!(t.add(20).to_vec::<f32>(), vec![19.0, 20.5, 22.0, 23.25]);
+    /// let r = t.add(Tensor::from_slice(&[2.0f32, 3.5], &[2, 1]));
+    /// assert_eq!(r.shape(), vec![2, 4]);
+    /// assert_eq!(r.to_vec::<f32>(), vec![1.0, 2.5, 4.0, 5.25, 2.5, 4.0, 5.5, 6.75]);
+    /// ```
     pub fn add(&self, other: impl IntoOperand) -> Tensor {
         let (x, y) = self.broadcasted(other, "add");
         x.alu(Ops::Add, &[&y])
     }
 
     /// `self - other`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[-1.0f32, 0.5, 2.0, 3.25], &[4]);
+    /// assert_eq!(t.sub(20).to_vec::<f32>(), vec![-21.0, -19.5, -18.0, -16.75]);
+    /// let r = t.sub(Tensor::from_slice(&[2.0f32, 3.5], &[2, 1]));
+    /// assert_eq!(r.shape(), vec![2, 4]);
+    /// assert_eq!(r.to_vec::<f32>(), vec![-3.0, -1.5, 0.0, 1.25, -4.5, -3.0, -1.5, -0.25]);
+    /// ```
     pub fn sub(&self, other: impl IntoOperand) -> Tensor {
         let (x, y) = self.broadcasted(other, "sub");
         if x.dtype().is_bool() {
@@ -410,18 +655,44 @@ impl Tensor {
     }
 
     /// `other - self`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[-1.0f32, 0.5, 2.0, 3.25], &[4]);
+    /// assert_eq!(t.rsub(1).to_vec::<f32>(), vec![2.0, 0.5, -1.0, -2.25]);
+    /// ```
     pub fn rsub(&self, other: impl IntoOperand) -> Tensor {
         let (x, y) = self.broadcasted(other, "sub");
         y.sub(&x)
     }
 
     /// `self * other`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[-1.0f32, 0.5, 2.0, 3.25], &[4]);
+    /// assert_eq!(t.mul(3).to_vec::<f32>(), vec![-3.0, 1.5, 6.0, 9.75]);
+    /// let r = t.mul(Tensor::from_slice(&[-1.0f32, 2.0], &[2, 1]));
+    /// assert_eq!(r.shape(), vec![2, 4]);
+    /// assert_eq!(r.to_vec::<f32>(), vec![1.0, -0.5, -2.0, -3.25, -2.0, 1.0, 4.0, 6.5]);
+    /// ```
     pub fn mul(&self, other: impl IntoOperand) -> Tensor {
         let (x, y) = self.broadcasted(other, "mul");
         x.alu(Ops::Mul, &[&y])
     }
 
     /// True division `self / other` (in a float dtype).
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// let t = Tensor::from_slice(&[-1.0f32, 0.5, 2.0, 3.25], &[4]);
+    /// assert_eq!(t.div(4).to_vec::<f32>(), vec![-0.25, 0.125, 0.5, 0.8125]);
+    /// let r = Tensor::from_vec(vec![1i32, 4, 10]).div(Tensor::from_vec(vec![2i32, 3, 4]));
+    /// assert_eq!(r.dtype(), DType::FLOAT32);
+    /// for (a, b) in r.to_vec::<f32>().iter().zip([0.5f32, 1.3333334, 2.5]) {
+    ///     assert!((a - b).abs() < 1e-6, "{a} vs {b}");
+    /// }
+    /// ```
     pub fn div(&self, other: impl IntoOperand) -> Tensor {
         let (x, y) = self.broadcasted(other, "div");
         let dt = least_upper_float(x.dtype());
@@ -429,12 +700,27 @@ impl Tensor {
     }
 
     /// `other / self`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[1.0f32, 2.0, 4.0], &[3]);
+    /// assert_eq!(t.rdiv(2).to_vec::<f32>(), vec![2.0, 1.0, 0.5]);
+    /// ```
     pub fn rdiv(&self, other: impl IntoOperand) -> Tensor {
         let (x, y) = self.broadcasted(other, "div");
         y.div(&x)
     }
 
     /// Division with a rounding mode: `"trunc"` or `"floor"` (ints stay ints), or true division.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let a = Tensor::from_slice(&[7i32, -7, 7, -7], &[4]);
+    /// let b = Tensor::from_slice(&[2i32, 2, -2, -2], &[4]);
+    /// assert_eq!(a.div_mode(&b, Some("trunc")).to_vec::<i32>(), vec![3, -3, -3, 3]);
+    /// assert_eq!(a.div_mode(&b, Some("floor")).to_vec::<i32>(), vec![3, -4, -4, 3]);
+    /// assert_eq!(a.div_mode(&b, None).to_vec::<f32>(), vec![3.5, -3.5, -3.5, 3.5]);
+    /// ```
     ///
     /// # Panics
     /// On an unknown rounding mode.
@@ -457,6 +743,14 @@ impl Tensor {
 
     /// Integer division truncating toward zero (C semantics).
     ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let a = Tensor::from_slice(&[7i32, -7, 7, -7], &[4]);
+    /// let b = Tensor::from_slice(&[2i32, 2, -2, -2], &[4]);
+    /// assert_eq!(a.idiv(&b).to_vec::<i32>(), vec![3, -3, -3, 3]);
+    /// assert_eq!(a.idiv(3).to_vec::<i32>(), vec![2, -2, 2, -2]);
+    /// ```
+    ///
     /// # Panics
     /// For non-integer dtypes.
     pub fn idiv(&self, other: impl IntoOperand) -> Tensor {
@@ -470,6 +764,13 @@ impl Tensor {
     }
 
     /// Remainder with the sign of the divisor (Python's `%`, tinygrad's `mod`).
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let a = Tensor::from_slice(&[-4i32, 7, 5, 4, -7, 8], &[6]);
+    /// let b = Tensor::from_slice(&[2i32, -3, 8, -2, 3, 5], &[6]);
+    /// assert_eq!(a.modulo(&b).to_vec::<i32>(), vec![0, -2, 5, 0, 2, 3]);
+    /// ```
     pub fn modulo(&self, other: impl IntoOperand) -> Tensor {
         let (x, y) = self.broadcasted(other, "mod");
         if x.dtype().is_float() {
@@ -482,6 +783,15 @@ impl Tensor {
 
     /// `self ^ exponent`, computed as `2^(y*log2|x|)` with the sign fixed for integer exponents
     /// (so negative bases work for integer exponents, and give NaN otherwise); `x^0 = 1`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[-1i32, 2, 3], &[3]);
+    /// assert_eq!(t.pow(2).to_vec::<i32>(), vec![1, 4, 9]);
+    /// let v = t.pow(Tensor::from_slice(&[-1.5f32, 0.5, 1.5], &[3])).to_vec::<f32>();
+    /// assert!(v[0].is_nan());
+    /// assert!((v[1] - 1.4142135).abs() < 1e-5 && (v[2] - 5.196152).abs() < 1e-5, "{v:?}");
+    /// ```
     pub fn pow(&self, exponent: impl IntoOperand) -> Tensor {
         let (x, y) = self.broadcasted(exponent, "pow");
         let int_result = x.dtype().is_int();
@@ -503,12 +813,28 @@ impl Tensor {
     }
 
     /// Elementwise maximum.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[-1i32, 2, 3], &[3]);
+    /// assert_eq!(t.maximum(1).to_vec::<i32>(), vec![1, 2, 3]);
+    /// let o = Tensor::from_slice(&[-4i32, -2, 9], &[3]);
+    /// assert_eq!(t.maximum(&o).to_vec::<i32>(), vec![-1, 2, 9]);
+    /// ```
     pub fn maximum(&self, other: impl IntoOperand) -> Tensor {
         let (x, y) = self.broadcasted(other, "maximum");
         x.alu(Ops::Max, &[&y])
     }
 
     /// Elementwise minimum.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[-1i32, 2, 3], &[3]);
+    /// assert_eq!(t.minimum(1).to_vec::<i32>(), vec![-1, 1, 1]);
+    /// let o = Tensor::from_slice(&[-4i32, -2, 9], &[3]);
+    /// assert_eq!(t.minimum(&o).to_vec::<i32>(), vec![-4, -2, 3]);
+    /// ```
     pub fn minimum(&self, other: impl IntoOperand) -> Tensor {
         let (x, y) = self.broadcasted(other, "minimum");
         if x.dtype().is_bool() {
@@ -521,6 +847,14 @@ impl Tensor {
     }
 
     /// Clamps into `[min, max]` (either bound optional).
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[-3.0f32, -2.0, -1.0, 0.0, 1.0, 2.0, 3.0], &[7]);
+    /// let r = t.clip(Some(-1.0), Some(1.0));
+    /// assert_eq!(r.to_vec::<f32>(), vec![-1.0, -1.0, -1.0, 0.0, 1.0, 1.0, 1.0]);
+    /// assert_eq!(t.clip(None, Some(0.5)).to_vec::<f32>()[4..], [0.5, 0.5, 0.5]);
+    /// ```
     pub fn clip(&self, min: Option<f64>, max: Option<f64>) -> Tensor {
         assert!(
             min.is_some() || max.is_some(),
@@ -547,18 +881,39 @@ impl Tensor {
     // ---- comparisons (bool results) ----
 
     /// `self < other`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let (a, b) = (Tensor::from_vec(vec![1i32, 2, 3]), Tensor::from_vec(vec![3i32, 2, 1]));
+    /// assert_eq!(a.lt(&b).to_vec::<bool>(), vec![true, false, false]);
+    /// assert_eq!(a.lt(2).to_vec::<bool>(), vec![true, false, false]);
+    /// ```
     pub fn lt(&self, other: impl IntoOperand) -> Tensor {
         let (x, y) = self.broadcasted(other, "lt");
         x.alu(Ops::CmpLt, &[&y])
     }
 
     /// `self > other`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let (a, b) = (Tensor::from_vec(vec![1i32, 2, 3]), Tensor::from_vec(vec![3i32, 2, 1]));
+    /// assert_eq!(a.gt(&b).to_vec::<bool>(), vec![false, false, true]);
+    /// assert_eq!(a.gt(1.5).to_vec::<bool>(), vec![false, true, true]);
+    /// ```
     pub fn gt(&self, other: impl IntoOperand) -> Tensor {
         let (x, y) = self.broadcasted(other, "gt");
         y.alu(Ops::CmpLt, &[&x])
     }
 
     /// `self <= other` (false when either is NaN).
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let a = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, f32::NAN]);
+    /// let b = Tensor::from_vec(vec![3.0f32, 2.0, 1.0, 1.0]);
+    /// assert_eq!(a.le(&b).to_vec::<bool>(), vec![true, true, false, false]);
+    /// ```
     pub fn le(&self, other: impl IntoOperand) -> Tensor {
         let (x, y) = self.broadcasted(other, "le");
         x.alu(Ops::CmpLt, &[&y])
@@ -566,6 +921,13 @@ impl Tensor {
     }
 
     /// `self >= other` (false when either is NaN).
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let a = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, f32::NAN]);
+    /// let b = Tensor::from_vec(vec![3.0f32, 2.0, 1.0, 1.0]);
+    /// assert_eq!(a.ge(&b).to_vec::<bool>(), vec![false, true, true, false]);
+    /// ```
     pub fn ge(&self, other: impl IntoOperand) -> Tensor {
         let (x, y) = self.broadcasted(other, "ge");
         y.alu(Ops::CmpLt, &[&x])
@@ -573,12 +935,26 @@ impl Tensor {
     }
 
     /// `self == other`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let (a, b) = (Tensor::from_vec(vec![1i32, 2, 3]), Tensor::from_vec(vec![3i32, 2, 1]));
+    /// assert_eq!(a.eq(&b).to_vec::<bool>(), vec![false, true, false]);
+    /// assert_eq!(a.eq(3).to_vec::<bool>(), vec![false, false, true]);
+    /// ```
     pub fn eq(&self, other: impl IntoOperand) -> Tensor {
         let (x, y) = self.broadcasted(other, "eq");
         x.alu(Ops::CmpEq, &[&y])
     }
 
     /// `self != other`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let (a, b) = (Tensor::from_vec(vec![1i32, 2, 3]), Tensor::from_vec(vec![3i32, 2, 1]));
+    /// assert_eq!(a.ne(&b).to_vec::<bool>(), vec![true, false, true]);
+    /// assert_eq!(a.ne(3).to_vec::<bool>(), vec![true, true, false]);
+    /// ```
     pub fn ne(&self, other: impl IntoOperand) -> Tensor {
         let (x, y) = self.broadcasted(other, "ne");
         x.alu(Ops::CmpNe, &[&y])
@@ -596,11 +972,26 @@ impl Tensor {
     }
 
     /// Logical not (other dtypes are cast to bool first, like tinygrad).
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_vec(vec![false, true]);
+    /// assert_eq!(t.logical_not().to_vec::<bool>(), vec![true, false]);
+    /// let n = Tensor::from_vec(vec![0.0f32, 2.5]);
+    /// assert_eq!(n.logical_not().to_vec::<bool>(), vec![true, false]);
+    /// ```
     pub fn logical_not(&self) -> Tensor {
         self.cast(DType::BOOL).ne(true)
     }
 
     /// Logical and (bool).
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let a = Tensor::from_vec(vec![true, true, false, false]);
+    /// let b = Tensor::from_vec(vec![true, false, true, false]);
+    /// assert_eq!(a.logical_and(&b).to_vec::<bool>(), vec![true, false, false, false]);
+    /// ```
     pub fn logical_and(&self, other: &Tensor) -> Tensor {
         let (x, y) = self
             .as_bool("logical_and")
@@ -609,6 +1000,13 @@ impl Tensor {
     }
 
     /// Logical or (bool).
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let a = Tensor::from_vec(vec![true, true, false, false]);
+    /// let b = Tensor::from_vec(vec![true, false, true, false]);
+    /// assert_eq!(a.logical_or(&b).to_vec::<bool>(), vec![true, true, true, false]);
+    /// ```
     pub fn logical_or(&self, other: &Tensor) -> Tensor {
         let (x, y) = self
             .as_bool("logical_or")
@@ -617,6 +1015,13 @@ impl Tensor {
     }
 
     /// Logical xor (bool).
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let a = Tensor::from_vec(vec![true, true, false, false]);
+    /// let b = Tensor::from_vec(vec![true, false, true, false]);
+    /// assert_eq!(a.logical_xor(&b).to_vec::<bool>(), vec![false, true, true, false]);
+    /// ```
     pub fn logical_xor(&self, other: &Tensor) -> Tensor {
         let (x, y) = self
             .as_bool("logical_xor")
@@ -635,21 +1040,50 @@ impl Tensor {
     }
 
     /// Bitwise and.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let (a, b) = (Tensor::from_vec(vec![2i32, 5, 255]), Tensor::from_vec(vec![3i32, 14, 16]));
+    /// assert_eq!(a.bitwise_and(&b).to_vec::<i32>(), vec![2, 4, 16]);
+    /// let (p, q) = (Tensor::from_vec(vec![true, true]), Tensor::from_vec(vec![true, false]));
+    /// assert_eq!(p.bitwise_and(&q).to_vec::<bool>(), vec![true, false]);
+    /// ```
     pub fn bitwise_and(&self, other: impl IntoOperand) -> Tensor {
         self.bitwise(other, Ops::And, "bitwise_and")
     }
 
     /// Bitwise or.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let (a, b) = (Tensor::from_vec(vec![2i32, 5, 255]), Tensor::from_vec(vec![3i32, 14, 16]));
+    /// assert_eq!(a.bitwise_or(&b).to_vec::<i32>(), vec![3, 15, 255]);
+    /// ```
     pub fn bitwise_or(&self, other: impl IntoOperand) -> Tensor {
         self.bitwise(other, Ops::Or, "bitwise_or")
     }
 
     /// Bitwise xor.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let (a, b) = (Tensor::from_vec(vec![-1i32, -2, 3]), Tensor::from_vec(vec![1i32, 0, 3]));
+    /// assert_eq!(a.bitwise_xor(&b).to_vec::<i32>(), vec![-2, -2, 0]);
+    /// ```
     pub fn bitwise_xor(&self, other: impl IntoOperand) -> Tensor {
         self.bitwise(other, Ops::Xor, "bitwise_xor")
     }
 
     /// Bitwise not (`x ^ -1`; logical not for bool).
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_vec(vec![0u8, 2, 5, 255]);
+    /// assert_eq!(t.bitwise_not().to_vec::<u8>(), vec![255, 253, 250, 0]);
+    /// assert_eq!(Tensor::from_vec(vec![3i32, -1]).bitwise_not().to_vec::<i32>(), vec![-4, 0]);
+    /// let b = Tensor::from_vec(vec![true, false]);
+    /// assert_eq!(b.bitwise_not().to_vec::<bool>(), vec![false, true]);
+    /// ```
     pub fn bitwise_not(&self) -> Tensor {
         if self.dtype().is_bool() {
             return self.logical_not();
@@ -664,16 +1098,38 @@ impl Tensor {
     }
 
     /// Shift left (`x << n`).
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_vec(vec![1u8, 3, 31]);
+    /// assert_eq!(t.lshift(2).to_vec::<u8>(), vec![4, 12, 124]);
+    /// ```
     pub fn lshift(&self, other: impl IntoOperand) -> Tensor {
         self.bitwise(other, Ops::Shl, "lshift")
     }
 
     /// Shift right (`x >> n`, arithmetic for signed dtypes).
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_vec(vec![4u8, 13, 125]);
+    /// assert_eq!(t.rshift(2).to_vec::<u8>(), vec![1, 3, 31]);
+    /// assert_eq!(Tensor::from_vec(vec![-8i32, 9]).rshift(1).to_vec::<i32>(), vec![-4, 4]);
+    /// ```
     pub fn rshift(&self, other: impl IntoOperand) -> Tensor {
         self.bitwise(other, Ops::Shr, "rshift")
     }
 
     /// `self ? x : y` with `self` a bool condition; all three broadcast.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let cond = Tensor::from_slice(&[true, true, false, true, false, false], &[2, 3]);
+    /// assert_eq!(cond.where_(1, 3).to_vec::<i32>(), vec![1, 1, 3, 1, 3, 3]);
+    /// let t = Tensor::from_slice(&[-1.5f32, 0.5, 2.0, 0.0, -0.25, 3.0], &[2, 3]);
+    /// let r = t.gt(0).where_(&t, f32::NEG_INFINITY).to_vec::<f32>();
+    /// assert_eq!(r, vec![f32::NEG_INFINITY, 0.5, 2.0, f32::NEG_INFINITY, f32::NEG_INFINITY, 3.0]);
+    /// ```
     ///
     /// # Panics
     /// If `self` is not bool or the shapes don't broadcast.

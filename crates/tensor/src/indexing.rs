@@ -67,7 +67,8 @@ impl Idx {
     /// use tinygrad_tensor::{Idx, Tensor};
     /// let t = Tensor::from_vec(vec![0i32, 1, 2, 3, 4, 5]);
     /// assert_eq!(t.getitem(&[Idx::slice(Some(1), None, 2)]).to_vec::<i32>(), vec![1, 3, 5]);
-    /// assert_eq!(t.getitem(&[Idx::slice(Some(-2), None, -1)]).to_vec::<i32>(), vec![4, 3, 2, 1, 0]);
+    /// let r = t.getitem(&[Idx::slice(Some(-2), None, -1)]);
+    /// assert_eq!(r.to_vec::<i32>(), vec![4, 3, 2, 1, 0]);
     /// ```
     pub fn slice(start: Option<isize>, stop: Option<isize>, step: isize) -> Idx {
         Idx::Slice { start, stop, step }

@@ -98,6 +98,14 @@ impl Tensor {
     }
 
     /// Alias of [`Tensor::clip`].
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_vec(vec![-3.0f32, -2.0, -1.0, 0.0, 1.0, 2.0, 3.0]);
+    /// let r = t.clamp(Some(-1.0), Some(1.0)).to_vec::<f32>();
+    /// assert_eq!(r, vec![-1.0, -1.0, -1.0, 0.0, 1.0, 1.0, 1.0]);
+    /// assert_eq!(Tensor::from_vec(vec![-2i32, 5]).clamp(Some(0.0), None).to_vec::<i32>(), [0, 5]);
+    /// ```
     pub fn clamp(&self, min: Option<f64>, max: Option<f64>) -> Tensor {
         self.clip(min, max)
     }

@@ -40,6 +40,14 @@ impl Tensor {
 
     /// A view with another shape of the same size; one dimension may be `-1` (inferred).
     ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::arange(0, 6, 1);
+    /// assert_eq!(t.reshape(&[2, 3]).shape(), vec![2, 3]);
+    /// assert_eq!(t.reshape(&[-1, 2]).shape(), vec![3, 2]);
+    /// assert_eq!(t.reshape(&[3, 2]).to_vec::<i32>(), vec![0, 1, 2, 3, 4, 5]);
+    /// ```
+    ///
     /// # Panics
     /// If the sizes differ, more than one `-1` is given, or a size is negative.
     pub fn reshape(&self, shape: &[isize]) -> Tensor {
@@ -83,6 +91,13 @@ impl Tensor {
 
     /// Reorders the axes (`order` is a permutation of `0..ndim`, negative axes allowed).
     ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::arange(0, 6, 1).reshape(&[2, 3]);
+    /// let p = t.permute(&[1, 0]);
+    /// assert_eq!((p.shape(), p.to_vec::<i32>()), (vec![3, 2], vec![0, 3, 1, 4, 2, 5]));
+    /// ```
+    ///
     /// # Panics
     /// If `order` is not a permutation.
     pub fn permute(&self, order: &[isize]) -> Tensor {
@@ -113,6 +128,13 @@ impl Tensor {
 
     /// Broadcasts size-1 axes to `shape` (`-1` keeps a size; leading new axes allowed).
     ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[1i32, 2, 3], &[3]).expand(&[4, -1]);
+    /// assert_eq!(t.shape(), vec![4, 3]);
+    /// assert_eq!(t.to_vec::<i32>(), [1, 2, 3].repeat(4));
+    /// ```
+    ///
     /// # Panics
     /// If a non-1 axis would change size.
     pub fn expand(&self, shape: &[isize]) -> Tensor {
@@ -142,6 +164,14 @@ impl Tensor {
     /// Pads each axis with `(before, after)` elements of `value`. Like tinygrad, a non-zero
     /// `value` is combined with the tensor as a Python scalar would be: an integer keeps an int
     /// dtype, a float promotes it to float.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::arange(0, 4, 1).reshape(&[2, 2]);
+    /// let p = t.pad(&[(1, 0), (0, 1)], -1);
+    /// assert_eq!(p.shape(), vec![3, 3]);
+    /// assert_eq!(p.to_vec::<i32>(), vec![-1, -1, -1, 0, 1, -1, 2, 3, -1]);
+    /// ```
     ///
     /// # Panics
     /// If the number of pairs does not match the number of axes.
@@ -174,6 +204,13 @@ impl Tensor {
 
     /// Keeps `[start, end)` of each axis.
     ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::arange(0, 9, 1).reshape(&[3, 3]);
+    /// assert_eq!(t.shrink(&[(0, 3), (1, 3)]).to_vec::<i32>(), vec![1, 2, 4, 5, 7, 8]);
+    /// assert_eq!(t.shrink(&[(0, 2), (0, 2)]).to_vec::<i32>(), vec![0, 1, 3, 4]);
+    /// ```
+    ///
     /// # Panics
     /// If a range is out of bounds or reversed.
     pub fn shrink(&self, bounds: &[(usize, usize)]) -> Tensor {
@@ -201,6 +238,13 @@ impl Tensor {
     }
 
     /// Reverses the given axes.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::arange(0, 6, 1).reshape(&[2, 3]);
+    /// assert_eq!(t.flip(&[0]).to_vec::<i32>(), vec![3, 4, 5, 0, 1, 2]);
+    /// assert_eq!(t.flip(&[0, 1]).to_vec::<i32>(), vec![5, 4, 3, 2, 1, 0]);
+    /// ```
     pub fn flip(&self, axes: &[isize]) -> Tensor {
         let shape = self.shape();
         let mut ax: Vec<usize> = axes
@@ -217,6 +261,12 @@ impl Tensor {
     }
 
     /// Swaps two axes.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::arange(0, 6, 1).reshape(&[2, 3]).transpose(0, 1);
+    /// assert_eq!((t.shape(), t.to_vec::<i32>()), (vec![3, 2], vec![0, 3, 1, 4, 2, 5]));
+    /// ```
     pub fn transpose(&self, dim0: isize, dim1: isize) -> Tensor {
         let shape = self.shape();
         let (a, b) = (
@@ -229,11 +279,24 @@ impl Tensor {
     }
 
     /// Matrix transpose of a 2-D tensor (`transpose(-2, -1)`).
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::arange(0, 6, 1).reshape(&[2, 3]).t();
+    /// assert_eq!((t.shape(), t.to_vec::<i32>()), (vec![3, 2], vec![0, 3, 1, 4, 2, 5]));
+    /// ```
     pub fn t(&self) -> Tensor {
         self.transpose(-2, -1)
     }
 
     /// Merges axes `start_dim..=end_dim` into one.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::arange(0, 8, 1).reshape(&[2, 2, 2]);
+    /// assert_eq!(t.flatten(0, -1).to_vec::<i32>(), (0..8).collect::<Vec<i32>>());
+    /// assert_eq!(t.flatten(1, -1).shape(), vec![2, 4]);
+    /// ```
     pub fn flatten(&self, start_dim: isize, end_dim: isize) -> Tensor {
         let shape = self.shape();
         if shape.is_empty() {
@@ -254,6 +317,15 @@ impl Tensor {
     }
 
     /// Splits axis `dim` into `sizes` (one may be -1).
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// let t = Tensor::ones(&[3, 4, 1], DType::FLOAT32);
+    /// assert_eq!(t.unflatten(1, &[2, 2]).shape(), vec![3, 2, 2, 1]);
+    /// assert_eq!(t.unflatten(1, &[-1, 2]).shape(), vec![3, 2, 2, 1]);
+    /// let u = Tensor::ones(&[5, 12, 3], DType::FLOAT32).unflatten(-2, &[2, 2, 3, 1, 1]);
+    /// assert_eq!(u.shape(), vec![5, 2, 2, 3, 1, 1, 3]);
+    /// ```
     pub fn unflatten(&self, dim: isize, sizes: &[isize]) -> Tensor {
         let shape = self.shape();
         let d = resolve_axis(dim, shape.len(), "unflatten", &shape);
@@ -271,6 +343,14 @@ impl Tensor {
     }
 
     /// Removes axis `dim` if it has size 1 (`None`: all size-1 axes).
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// let t = Tensor::zeros(&[2, 1, 2, 1, 2], DType::FLOAT32);
+    /// assert_eq!(t.squeeze(None).shape(), vec![2, 2, 2]);
+    /// assert_eq!(t.squeeze(Some(0)).shape(), vec![2, 1, 2, 1, 2]);
+    /// assert_eq!(t.squeeze(Some(1)).shape(), vec![2, 2, 1, 2]);
+    /// ```
     pub fn squeeze(&self, dim: Option<isize>) -> Tensor {
         let shape = self.shape();
         let new: Vec<isize> = match dim {
@@ -299,6 +379,14 @@ impl Tensor {
     }
 
     /// Inserts a size-1 axis at `dim` (negative counts from the end of the result).
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[1i32, 2, 3, 4], &[4]);
+    /// assert_eq!(t.unsqueeze(0).shape(), vec![1, 4]);
+    /// assert_eq!(t.unsqueeze(1).shape(), vec![4, 1]);
+    /// assert_eq!(t.unsqueeze(-1).to_vec::<i32>(), vec![1, 2, 3, 4]);
+    /// ```
     pub fn unsqueeze(&self, dim: isize) -> Tensor {
         let shape = self.shape();
         let d = resolve_axis(dim, shape.len() + 1, "unsqueeze", &shape);
@@ -308,6 +396,16 @@ impl Tensor {
     }
 
     /// Concatenates tensors along `dim` (shapes must match elsewhere).
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t0 = Tensor::from_slice(&[1i32, 2], &[1, 2]);
+    /// let (t1, t2) = (&t0 + 2, &t0 + 4);
+    /// let c = Tensor::cat(&[&t0, &t1, &t2], 0);
+    /// assert_eq!((c.shape(), c.to_vec::<i32>()), (vec![3, 2], vec![1, 2, 3, 4, 5, 6]));
+    /// let c = Tensor::cat(&[&t0, &t1, &t2], 1);
+    /// assert_eq!((c.shape(), c.to_vec::<i32>()), (vec![1, 6], vec![1, 2, 3, 4, 5, 6]));
+    /// ```
     ///
     /// # Panics
     /// If the list is empty or the shapes differ outside `dim`.
@@ -347,6 +445,16 @@ impl Tensor {
     }
 
     /// Stacks tensors of equal shape along a new axis `dim`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t0 = Tensor::from_slice(&[1i32, 2], &[2]);
+    /// let (t1, t2) = (&t0 + 2, &t0 + 4);
+    /// let s = Tensor::stack(&[&t0, &t1, &t2], 0);
+    /// assert_eq!((s.shape(), s.to_vec::<i32>()), (vec![3, 2], vec![1, 2, 3, 4, 5, 6]));
+    /// let s = Tensor::stack(&[&t0, &t1, &t2], 1);
+    /// assert_eq!((s.shape(), s.to_vec::<i32>()), (vec![2, 3], vec![1, 3, 5, 2, 4, 6]));
+    /// ```
     pub fn stack(tensors: &[&Tensor], dim: isize) -> Tensor {
         let first = tensors.first().expect("stack: needs at least one tensor");
         let shape = first.shape();
@@ -365,6 +473,14 @@ impl Tensor {
 
     /// Basic slicing: for each leading axis a `(start, end, step)` range (negative indices count
     /// from the end, like Python; `step` must be positive).
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::arange(0, 12, 1).reshape(&[3, 4]);
+    /// // t[::2, 1::2] and t[-2:, :-1]
+    /// assert_eq!(t.slice(&[(0, 3, 2), (1, 4, 2)]).to_vec::<i32>(), vec![1, 3, 9, 11]);
+    /// assert_eq!(t.slice(&[(-2, 3, 1), (0, -1, 1)]).to_vec::<i32>(), vec![4, 5, 6, 8, 9, 10]);
+    /// ```
     ///
     /// # Panics
     /// If a step is not positive or more ranges than axes are given.

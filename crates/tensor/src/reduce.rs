@@ -111,21 +111,52 @@ impl Tensor {
     }
 
     /// Sum over `axis` (ints and bools accumulate in at least 32 bits).
+    ///
+    /// ```
+    /// use tinygrad_tensor::{Axis, Tensor};
+    /// let t = Tensor::from_slice(&[0i32, 1, 2, 3, 4, 5], &[2, 3]);
+    /// assert_eq!(t.sum(Axis::All).item::<i32>(), 15);
+    /// assert_eq!(t.sum(0).to_vec::<i32>(), vec![3, 5, 7]);
+    /// assert_eq!(t.sum(1).to_vec::<i32>(), vec![3, 12]);
+    /// ```
     pub fn sum(&self, axis: impl Into<Axis>) -> Tensor {
         self.sum_impl(axis.into(), false, Ops::Add, "sum")
     }
 
     /// [`Tensor::sum`] keeping the reduced axes as size 1.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{Axis, Tensor};
+    /// let t = Tensor::from_slice(&[0i32, 1, 2, 3, 4, 5], &[2, 3]);
+    /// let r = t.sum_keepdim(1);
+    /// assert_eq!((r.shape(), r.to_vec::<i32>()), (vec![2, 1], vec![3, 12]));
+    /// assert_eq!(t.sum_keepdim(Axis::All).shape(), vec![1, 1]);
+    /// ```
     pub fn sum_keepdim(&self, axis: impl Into<Axis>) -> Tensor {
         self.sum_impl(axis.into(), true, Ops::Add, "sum")
     }
 
     /// Product over `axis`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{Axis, Tensor};
+    /// let t = Tensor::from_slice(&[-1i32, -2, -3, 1, 2, 3], &[2, 3]);
+    /// assert_eq!(t.prod(Axis::All).item::<i32>(), -36);
+    /// assert_eq!(t.prod(0).to_vec::<i32>(), vec![-1, -4, -9]);
+    /// assert_eq!(t.prod(1).to_vec::<i32>(), vec![-6, 6]);
+    /// ```
     pub fn prod(&self, axis: impl Into<Axis>) -> Tensor {
         self.sum_impl(axis.into(), false, Ops::Mul, "prod")
     }
 
     /// [`Tensor::prod`] keeping dims.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[-1i32, -2, -3, 1, 2, 3], &[2, 3]);
+    /// let r = t.prod_keepdim(0);
+    /// assert_eq!((r.shape(), r.to_vec::<i32>()), (vec![1, 3], vec![-1, -4, -9]));
+    /// ```
     pub fn prod_keepdim(&self, axis: impl Into<Axis>) -> Tensor {
         self.sum_impl(axis.into(), true, Ops::Mul, "prod")
     }
@@ -136,11 +167,26 @@ impl Tensor {
     }
 
     /// Maximum over `axis`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{Axis, Tensor};
+    /// let t = Tensor::from_slice(&[1i32, 0, 2, 5, 4, 3], &[2, 3]);
+    /// assert_eq!(t.max(Axis::All).item::<i32>(), 5);
+    /// assert_eq!(t.max(0).to_vec::<i32>(), vec![5, 4, 3]);
+    /// assert_eq!(t.max(1).to_vec::<i32>(), vec![2, 5]);
+    /// ```
     pub fn max(&self, axis: impl Into<Axis>) -> Tensor {
         self.max_impl(axis.into(), false)
     }
 
     /// [`Tensor::max`] keeping dims.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[1i32, 0, 2, 5, 4, 3], &[2, 3]);
+    /// let r = t.max_keepdim(1);
+    /// assert_eq!((r.shape(), r.to_vec::<i32>()), (vec![2, 1], vec![2, 5]));
+    /// ```
     pub fn max_keepdim(&self, axis: impl Into<Axis>) -> Tensor {
         self.max_impl(axis.into(), true)
     }
@@ -160,11 +206,26 @@ impl Tensor {
     }
 
     /// Minimum over `axis`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{Axis, Tensor};
+    /// let t = Tensor::from_slice(&[1i32, 0, 2, 5, 4, 3], &[2, 3]);
+    /// assert_eq!(t.min(Axis::All).item::<i32>(), 0);
+    /// assert_eq!(t.min(0).to_vec::<i32>(), vec![1, 0, 2]);
+    /// assert_eq!(t.min(1).to_vec::<i32>(), vec![0, 3]);
+    /// ```
     pub fn min(&self, axis: impl Into<Axis>) -> Tensor {
         self.min_impl(axis.into(), false)
     }
 
     /// [`Tensor::min`] keeping dims.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[1i32, 0, 2, 5, 4, 3], &[2, 3]);
+    /// let r = t.min_keepdim(1);
+    /// assert_eq!((r.shape(), r.to_vec::<i32>()), (vec![2, 1], vec![0, 3]));
+    /// ```
     pub fn min_keepdim(&self, axis: impl Into<Axis>) -> Tensor {
         self.min_impl(axis.into(), true)
     }
@@ -188,11 +249,26 @@ impl Tensor {
     }
 
     /// Mean over `axis` (in a float dtype; NaN for empty reductions).
+    ///
+    /// ```
+    /// use tinygrad_tensor::{Axis, Tensor};
+    /// let t = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 6.0, 8.0], &[2, 3]);
+    /// assert_eq!(t.mean(Axis::All).item::<f32>(), 4.0);
+    /// assert_eq!(t.mean(0).to_vec::<f32>(), vec![2.5, 4.0, 5.5]);
+    /// assert_eq!(t.mean(1).to_vec::<f32>(), vec![2.0, 6.0]);
+    /// ```
     pub fn mean(&self, axis: impl Into<Axis>) -> Tensor {
         self.mean_impl(axis.into(), false)
     }
 
     /// [`Tensor::mean`] keeping dims.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[1i32, 2, 3, 4, 6, 8], &[2, 3]);
+    /// let r = t.mean_keepdim(1);
+    /// assert_eq!((r.shape(), r.to_vec::<f32>()), (vec![2, 1], vec![2.0, 6.0]));
+    /// ```
     pub fn mean_keepdim(&self, axis: impl Into<Axis>) -> Tensor {
         self.mean_impl(axis.into(), true)
     }
@@ -214,21 +290,56 @@ impl Tensor {
     }
 
     /// Variance over `axis` with Bessel's `correction` (tinygrad's default is 1).
+    ///
+    /// ```
+    /// use tinygrad_tensor::{Axis, Tensor};
+    /// let t = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 6.0, 8.0], &[2, 3]);
+    /// assert!((t.var(Axis::All, 1).item::<f32>() - 6.8).abs() < 1e-5);
+    /// assert_eq!(t.var(0, 1).to_vec::<f32>(), vec![4.5, 8.0, 12.5]);
+    /// assert_eq!(t.var(1, 1).to_vec::<f32>(), vec![1.0, 4.0]);
+    /// ```
     pub fn var(&self, axis: impl Into<Axis>, correction: usize) -> Tensor {
         self.var_impl(axis.into(), false, correction)
     }
 
     /// [`Tensor::var`] keeping dims.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 6.0, 8.0], &[2, 3]);
+    /// let r = t.var_keepdim(1, 0);
+    /// assert_eq!(r.shape(), vec![2, 1]);
+    /// for (a, b) in r.to_vec::<f32>().iter().zip([2.0f32 / 3.0, 8.0 / 3.0]) {
+    ///     assert!((a - b).abs() < 1e-6, "{a} vs {b}");
+    /// }
+    /// ```
     pub fn var_keepdim(&self, axis: impl Into<Axis>, correction: usize) -> Tensor {
         self.var_impl(axis.into(), true, correction)
     }
 
     /// Standard deviation over `axis` with `correction`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{Axis, Tensor};
+    /// let t = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 6.0, 8.0], &[2, 3]);
+    /// assert!((t.std(Axis::All, 1).item::<f32>() - 2.607681).abs() < 1e-5);
+    /// for (a, b) in t.std(0, 1).to_vec::<f32>().iter().zip([2.1213202f32, 2.828427, 3.535534]) {
+    ///     assert!((a - b).abs() < 1e-5, "{a} vs {b}");
+    /// }
+    /// assert_eq!(t.std(1, 1).to_vec::<f32>(), vec![1.0, 2.0]);
+    /// ```
     pub fn std(&self, axis: impl Into<Axis>, correction: usize) -> Tensor {
         self.var(axis, correction).sqrt()
     }
 
     /// [`Tensor::std`] keeping dims.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 6.0, 8.0], &[2, 3]);
+    /// let r = t.std_keepdim(1, 1);
+    /// assert_eq!((r.shape(), r.to_vec::<f32>()), (vec![2, 1], vec![1.0, 2.0]));
+    /// ```
     pub fn std_keepdim(&self, axis: impl Into<Axis>, correction: usize) -> Tensor {
         self.var_keepdim(axis, correction).sqrt()
     }
@@ -273,21 +384,51 @@ impl Tensor {
     }
 
     /// Whether any element over `axis` is non-zero (bool).
+    ///
+    /// ```
+    /// use tinygrad_tensor::{Axis, Tensor};
+    /// let t = Tensor::from_slice(&[true, true, true, false, false, false], &[3, 2]);
+    /// assert!(t.any(Axis::All).item::<bool>());
+    /// assert_eq!(t.any(0).to_vec::<bool>(), vec![true, true]);
+    /// assert_eq!(t.any(1).to_vec::<bool>(), vec![true, true, false]);
+    /// ```
     pub fn any(&self, axis: impl Into<Axis>) -> Tensor {
         self.ne(0).max(axis)
     }
 
     /// [`Tensor::any`] keeping dims.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[true, true, true, false, false, false], &[3, 2]);
+    /// let r = t.any_keepdim(1);
+    /// assert_eq!((r.shape(), r.to_vec::<bool>()), (vec![3, 1], vec![true, true, false]));
+    /// ```
     pub fn any_keepdim(&self, axis: impl Into<Axis>) -> Tensor {
         self.ne(0).max_keepdim(axis)
     }
 
     /// Whether all elements over `axis` are non-zero (bool).
+    ///
+    /// ```
+    /// use tinygrad_tensor::{Axis, Tensor};
+    /// let t = Tensor::from_slice(&[true, true, true, false, false, false], &[3, 2]);
+    /// assert!(!t.all(Axis::All).item::<bool>());
+    /// assert_eq!(t.all(0).to_vec::<bool>(), vec![false, false]);
+    /// assert_eq!(t.all(1).to_vec::<bool>(), vec![true, false, false]);
+    /// ```
     pub fn all(&self, axis: impl Into<Axis>) -> Tensor {
         self.eq(0).any(axis).logical_not()
     }
 
     /// [`Tensor::all`] keeping dims.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[true, true, true, false, false, false], &[3, 2]);
+    /// let r = t.all_keepdim(1);
+    /// assert_eq!((r.shape(), r.to_vec::<bool>()), (vec![3, 1], vec![true, false, false]));
+    /// ```
     pub fn all_keepdim(&self, axis: impl Into<Axis>) -> Tensor {
         self.eq(0).any_keepdim(axis).logical_not()
     }
@@ -322,26 +463,66 @@ impl Tensor {
     }
 
     /// Index of the first maximum along `axis` (`None`: of the flattened tensor), as int32.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[1i32, 0, 2, 5, 4, 3], &[2, 3]);
+    /// assert_eq!(t.argmax(None).item::<i32>(), 3);
+    /// assert_eq!(t.argmax(Some(0)).to_vec::<i32>(), vec![1, 1, 1]);
+    /// assert_eq!(t.argmax(Some(1)).to_vec::<i32>(), vec![2, 0]);
+    /// ```
     pub fn argmax(&self, axis: Option<isize>) -> Tensor {
         self.argmax_impl(axis, false)
     }
 
     /// [`Tensor::argmax`] keeping dims.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[1i32, 0, 2, 5, 4, 3], &[2, 3]);
+    /// let r = t.argmax_keepdim(Some(1));
+    /// assert_eq!((r.shape(), r.to_vec::<i32>()), (vec![2, 1], vec![2, 0]));
+    /// assert_eq!(t.argmax_keepdim(None).shape(), vec![1, 1]);
+    /// ```
     pub fn argmax_keepdim(&self, axis: Option<isize>) -> Tensor {
         self.argmax_impl(axis, true)
     }
 
     /// Index of the first minimum along `axis` (`None`: of the flattened tensor), as int32.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[1i32, 0, 2, 5, 4, 3], &[2, 3]);
+    /// assert_eq!(t.argmin(None).item::<i32>(), 1);
+    /// assert_eq!(t.argmin(Some(0)).to_vec::<i32>(), vec![0, 0, 0]);
+    /// assert_eq!(t.argmin(Some(1)).to_vec::<i32>(), vec![1, 2]);
+    /// ```
     pub fn argmin(&self, axis: Option<isize>) -> Tensor {
         self.inverse().argmax_impl(axis, false)
     }
 
     /// [`Tensor::argmin`] keeping dims.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[1i32, 0, 2, 5, 4, 3], &[2, 3]);
+    /// let r = t.argmin_keepdim(Some(0));
+    /// assert_eq!((r.shape(), r.to_vec::<i32>()), (vec![1, 3], vec![0, 0, 0]));
+    /// ```
     pub fn argmin_keepdim(&self, axis: Option<isize>) -> Tensor {
         self.inverse().argmax_impl(axis, true)
     }
 
     /// `exp(x) / sum(exp(x))` along `axis` (stabilized by the maximum).
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 1.0, 1.0, 1.0], &[2, 3]);
+    /// let want = [0.09003057f32, 0.24472846, 0.66524094, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 3.0];
+    /// for (a, b) in t.softmax(-1).to_vec::<f32>().iter().zip(want) {
+    ///     assert!((a - b).abs() < 1e-6, "{a} vs {b}");
+    /// }
+    /// ```
     pub fn softmax(&self, axis: isize) -> Tensor {
         let x = self.cast(least_upper_float(self.dtype()));
         let e = (&x - &x.max_keepdim(axis)).exp();
@@ -350,6 +531,15 @@ impl Tensor {
     }
 
     /// `log(softmax(x))` along `axis`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 1.0, 1.0, 1.0], &[2, 3]);
+    /// let want = [-0.6931472f32, -0.31326166, -0.12692806, -0.6931472, -1.3132617, -2.126928];
+    /// for (a, b) in t.log_softmax(0).to_vec::<f32>().iter().zip(want) {
+    ///     assert!((a - b).abs() < 1e-5, "{a} vs {b}");
+    /// }
+    /// ```
     pub fn log_softmax(&self, axis: isize) -> Tensor {
         let x = self.cast(least_upper_float(self.dtype()));
         let m = &x - &x.max_keepdim(axis);
@@ -358,11 +548,30 @@ impl Tensor {
     }
 
     /// `log(sum(exp(x)))` over `axis`, stabilized by the maximum.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{Axis, Tensor};
+    /// let t = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 1.0, 1.0, 1.0], &[2, 3]);
+    /// assert!((t.logsumexp(Axis::All).item::<f32>() - 3.646695).abs() < 1e-5);
+    /// for (a, b) in t.logsumexp(1).to_vec::<f32>().iter().zip([3.407606f32, 2.0986123]) {
+    ///     assert!((a - b).abs() < 1e-5, "{a} vs {b}");
+    /// }
+    /// ```
     pub fn logsumexp(&self, axis: impl Into<Axis>) -> Tensor {
         self.logsumexp_impl(axis.into(), false)
     }
 
     /// [`Tensor::logsumexp`] keeping dims.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 1.0, 1.0, 1.0], &[2, 3]);
+    /// let r = t.logsumexp_keepdim(0);
+    /// assert_eq!(r.shape(), vec![1, 3]);
+    /// for (a, b) in r.to_vec::<f32>().iter().zip([1.6931472f32, 2.3132617, 3.126928]) {
+    ///     assert!((a - b).abs() < 1e-5, "{a} vs {b}");
+    /// }
+    /// ```
     pub fn logsumexp_keepdim(&self, axis: impl Into<Axis>) -> Tensor {
         self.logsumexp_impl(axis.into(), true)
     }
@@ -398,6 +607,15 @@ impl Tensor {
     /// Matrix product with numpy's rules: 1-D operands are promoted to matrices, leading batch
     /// dimensions broadcast. Computed as `(x * w).sum(-1)` on broadcast views (one fused kernel).
     ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let a = Tensor::from_slice(&[1i32, 2, 3, 4], &[2, 2]);
+    /// let b = Tensor::from_slice(&[5i32, 6, 7, 8], &[2, 2]);
+    /// assert_eq!(a.matmul(&b).to_vec::<i32>(), vec![19, 22, 43, 50]);
+    /// let v = Tensor::from_vec(vec![1i32, 1]);
+    /// assert_eq!(a.matmul(&v).to_vec::<i32>(), vec![3, 7]);
+    /// ```
+    ///
     /// # Panics
     /// If either operand is 0-D or the inner dimensions differ.
     pub fn matmul(&self, w: &Tensor) -> Tensor {
@@ -405,6 +623,16 @@ impl Tensor {
     }
 
     /// See [`Tensor::matmul`].
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let (a, b) = (Tensor::from_vec(vec![1i32, 2, 3]), Tensor::from_vec(vec![1i32, 1, 0]));
+    /// let d = a.dot(&b);
+    /// assert_eq!((d.shape(), d.item::<i32>()), (vec![], 3));
+    /// let a = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[2, 2]);
+    /// let b = Tensor::from_slice(&[5.0f32, 6.0, 7.0, 8.0], &[2, 2]);
+    /// assert_eq!(a.dot(&b).to_vec::<f32>(), vec![19.0, 22.0, 43.0, 50.0]);
+    /// ```
     pub fn dot(&self, w: &Tensor) -> Tensor {
         let (xs, ws) = (self.shape(), w.shape());
         let (n1, n2) = (xs.len(), ws.len());
@@ -435,6 +663,16 @@ impl Tensor {
     }
 
     /// `x @ weight + bias` (tinygrad's `linear`: `weight` is `(in, out)`).
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[2, 2]);
+    /// let weight = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[2, 2]);
+    /// let bias = Tensor::from_vec(vec![1.0f32, 2.0]);
+    /// let r = t.linear(&weight, Some(&bias)).to_vec::<f32>();
+    /// assert_eq!(r, vec![8.0, 12.0, 16.0, 24.0]);
+    /// assert_eq!(t.linear(&weight, None).to_vec::<f32>(), vec![7.0, 10.0, 15.0, 22.0]);
+    /// ```
     pub fn linear(&self, weight: &Tensor, bias: Option<&Tensor>) -> Tensor {
         let y = self.matmul(weight);
         match bias {
@@ -444,6 +682,13 @@ impl Tensor {
     }
 
     /// Cumulative sum along `axis`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// let t = Tensor::ones(&[2, 3], DType::FLOAT32);
+    /// assert_eq!(t.cumsum(0).to_vec::<f32>(), vec![1.0, 1.0, 1.0, 2.0, 2.0, 2.0]);
+    /// assert_eq!(t.cumsum(1).to_vec::<f32>(), vec![1.0, 2.0, 3.0, 1.0, 2.0, 3.0]);
+    /// ```
     pub fn cumsum(&self, axis: isize) -> Tensor {
         let shape = self.shape();
         if shape.is_empty() {

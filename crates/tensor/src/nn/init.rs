@@ -20,11 +20,27 @@ fn fan_in(shape: &[usize], op: &str) -> usize {
 impl Tensor {
     /// Uniform random values in `[low, high)` of `shape`, default float dtype, on the default
     /// device (tinygrad's `Tensor.uniform`).
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// Tensor::manual_seed(42);
+    /// let t = Tensor::uniform(&[2, 3], -1.0, 2.0);
+    /// assert_eq!((t.shape(), t.dtype()), (vec![2, 3], DType::FLOAT32));
+    /// assert!(t.to_vec::<f32>().iter().all(|x| (-1.0..2.0).contains(x)));
+    /// ```
     pub fn uniform(shape: &[usize], low: f64, high: f64) -> Tensor {
         Tensor::uniform_on(shape, low, high, default_float(), &default_device())
     }
 
     /// [`Tensor::uniform`] as `dtype` on `device`: `(high - low) * rand + low`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// Tensor::manual_seed(42);
+    /// let t = Tensor::uniform_on(&[8], 5.0, 6.0, DType::FLOAT64, "REF");
+    /// assert_eq!((t.dtype(), t.device()), (DType::FLOAT64, "REF"));
+    /// assert!(t.to_vec::<f64>().iter().all(|x| (5.0..6.0).contains(x)));
+    /// ```
     ///
     /// # Panics
     /// If `dtype` is not a float.
@@ -37,12 +53,29 @@ impl Tensor {
     }
 
     /// Uniform in `[-1, 1) / sqrt(numel)` (tinygrad's `scaled_uniform`).
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// Tensor::manual_seed(42);
+    /// let t = Tensor::scaled_uniform(&[4, 25]); // 100 elements: within [-0.1, 0.1)
+    /// assert_eq!(t.shape(), vec![4, 25]);
+    /// assert!(t.to_vec::<f32>().iter().all(|x| (-0.1..0.1).contains(x)));
+    /// ```
     pub fn scaled_uniform(shape: &[usize]) -> Tensor {
         let n: usize = shape.iter().product();
         Tensor::uniform(shape, -1.0, 1.0) * (n.max(1) as f64).powf(-0.5)
     }
 
     /// Glorot (Xavier) uniform: bound `sqrt(6 / (shape[0] + prod(shape[1..])))`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// Tensor::manual_seed(42);
+    /// let t = Tensor::glorot_uniform(&[3, 5]);
+    /// let bound = (6.0f32 / 8.0).sqrt();
+    /// assert_eq!(t.shape(), vec![3, 5]);
+    /// assert!(t.to_vec::<f32>().iter().all(|x| (-bound..bound).contains(x)));
+    /// ```
     ///
     /// # Panics
     /// If `shape` is empty.
@@ -56,6 +89,15 @@ impl Tensor {
     /// mode): bound `sqrt(6 / (1 + a^2) / prod(shape[1..]))`. tinygrad's layers use
     /// `a = sqrt(5)`; its default is 0.01.
     ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// Tensor::manual_seed(42);
+    /// let t = Tensor::kaiming_uniform(&[4, 6], 5f64.sqrt());
+    /// let bound = (6.0f32 / 6.0 / 6.0).sqrt(); // sqrt(6 / (1 + a^2) / fan_in)
+    /// assert_eq!(t.shape(), vec![4, 6]);
+    /// assert!(t.to_vec::<f32>().iter().all(|x| (-bound..bound).contains(x)));
+    /// ```
+    ///
     /// # Panics
     /// If `shape` is empty.
     pub fn kaiming_uniform(shape: &[usize], a: f64) -> Tensor {
@@ -65,11 +107,30 @@ impl Tensor {
 
     /// Standard normal values of `shape` (default float dtype), by the Box-Muller transform of
     /// two uniform draws (as tinygrad's `randn`).
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// Tensor::manual_seed(42);
+    /// let v = Tensor::randn(&[2000]).to_vec::<f32>();
+    /// let mean = v.iter().sum::<f32>() / 2000.0;
+    /// let std = (v.iter().map(|x| (x - mean).powi(2)).sum::<f32>() / 2000.0).sqrt();
+    /// assert!(mean.abs() < 0.1 && (std - 1.0).abs() < 0.1, "{mean} {std}");
+    /// Tensor::manual_seed(42);
+    /// assert_eq!(Tensor::randn(&[2000]).to_vec::<f32>(), v); // same seed, same values
+    /// ```
     pub fn randn(shape: &[usize]) -> Tensor {
         Tensor::randn_on(shape, default_float(), &default_device())
     }
 
     /// [`Tensor::randn`] as `dtype` on `device`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// Tensor::manual_seed(42);
+    /// let t = Tensor::randn_on(&[2, 3], DType::FLOAT64, "REF");
+    /// assert_eq!((t.shape(), t.dtype(), t.device()), (vec![2, 3], DType::FLOAT64, "REF"));
+    /// assert!(t.to_vec::<f64>().iter().all(|x| x.is_finite()));
+    /// ```
     ///
     /// # Panics
     /// If `dtype` is not a float.
@@ -128,6 +189,14 @@ impl Tensor {
     }
 
     /// [`Tensor::randint`] on `device`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// Tensor::manual_seed(42);
+    /// let t = Tensor::randint_on(&[100], -3, 3, DType::INT64, "REF");
+    /// assert_eq!((t.dtype(), t.device()), (DType::INT64, "REF"));
+    /// assert!(t.to_vec::<i64>().iter().all(|v| (-3..3).contains(v)));
+    /// ```
     ///
     /// # Panics
     /// If `dtype` is not an integer dtype or `low >= high`.
@@ -209,12 +278,29 @@ impl Tensor {
     }
 
     /// Normal values with mean `mean` and standard deviation `std`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// Tensor::manual_seed(42);
+    /// let v = Tensor::normal(&[2000], 3.0, 0.5).to_vec::<f32>();
+    /// let mean = v.iter().sum::<f32>() / 2000.0;
+    /// let std = (v.iter().map(|x| (x - mean).powi(2)).sum::<f32>() / 2000.0).sqrt();
+    /// assert!((mean - 3.0).abs() < 0.05 && (std - 0.5).abs() < 0.05, "{mean} {std}");
+    /// ```
     pub fn normal(shape: &[usize], mean: f64, std: f64) -> Tensor {
         Tensor::randn(shape) * std + mean
     }
 
     /// Kaiming (He) normal with leaky-relu slope `a`: standard deviation
     /// `sqrt(2 / (1 + a^2) / prod(shape[1..]))`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// Tensor::manual_seed(42);
+    /// let v = Tensor::kaiming_normal(&[100, 50], 0.0).to_vec::<f32>(); // std sqrt(2 / 50) = 0.2
+    /// let std = (v.iter().map(|x| x * x).sum::<f32>() / v.len() as f32).sqrt();
+    /// assert!((std - 0.2).abs() < 0.02, "{std}");
+    /// ```
     ///
     /// # Panics
     /// If `shape` is empty.

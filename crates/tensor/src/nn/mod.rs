@@ -66,6 +66,13 @@ static BUFFERS: Mutex<Vec<Weak<Inner>>> = Mutex::new(Vec::new());
 /// Marks `t` as a buffer: model state that is not trained (BatchNorm's running statistics). It
 /// gets `requires_grad(false)`, and optimizers given it realize it with each step instead of
 /// training it. Returns `t`.
+///
+/// ```
+/// use tinygrad_tensor::{DType, Tensor, nn};
+/// let running_mean = nn::buffer(Tensor::zeros(&[4], DType::FLOAT32).requires_grad(true));
+/// assert!(nn::is_buffer(&running_mean));
+/// assert!(!running_mean.is_requires_grad());
+/// ```
 pub fn buffer(t: Tensor) -> Tensor {
     t.set_requires_grad(false);
     let mut reg = BUFFERS.lock().unwrap_or_else(|e| e.into_inner());
@@ -76,6 +83,15 @@ pub fn buffer(t: Tensor) -> Tensor {
 }
 
 /// Whether `t` was marked by [`buffer`].
+///
+/// ```
+/// use tinygrad_tensor::{DType, Tensor, nn};
+/// let t = Tensor::zeros(&[2], DType::FLOAT32);
+/// assert!(!nn::is_buffer(&t));
+/// let b = nn::buffer(t.clone());
+/// assert!(nn::is_buffer(&b) && nn::is_buffer(&t)); // clones share the tensor
+/// assert!(!nn::is_buffer(&Tensor::zeros(&[2], DType::FLOAT32)));
+/// ```
 pub fn is_buffer(t: &Tensor) -> bool {
     let reg = BUFFERS.lock().unwrap_or_else(|e| e.into_inner());
     reg.iter().any(|w| w.as_ptr() == Arc::as_ptr(&t.inner))
@@ -95,6 +111,13 @@ impl<F: Fn(&Tensor) -> Tensor> Module for F {
 
 impl Tensor {
     /// Applies `layers` in order (tinygrad's `sequential`).
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let x = Tensor::from_slice(&[-1.0f32, 2.0], &[2]);
+    /// let y = x.sequential(&[&|x: &Tensor| x * 2.0, &|x: &Tensor| x.relu(), &|x: &Tensor| x + 1]);
+    /// assert_eq!(y.to_vec::<f32>(), vec![1.0, 5.0]);
+    /// ```
     pub fn sequential(&self, layers: &[&dyn Module]) -> Tensor {
         layers.iter().fold(self.clone(), |x, l| l.forward(&x))
     }
@@ -199,6 +222,14 @@ macro_rules! impl_parameters {
 
 /// The model's state tensors by name (tinygrad's `get_state_dict`): parameters and buffers.
 /// The tensors are shared with the model (not copies).
+///
+/// ```
+/// use tinygrad_tensor::nn::{Linear, get_state_dict};
+/// let l = Linear::new(3, 2);
+/// let sd = get_state_dict(&l);
+/// assert_eq!(sd.keys().cloned().collect::<Vec<String>>(), ["bias", "weight"]);
+/// assert_eq!((sd["weight"].shape(), sd["bias"].shape()), (vec![2, 3], vec![2]));
+/// ```
 pub fn get_state_dict(model: &(impl Parameters + ?Sized)) -> BTreeMap<String, Tensor> {
     let mut out = BTreeMap::new();
     for (k, t) in model.named_parameters("") {
@@ -210,6 +241,13 @@ pub fn get_state_dict(model: &(impl Parameters + ?Sized)) -> BTreeMap<String, Te
 /// The model's state tensors in declaration order, each once (tinygrad's `get_parameters`):
 /// what an optimizer takes. Includes buffers such as running statistics (the optimizer realizes
 /// them with each step but does not train them).
+///
+/// ```
+/// use tinygrad_tensor::nn::{Linear, get_parameters};
+/// let l = Linear::new(3, 2);
+/// let shapes: Vec<Vec<usize>> = get_parameters(&l).iter().map(|t| t.shape()).collect();
+/// assert_eq!(shapes, vec![vec![2, 3], vec![2]]); // weight, then bias
+/// ```
 pub fn get_parameters(model: &(impl Parameters + ?Sized)) -> Vec<Tensor> {
     let mut seen = HashSet::new();
     model
@@ -284,6 +322,22 @@ impl std::error::Error for StateDictError {}
 /// missing and unexpected keys are errors too; without, missing keys keep their values and
 /// unexpected ones are ignored. On any error nothing is loaded, and the error lists every
 /// problem.
+///
+/// ```
+/// use std::collections::BTreeMap;
+/// use tinygrad_tensor::Tensor;
+/// use tinygrad_tensor::nn::{Linear, Module, load_state_dict};
+/// let mut l = Linear::new(2, 1);
+/// let mut sd = BTreeMap::new();
+/// sd.insert("weight".to_string(), Tensor::from_slice(&[1.0f32, 2.0], &[1, 2]));
+/// sd.insert("bias".to_string(), Tensor::from_slice(&[0.5f32], &[1]));
+/// load_state_dict(&mut l, &sd, true).unwrap();
+/// let y = l.forward(&Tensor::from_slice(&[3.0f32, 4.0], &[1, 2]));
+/// assert_eq!(y.to_vec::<f32>(), vec![11.5]); // 1*3 + 2*4 + 0.5
+/// sd.remove("bias"); // a missing key is an error only when strict
+/// assert!(load_state_dict(&mut l, &sd, true).is_err());
+/// assert!(load_state_dict(&mut l, &sd, false).is_ok());
+/// ```
 pub fn load_state_dict(
     model: &mut (impl Parameters + ?Sized),
     state_dict: &BTreeMap<String, Tensor>,
