@@ -19,6 +19,7 @@
 //! - [`rearrange`]: `rearrange` (einops formulas: split, permute, merge axes).
 //! - [`math`]: `log10`, `square`, `asin`/`acos`/`atan`, `fmod`, `copysign`, `logaddexp`,
 //!   `isclose`/`allclose`.
+//! - [`keccak`]: `keccak` (SHA-3, SHAKE) and `hash` (tinygrad's content hash), from tensor ops.
 //! - [`linalg`]: `qr` (Householder) and `svd` (one-sided Jacobi), from tensor ops.
 //! - [`reduce`]: sum/max/mean/var/argmax, softmax, matmul, cumsum.
 //! - [`ordering`]: `sort`/`argsort`/`topk` (bitonic sort), `cumprod`/`cummax`/`cummin`/`logcumsumexp`.
@@ -42,6 +43,7 @@ pub mod einsum;
 pub mod element;
 pub mod elementwise;
 pub mod indexing;
+pub mod keccak;
 pub mod linalg;
 pub mod math;
 pub mod movement;

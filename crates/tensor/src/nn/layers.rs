@@ -43,11 +43,30 @@ impl_parameters!(Linear { weight, bias });
 
 impl Linear {
     /// A linear layer with a bias.
+    ///
+    /// ```
+    /// use tinygrad_tensor::nn::{Linear, Module};
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// let l = Linear::new(3, 2);
+    /// assert_eq!(l.weight.shape(), vec![2, 3]);
+    /// assert_eq!(l.bias.as_ref().unwrap().shape(), vec![2]);
+    /// assert_eq!(l.forward(&Tensor::ones(&[4, 3], DType::FLOAT32)).shape(), vec![4, 2]);
+    /// ```
     pub fn new(in_features: usize, out_features: usize) -> Linear {
         Linear::new_with(in_features, out_features, true)
     }
 
     /// A linear layer, with or without a bias.
+    ///
+    /// ```
+    /// use tinygrad_tensor::nn::{Linear, Module};
+    /// use tinygrad_tensor::Tensor;
+    /// let l = Linear::new_with(2, 1, false);
+    /// assert!(l.bias.is_none());
+    /// l.weight.assign(&Tensor::from_slice(&[2.0f32, -1.0], &[1, 2]));
+    /// let y = l.forward(&Tensor::from_slice(&[3.0f32, 1.0, 0.5, 4.0], &[2, 2]));
+    /// assert_eq!(y.to_vec::<f32>(), vec![5.0, -3.0]);
+    /// ```
     pub fn new_with(in_features: usize, out_features: usize, bias: bool) -> Linear {
         let weight = Tensor::kaiming_uniform(&[out_features, in_features], KAIMING_A);
         let bound = 1.0 / (in_features.max(1) as f64).sqrt();
@@ -142,6 +161,15 @@ impl_parameters!(Conv2d { weight, bias });
 impl Conv2d {
     /// A 2-D convolution with default options; `kernel_size` is one value (square) or one per
     /// spatial dim.
+    ///
+    /// ```
+    /// use tinygrad_tensor::nn::{Conv2d, Module};
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// let conv = Conv2d::new(1, 4, 3);
+    /// assert_eq!(conv.weight.shape(), vec![4, 1, 3, 3]);
+    /// let y = conv.forward(&Tensor::ones(&[2, 1, 5, 5], DType::FLOAT32));
+    /// assert_eq!(y.shape(), vec![2, 4, 3, 3]);
+    /// ```
     pub fn new(in_channels: usize, out_channels: usize, kernel_size: impl Into<Dims>) -> Conv2d {
         Conv2d::new_with(
             in_channels,
@@ -153,6 +181,16 @@ impl Conv2d {
 
     /// A convolution with `options`. An integer `kernel_size` means a square 2-D kernel; an
     /// array gives one spatial dim per value (`[3]` is 1-D, `[3, 3, 3]` is 3-D).
+    ///
+    /// ```
+    /// use tinygrad_tensor::nn::{Conv2d, ConvOptions, Module};
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// let opts = ConvOptions { stride: 2.into(), padding: 1.into(), ..Default::default() };
+    /// let conv = Conv2d::new_with(2, 3, 3, ConvOptions { bias: false, ..opts });
+    /// assert!(conv.bias.is_none());
+    /// let y = conv.forward(&Tensor::ones(&[1, 2, 8, 8], DType::FLOAT32));
+    /// assert_eq!(y.shape(), vec![1, 3, 4, 4]); // (8 + 2 - 3) / 2 + 1 = 4
+    /// ```
     ///
     /// # Panics
     /// If `groups` does not divide both channel counts, or the kernel size is empty or zero.
@@ -167,6 +205,15 @@ impl Conv2d {
     }
 
     /// A 1-D convolution (tinygrad's `Conv1d`): input `(batch, channels, length)`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::nn::{Conv2d, ConvOptions, Module};
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// let conv = Conv2d::new_1d(2, 4, 3, ConvOptions::default());
+    /// assert_eq!(conv.weight.shape(), vec![4, 2, 3]);
+    /// let y = conv.forward(&Tensor::ones(&[1, 2, 10], DType::FLOAT32));
+    /// assert_eq!(y.shape(), vec![1, 4, 8]);
+    /// ```
     pub fn new_1d(
         in_channels: usize,
         out_channels: usize,
@@ -222,6 +269,15 @@ impl_parameters!(ConvTranspose2d { weight, bias });
 
 impl ConvTranspose2d {
     /// A 2-D transposed convolution with default options.
+    ///
+    /// ```
+    /// use tinygrad_tensor::nn::{ConvTranspose2d, Module};
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// let conv = ConvTranspose2d::new(4, 2, 3);
+    /// assert_eq!(conv.weight.shape(), vec![4, 2, 3, 3]);
+    /// let y = conv.forward(&Tensor::ones(&[1, 4, 5, 5], DType::FLOAT32));
+    /// assert_eq!(y.shape(), vec![1, 2, 7, 7]);
+    /// ```
     pub fn new(
         in_channels: usize,
         out_channels: usize,
@@ -236,6 +292,16 @@ impl ConvTranspose2d {
     }
 
     /// A transposed convolution with `options` (kernel size as in [`Conv2d::new_with`]).
+    ///
+    /// ```
+    /// use tinygrad_tensor::nn::{ConvOptions, ConvTranspose2d, Module};
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// let opts = ConvOptions { stride: 2.into(), padding: 1.into(), ..Default::default() };
+    /// let opts = ConvOptions { output_padding: 1.into(), ..opts };
+    /// let conv = ConvTranspose2d::new_with(4, 2, 3, opts);
+    /// let y = conv.forward(&Tensor::ones(&[1, 4, 5, 5], DType::FLOAT32));
+    /// assert_eq!(y.shape(), vec![1, 2, 10, 10]); // (5 - 1) * 2 - 2 + 3 + 1 = 10
+    /// ```
     ///
     /// # Panics
     /// If `groups` does not divide both channel counts, or the kernel size is empty or zero.
@@ -323,11 +389,36 @@ pub type BatchNorm2d = BatchNorm;
 impl BatchNorm {
     /// Batch normalization of `size` channels with the defaults (eps 1e-5, affine, running
     /// statistics, momentum 0.1).
+    ///
+    /// ```
+    /// use tinygrad_tensor::nn::{BatchNorm, Module};
+    /// use tinygrad_tensor::Tensor;
+    /// let bn = BatchNorm::new(2);
+    /// let x = Tensor::from_slice(&[1.0f32, 10.0, 3.0, 20.0], &[2, 2]); // channels [1 3], [10 20]
+    /// let _train = Tensor::train(true); // batch statistics, running statistics updated
+    /// let y = bn.forward(&x).to_vec::<f32>();
+    /// assert!(y.iter().zip([-1.0, -1.0, 1.0, 1.0]).all(|(a, b)| (a - b).abs() < 1e-4));
+    /// let (rm, rv) = (bn.running_mean.to_vec::<f32>(), bn.running_var.to_vec::<f32>());
+    /// assert!((rm[0] - 0.2).abs() < 1e-6 && (rm[1] - 1.5).abs() < 1e-6); // 0.1 * mean
+    /// assert!((rv[0] - 1.1).abs() < 1e-6 && (rv[1] - 5.9).abs() < 1e-6); // 0.9 + 0.1 * var
+    /// assert_eq!(bn.num_batches_tracked.to_vec::<i32>(), vec![1]);
+    /// ```
     pub fn new(size: usize) -> BatchNorm {
         BatchNorm::new_with(size, 1e-5, true, true, 0.1)
     }
 
     /// Batch normalization with explicit options.
+    ///
+    /// ```
+    /// use tinygrad_tensor::nn::{BatchNorm, Module};
+    /// use tinygrad_tensor::Tensor;
+    /// // no affine parameters, no running statistics: batch statistics even in evaluation
+    /// let bn = BatchNorm::new_with(1, 0.0, false, false, 0.1);
+    /// assert!(bn.weight.is_none() && bn.bias.is_none());
+    /// let y = bn.forward(&Tensor::from_slice(&[2.0f32, 4.0, 6.0, 8.0], &[4, 1])).to_vec::<f32>();
+    /// let want = [-1.3416408f32, -0.4472136, 0.4472136, 1.3416408]; // (x - 5) / sqrt(5)
+    /// assert!(y.iter().zip(want).all(|(a, b)| (a - b).abs() < 1e-5));
+    /// ```
     pub fn new_with(
         size: usize,
         eps: f64,
@@ -410,11 +501,31 @@ impl_parameters!(LayerNorm { weight, bias });
 
 impl LayerNorm {
     /// Layer normalization over trailing dims `normalized_shape`, eps 1e-5, with affine.
+    ///
+    /// ```
+    /// use tinygrad_tensor::nn::{LayerNorm, Module};
+    /// use tinygrad_tensor::Tensor;
+    /// let ln = LayerNorm::new(&[3]);
+    /// assert_eq!(ln.weight.as_ref().unwrap().to_vec::<f32>(), vec![1.0; 3]);
+    /// let y = ln.forward(&Tensor::from_slice(&[1.0f32, 2.0, 3.0], &[1, 3])).to_vec::<f32>();
+    /// let want = [-1.2247357f32, 0.0, 1.2247357]; // (x - 2) / sqrt(2/3 + 1e-5)
+    /// assert!(y.iter().zip(want).all(|(a, b)| (a - b).abs() < 1e-5));
+    /// ```
     pub fn new(normalized_shape: &[usize]) -> LayerNorm {
         LayerNorm::new_with(normalized_shape, 1e-5, true)
     }
 
     /// Layer normalization with explicit options.
+    ///
+    /// ```
+    /// use tinygrad_tensor::nn::{LayerNorm, Module};
+    /// use tinygrad_tensor::Tensor;
+    /// let ln = LayerNorm::new_with(&[2, 2], 0.0, false); // over the last two dims
+    /// assert!(ln.weight.is_none() && ln.bias.is_none());
+    /// let x = Tensor::from_slice(&[0.0f32, 0.0, 2.0, 2.0], &[1, 2, 2]); // mean 1, variance 1
+    /// let y = ln.forward(&x).to_vec::<f32>();
+    /// assert!(y.iter().zip([-1.0, -1.0, 1.0, 1.0]).all(|(a, b)| (a - b).abs() < 1e-6));
+    /// ```
     pub fn new_with(normalized_shape: &[usize], eps: f64, elementwise_affine: bool) -> LayerNorm {
         let ones = Tensor::ones(normalized_shape, default_float());
         let zeros = Tensor::zeros(normalized_shape, default_float());
@@ -472,11 +583,31 @@ impl_parameters!(GroupNorm { weight, bias });
 
 impl GroupNorm {
     /// Group normalization with eps 1e-5 and affine.
+    ///
+    /// ```
+    /// use tinygrad_tensor::nn::{GroupNorm, Module};
+    /// use tinygrad_tensor::Tensor;
+    /// let gn = GroupNorm::new(2, 4); // groups: channels {0, 1} and {2, 3}
+    /// assert_eq!(gn.weight.as_ref().unwrap().shape(), vec![4]);
+    /// let x = Tensor::from_slice(&[1.0f32, 3.0, 10.0, 20.0], &[1, 4, 1]);
+    /// let y = gn.forward(&x).to_vec::<f32>();
+    /// assert!(y.iter().zip([-1.0, 1.0, -1.0, 1.0]).all(|(a, b)| (a - b).abs() < 1e-4));
+    /// ```
     pub fn new(num_groups: usize, num_channels: usize) -> GroupNorm {
         GroupNorm::new_with(num_groups, num_channels, 1e-5, true)
     }
 
     /// Group normalization with explicit options.
+    ///
+    /// ```
+    /// use tinygrad_tensor::nn::{GroupNorm, Module};
+    /// use tinygrad_tensor::Tensor;
+    /// let gn = GroupNorm::new_with(1, 2, 0.0, false); // one group: the whole sample
+    /// assert!(gn.weight.is_none());
+    /// let x = Tensor::from_slice(&[1.0f32, 3.0, 1.0, 3.0], &[1, 2, 2]); // mean 2, variance 1
+    /// let y = gn.forward(&x).to_vec::<f32>();
+    /// assert!(y.iter().zip([-1.0, 1.0, -1.0, 1.0]).all(|(a, b)| (a - b).abs() < 1e-6));
+    /// ```
     ///
     /// # Panics
     /// If `num_groups` does not divide `num_channels`.
@@ -530,11 +661,31 @@ impl_parameters!(InstanceNorm { weight, bias });
 
 impl InstanceNorm {
     /// Instance normalization with eps 1e-5 and affine.
+    ///
+    /// ```
+    /// use tinygrad_tensor::nn::{InstanceNorm, Module};
+    /// use tinygrad_tensor::Tensor;
+    /// let norm = InstanceNorm::new(2);
+    /// assert_eq!(norm.bias.as_ref().unwrap().to_vec::<f32>(), vec![0.0, 0.0]);
+    /// let x = Tensor::from_slice(&[1.0f32, 3.0, 10.0, 20.0], &[1, 2, 2]); // per channel
+    /// let y = norm.forward(&x).to_vec::<f32>();
+    /// assert!(y.iter().zip([-1.0, 1.0, -1.0, 1.0]).all(|(a, b)| (a - b).abs() < 1e-4));
+    /// ```
     pub fn new(num_features: usize) -> InstanceNorm {
         InstanceNorm::new_with(num_features, 1e-5, true)
     }
 
     /// Instance normalization with explicit options.
+    ///
+    /// ```
+    /// use tinygrad_tensor::nn::{InstanceNorm, Module};
+    /// use tinygrad_tensor::Tensor;
+    /// let norm = InstanceNorm::new_with(2, 0.0, false);
+    /// assert!(norm.weight.is_none() && norm.bias.is_none());
+    /// let x = Tensor::from_slice(&[0.0f32, 4.0, 5.0, 7.0], &[1, 2, 2]);
+    /// let y = norm.forward(&x).to_vec::<f32>(); // channels [0, 4] and [5, 7]
+    /// assert!(y.iter().zip([-1.0, 1.0, -1.0, 1.0]).all(|(a, b)| (a - b).abs() < 1e-6));
+    /// ```
     pub fn new_with(num_features: usize, eps: f64, affine: bool) -> InstanceNorm {
         InstanceNorm {
             weight: affine.then(|| Tensor::ones(&[num_features], default_float())),
@@ -576,11 +727,29 @@ impl_parameters!(RMSNorm { weight });
 
 impl RMSNorm {
     /// RMS normalization of `dim` features, eps 1e-6.
+    ///
+    /// ```
+    /// use tinygrad_tensor::nn::{Module, RMSNorm};
+    /// use tinygrad_tensor::Tensor;
+    /// let norm = RMSNorm::new(2);
+    /// let y = norm.forward(&Tensor::from_slice(&[3.0f32, 4.0], &[1, 2])).to_vec::<f32>();
+    /// let want = [0.8485281f32, 1.1313708]; // [3, 4] / sqrt(12.5)
+    /// assert!(y.iter().zip(want).all(|(a, b)| (a - b).abs() < 1e-5));
+    /// ```
     pub fn new(dim: usize) -> RMSNorm {
         RMSNorm::new_with(dim, 1e-6)
     }
 
     /// RMS normalization with an explicit eps.
+    ///
+    /// ```
+    /// use tinygrad_tensor::nn::{Module, RMSNorm};
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// let norm = RMSNorm::new_with(4, 1.0);
+    /// assert_eq!((norm.eps, norm.weight.shape()), (1.0, vec![4]));
+    /// let y = norm.forward(&Tensor::ones(&[1, 4], DType::FLOAT32)).to_vec::<f32>();
+    /// assert!(y.iter().all(|v| (v - 0.70710677).abs() < 1e-6)); // 1 / sqrt(1 + eps)
+    /// ```
     pub fn new_with(dim: usize, eps: f64) -> RMSNorm {
         RMSNorm {
             weight: Tensor::ones(&[dim], default_float()),
@@ -616,6 +785,17 @@ impl_parameters!(Embedding { weight });
 
 impl Embedding {
     /// An embedding table.
+    ///
+    /// ```
+    /// use tinygrad_tensor::nn::{Embedding, Module};
+    /// use tinygrad_tensor::Tensor;
+    /// let emb = Embedding::new(10, 4);
+    /// let table = emb.weight.realize().to_vec::<f32>(); // row i: table[4 * i..4 * i + 4]
+    /// let y = emb.forward(&Tensor::from_slice(&[7i32, 2, 7], &[1, 3]));
+    /// assert_eq!(y.shape(), vec![1, 3, 4]);
+    /// let y = y.to_vec::<f32>();
+    /// assert!(y[..4] == table[28..32] && y[4..8] == table[8..12] && y[8..] == table[28..32]);
+    /// ```
     pub fn new(vocab_size: usize, embed_size: usize) -> Embedding {
         Embedding {
             weight: Tensor::glorot_uniform(&[vocab_size, embed_size]),
@@ -667,11 +847,32 @@ impl_parameters!(LSTMCell {
 
 impl LSTMCell {
     /// An LSTM cell with biases.
+    ///
+    /// ```
+    /// use tinygrad_tensor::nn::LSTMCell;
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// let cell = LSTMCell::new(3, 4);
+    /// assert_eq!((cell.weight_ih.shape(), cell.weight_hh.shape()), (vec![16, 3], vec![16, 4]));
+    /// assert_eq!(cell.bias_ih.as_ref().unwrap().to_vec::<f32>(), vec![0.0; 16]);
+    /// let (h, c) = cell.forward(&Tensor::ones(&[2, 3], DType::FLOAT32), None);
+    /// assert_eq!((h.shape(), c.shape()), (vec![2, 4], vec![2, 4]));
+    /// assert!(h.to_vec::<f32>().iter().all(|v| v.abs() < 1.0)); // o * tanh(c)
+    /// ```
     pub fn new(input_size: usize, hidden_size: usize) -> LSTMCell {
         LSTMCell::new_with(input_size, hidden_size, true)
     }
 
     /// An LSTM cell, with or without biases.
+    ///
+    /// ```
+    /// use tinygrad_tensor::nn::{LSTMCell, Parameters};
+    /// let cell = LSTMCell::new_with(3, 4, false);
+    /// assert!(cell.bias_ih.is_none() && cell.bias_hh.is_none());
+    /// let names: Vec<String> = cell.named_parameters("").into_iter().map(|(n, _)| n).collect();
+    /// assert_eq!(names, ["weight_ih", "weight_hh"]);
+    /// let bound = 0.5; // 1 / sqrt(hidden_size)
+    /// assert!(cell.weight_hh.to_vec::<f32>().iter().all(|v| (-bound..bound).contains(v)));
+    /// ```
     pub fn new_with(input_size: usize, hidden_size: usize, bias: bool) -> LSTMCell {
         let stdv = 1.0 / (hidden_size.max(1) as f64).sqrt();
         let h4 = 4 * hidden_size;
@@ -685,6 +886,18 @@ impl LSTMCell {
 
     /// One step: `x` `(batch, input)` and the state `(h, c)` (each `(batch, hidden)`; zeros
     /// when `None`) give the new `(h, c)`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::nn::LSTMCell;
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// let cell = LSTMCell::new(2, 1);
+    /// cell.weight_ih.assign(&Tensor::zeros(&[4, 2], DType::FLOAT32)); // every gate input 0:
+    /// cell.weight_hh.assign(&Tensor::zeros(&[4, 1], DType::FLOAT32)); // i = f = o = 0.5, g = 0
+    /// let (x, c) = (Tensor::ones(&[1, 2], DType::FLOAT32), Tensor::ones(&[1, 1], DType::FLOAT32));
+    /// let (h, c) = cell.forward(&x, Some((&c, &c))); // c' = 0.5 * c, h' = 0.5 * tanh(c')
+    /// assert!((c.item::<f32>() - 0.5).abs() < 1e-6);
+    /// assert!((h.item::<f32>() - 0.23105858).abs() < 1e-6);
+    /// ```
     ///
     /// # Panics
     /// If the shapes don't fit the cell.

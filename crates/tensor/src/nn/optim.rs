@@ -234,6 +234,17 @@ pub struct Lars {
 
 /// LARS with tinygrad's defaults: momentum 0.9, weight decay 1e-4, classic momentum, trust
 /// coefficient 0.001.
+///
+/// ```
+/// use tinygrad_tensor::nn::optim::{self, Optimizer};
+/// use tinygrad_tensor::Tensor;
+/// let w = Tensor::from_slice(&[3.0f32, 4.0], &[2]); // |w| = 5
+/// let mut opt = optim::lars(vec![w.clone()], 1.0);
+/// w.set_grad(Some(Tensor::from_slice(&[0.6f32, 0.8], &[2]))); // |g| = 1
+/// let _train = Tensor::train(true);
+/// opt.step(); // w -= lr * r * (g + 1e-4 * w), r = 0.001 * 5 / (1 + 1e-4 * 5)
+/// assert!(w.to_vec::<f32>().iter().zip([2.997, 3.996]).all(|(a, b)| (a - b).abs() < 1e-6));
+/// ```
 pub fn lars(params: Vec<Tensor>, lr: f64) -> Lars {
     Lars {
         base: Base::new("lars", params, lr),
@@ -251,6 +262,17 @@ pub fn lars(params: Vec<Tensor>, lr: f64) -> Lars {
 /// Stochastic gradient descent (PyTorch's `SGD` rule): no momentum, no weight decay by default
 /// (see [`Lars::momentum`], [`Lars::nesterov`], [`Lars::weight_decay`]). tinygrad's default lr
 /// is 0.001.
+///
+/// ```
+/// use tinygrad_tensor::nn::optim::{self, Optimizer};
+/// use tinygrad_tensor::Tensor;
+/// let w = Tensor::from_slice(&[1.0f32, 2.0], &[2]);
+/// let mut opt = optim::sgd(vec![w.clone()], 0.1);
+/// w.set_grad(Some(Tensor::from_slice(&[0.5f32, -1.0], &[2])));
+/// let _train = Tensor::train(true);
+/// opt.step(); // w - lr * g
+/// assert!(w.to_vec::<f32>().iter().zip([0.95, 2.1]).all(|(a, b)| (a - b).abs() < 1e-6));
+/// ```
 pub fn sgd(params: Vec<Tensor>, lr: f64) -> Lars {
     Lars {
         name: "sgd",
@@ -269,6 +291,18 @@ pub fn sgd(params: Vec<Tensor>, lr: f64) -> Lars {
 /// (reshaped to `(shape[0], -1)`) orthogonalized by 5 Newton-Schulz iterations with the
 /// quintic coefficients `(3.4445, -4.7750, 2.0315)`; no weight decay. tinygrad's default lr is
 /// 3e-3.
+///
+/// ```
+/// use tinygrad_tensor::nn::optim::{self, Optimizer};
+/// use tinygrad_tensor::{DType, Tensor};
+/// let w = Tensor::from_slice(&[0.0f32; 4], &[2, 2]);
+/// let mut opt = optim::muon(vec![w.clone()], 0.1);
+/// w.set_grad(Some(Tensor::eye(2, None, DType::FLOAT32) * 3.0));
+/// let _train = Tensor::train(true);
+/// opt.step(); // the update, orthogonalized: 1.1081111 * I (5 quintic steps from I / sqrt(2))
+/// let want = [-0.11081111f32, 0.0, 0.0, -0.11081111];
+/// assert!(w.to_vec::<f32>().iter().zip(want).all(|(a, b)| (a - b).abs() < 1e-5));
+/// ```
 pub fn muon(params: Vec<Tensor>, lr: f64) -> Lars {
     Lars {
         name: "muon",
@@ -286,6 +320,18 @@ pub fn muon(params: Vec<Tensor>, lr: f64) -> Lars {
 impl Lars {
     /// Sets the momentum (0 disables it).
     ///
+    /// ```
+    /// use tinygrad_tensor::nn::optim::{self, Optimizer};
+    /// use tinygrad_tensor::Tensor;
+    /// let w = Tensor::from_slice(&[1.0f32], &[1]);
+    /// let mut opt = optim::sgd(vec![w.clone()], 0.1).momentum(0.9);
+    /// w.set_grad(Some(Tensor::from_slice(&[1.0f32], &[1]))); // the same gradient twice:
+    /// let _train = Tensor::train(true);
+    /// opt.step(); // b = g = 1, w = 1 - 0.1
+    /// opt.step(); // b = 0.9 * b + g = 1.9, w = 0.9 - 0.19
+    /// assert!((w.item::<f32>() - 0.71).abs() < 1e-6);
+    /// ```
+    ///
     /// # Panics
     /// If it is not in `[0, 1)`.
     pub fn momentum(mut self, momentum: f64) -> Self {
@@ -296,6 +342,17 @@ impl Lars {
 
     /// Sets the weight decay (L2, added to the gradient).
     ///
+    /// ```
+    /// use tinygrad_tensor::nn::optim::{self, Optimizer};
+    /// use tinygrad_tensor::Tensor;
+    /// let w = Tensor::from_slice(&[2.0f32], &[1]);
+    /// let mut opt = optim::sgd(vec![w.clone()], 0.5).weight_decay(0.1);
+    /// w.set_grad(Some(Tensor::from_slice(&[1.0f32], &[1])));
+    /// let _train = Tensor::train(true);
+    /// opt.step(); // w - lr * (g + wd * w) = 2 - 0.5 * 1.2
+    /// assert!((w.item::<f32>() - 1.4).abs() < 1e-6);
+    /// ```
+    ///
     /// # Panics
     /// If it is negative.
     pub fn weight_decay(mut self, weight_decay: f64) -> Self {
@@ -305,6 +362,17 @@ impl Lars {
     }
 
     /// Sets Nesterov momentum.
+    ///
+    /// ```
+    /// use tinygrad_tensor::nn::optim::{self, Optimizer};
+    /// use tinygrad_tensor::Tensor;
+    /// let w = Tensor::from_slice(&[1.0f32], &[1]);
+    /// let mut opt = optim::sgd(vec![w.clone()], 0.1).momentum(0.9).nesterov(true);
+    /// w.set_grad(Some(Tensor::from_slice(&[1.0f32], &[1])));
+    /// let _train = Tensor::train(true);
+    /// opt.step(); // b = g = 1, w -= lr * (g + 0.9 * b) = 0.1 * 1.9
+    /// assert!((w.item::<f32>() - 0.81).abs() < 1e-6);
+    /// ```
     pub fn nesterov(mut self, nesterov: bool) -> Self {
         self.nesterov = nesterov;
         self
@@ -312,12 +380,37 @@ impl Lars {
 
     /// Classic momentum (the learning rate applied before the momentum) or not (after, as
     /// PyTorch's SGD).
+    ///
+    /// ```
+    /// use tinygrad_tensor::nn::optim::{self, Optimizer};
+    /// use tinygrad_tensor::Tensor;
+    /// let w = Tensor::from_slice(&[1.0f32], &[1]);
+    /// let mut opt = optim::sgd(vec![w.clone()], 1.0).momentum(0.5).classic(true);
+    /// w.set_grad(Some(Tensor::from_slice(&[1.0f32], &[1])));
+    /// let _train = Tensor::train(true);
+    /// opt.step(); // b = lr * g = 1, w = 0
+    /// opt.set_lr(0.1);
+    /// opt.step(); // b = 0.5 * b + lr * g = 0.6 (not classic: lr * (0.5 + 1) = 0.15)
+    /// assert!((w.item::<f32>() + 0.6).abs() < 1e-6);
+    /// ```
     pub fn classic(mut self, classic: bool) -> Self {
         self.classic = classic;
         self
     }
 
     /// Sets the trust coefficient (0 turns LARS into SGD).
+    ///
+    /// ```
+    /// use tinygrad_tensor::nn::optim::{self, Optimizer};
+    /// use tinygrad_tensor::Tensor;
+    /// let w = Tensor::from_slice(&[3.0f32, 4.0], &[2]);
+    /// let opt = optim::lars(vec![w.clone()], 1.0).momentum(0.0).weight_decay(0.0);
+    /// let mut opt = opt.trust_coefficient(0.01);
+    /// w.set_grad(Some(Tensor::from_slice(&[0.6f32, 0.8], &[2])));
+    /// let _train = Tensor::train(true);
+    /// opt.step(); // r = 0.01 * |w| / |g| = 0.05, w -= lr * r * g
+    /// assert!(w.to_vec::<f32>().iter().zip([2.97, 3.96]).all(|(a, b)| (a - b).abs() < 1e-6));
+    /// ```
     pub fn trust_coefficient(mut self, tcoef: f64) -> Self {
         check_nonneg(self.name, "trust coefficient", tcoef);
         self.tcoef = tcoef;
@@ -325,6 +418,18 @@ impl Lars {
     }
 
     /// The momentum buffers (empty before the first step).
+    ///
+    /// ```
+    /// use tinygrad_tensor::nn::optim::{self, Optimizer};
+    /// use tinygrad_tensor::Tensor;
+    /// let w = Tensor::from_slice(&[1.0f32, 2.0], &[2]);
+    /// let mut opt = optim::sgd(vec![w.clone()], 0.1).momentum(0.9);
+    /// assert!(opt.momentum_buffers().is_empty());
+    /// w.set_grad(Some(Tensor::from_slice(&[0.5f32, -1.0], &[2])));
+    /// let _train = Tensor::train(true);
+    /// opt.step(); // b = 0.9 * 0 + g
+    /// assert_eq!(opt.momentum_buffers()[0].to_vec::<f32>(), vec![0.5, -1.0]);
+    /// ```
     pub fn momentum_buffers(&self) -> &[Tensor] {
         &self.b
     }
@@ -464,24 +569,71 @@ fn lamb_with(
 }
 
 /// LAMB with tinygrad's defaults: betas (0.9, 0.999), eps 1e-6, no weight decay.
+///
+/// ```
+/// use tinygrad_tensor::nn::optim::{self, Optimizer};
+/// use tinygrad_tensor::Tensor;
+/// let w = Tensor::from_slice(&[3.0f32, 4.0], &[2]); // |w| = 5
+/// let mut opt = optim::lamb(vec![w.clone()], 0.1);
+/// w.set_grad(Some(Tensor::from_slice(&[1.0f32, -2.0], &[2])));
+/// let _train = Tensor::train(true);
+/// opt.step(); // first step: up = sign(g), r = |w| / |up| = 5 / sqrt(2), w -= lr * r * up
+/// let want = [2.6464467f32, 4.3535533];
+/// assert!(w.to_vec::<f32>().iter().zip(want).all(|(a, b)| (a - b).abs() < 1e-5));
+/// ```
 pub fn lamb(params: Vec<Tensor>, lr: f64) -> Lamb {
     lamb_with("lamb", params, lr, 1e-6, 0.0, false)
 }
 
 /// Adam (Kingma & Ba, arXiv:1412.6980) with tinygrad's defaults: betas (0.9, 0.999), eps 1e-8.
 /// tinygrad's default lr is 0.001.
+///
+/// ```
+/// use tinygrad_tensor::nn::optim::{self, Optimizer};
+/// use tinygrad_tensor::Tensor;
+/// let w = Tensor::from_slice(&[1.0f32, 2.0], &[2]);
+/// let mut opt = optim::adam(vec![w.clone()], 0.01);
+/// w.set_grad(Some(Tensor::from_slice(&[0.5f32, -3.0], &[2])));
+/// let _train = Tensor::train(true);
+/// opt.step(); // bias-corrected first step: m_hat / sqrt(v_hat) = sign(g)
+/// assert!(w.to_vec::<f32>().iter().zip([0.99, 2.01]).all(|(a, b)| (a - b).abs() < 1e-6));
+/// ```
 pub fn adam(params: Vec<Tensor>, lr: f64) -> Lamb {
     lamb_with("adam", params, lr, 1e-8, 0.0, true)
 }
 
 /// AdamW (Loshchilov & Hutter, arXiv:1711.05101): Adam with decoupled weight decay, tinygrad's
 /// defaults: betas (0.9, 0.999), eps 1e-8, weight decay 0.01.
+///
+/// ```
+/// use tinygrad_tensor::nn::optim::{self, Optimizer};
+/// use tinygrad_tensor::Tensor;
+/// let w = Tensor::from_slice(&[1.0f32, 2.0], &[2]);
+/// let mut opt = optim::adamw(vec![w.clone()], 0.1);
+/// w.set_grad(Some(Tensor::from_slice(&[0.5f32, -3.0], &[2])));
+/// let _train = Tensor::train(true);
+/// opt.step(); // w -= lr * (sign(g) + 0.01 * w)
+/// assert!(w.to_vec::<f32>().iter().zip([0.899, 2.098]).all(|(a, b)| (a - b).abs() < 1e-6));
+/// ```
 pub fn adamw(params: Vec<Tensor>, lr: f64) -> Lamb {
     lamb_with("adamw", params, lr, 1e-8, 0.01, true)
 }
 
 impl Lamb {
     /// Sets the moment decay rates.
+    ///
+    /// ```
+    /// use tinygrad_tensor::nn::optim::{self, Optimizer};
+    /// use tinygrad_tensor::Tensor;
+    /// let w = Tensor::from_slice(&[0.0f32], &[1]);
+    /// let mut opt = optim::adam(vec![w.clone()], 0.1).betas(0.5, 0.5);
+    /// let _train = Tensor::train(true);
+    /// for g in [1.0f32, 3.0] {
+    ///     w.set_grad(Some(Tensor::from_slice(&[g], &[1])));
+    ///     opt.step(); // m = [0.5, 1.75], v = [0.5, 4.75], bias corrections 1 - 0.5^t
+    /// }
+    /// assert!((w.item::<f32>() + 0.19271726).abs() < 1e-6);
+    /// ```
     ///
     /// # Panics
     /// If either is not in `[0, 1)`.
@@ -495,6 +647,17 @@ impl Lamb {
 
     /// Sets eps (added to `sqrt(v_hat)`).
     ///
+    /// ```
+    /// use tinygrad_tensor::nn::optim::{self, Optimizer};
+    /// use tinygrad_tensor::Tensor;
+    /// let w = Tensor::from_slice(&[1.0f32], &[1]);
+    /// let mut opt = optim::adam(vec![w.clone()], 0.1).eps(1.0);
+    /// w.set_grad(Some(Tensor::from_slice(&[1.0f32], &[1])));
+    /// let _train = Tensor::train(true);
+    /// opt.step(); // m_hat / (sqrt(v_hat) + eps) = 1 / (1 + 1)
+    /// assert!((w.item::<f32>() - 0.95).abs() < 1e-6);
+    /// ```
+    ///
     /// # Panics
     /// If it is negative.
     pub fn eps(mut self, eps: f64) -> Self {
@@ -505,6 +668,17 @@ impl Lamb {
 
     /// Sets the (decoupled) weight decay.
     ///
+    /// ```
+    /// use tinygrad_tensor::nn::optim::{self, Optimizer};
+    /// use tinygrad_tensor::Tensor;
+    /// let w = Tensor::from_slice(&[2.0f32], &[1]);
+    /// let mut opt = optim::adam(vec![w.clone()], 0.1).weight_decay(0.1); // AdamW
+    /// w.set_grad(Some(Tensor::from_slice(&[1.0f32], &[1])));
+    /// let _train = Tensor::train(true);
+    /// opt.step(); // w -= lr * (sign(g) + wd * w) = 0.1 * 1.2
+    /// assert!((w.item::<f32>() - 1.88).abs() < 1e-6);
+    /// ```
+    ///
     /// # Panics
     /// If it is negative.
     pub fn weight_decay(mut self, weight_decay: f64) -> Self {
@@ -514,6 +688,20 @@ impl Lamb {
     }
 
     /// The first and second moment estimates, one each per parameter.
+    ///
+    /// ```
+    /// use tinygrad_tensor::nn::optim::{self, Optimizer};
+    /// use tinygrad_tensor::Tensor;
+    /// let w = Tensor::from_slice(&[1.0f32, 2.0], &[2]);
+    /// let mut opt = optim::adam(vec![w.clone()], 0.01);
+    /// assert_eq!(opt.moments().0[0].to_vec::<f32>(), vec![0.0, 0.0]);
+    /// w.set_grad(Some(Tensor::from_slice(&[2.0f32, -4.0], &[2])));
+    /// let _train = Tensor::train(true);
+    /// opt.step(); // m = 0.1 * g, v = 0.001 * g^2
+    /// let (m, v) = (opt.moments().0[0].to_vec::<f32>(), opt.moments().1[0].to_vec::<f32>());
+    /// let close = |a: &[f32], b: [f32; 2]| a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-6);
+    /// assert!(close(&m, [0.2, -0.4]) && close(&v, [0.004, 0.016]));
+    /// ```
     pub fn moments(&self) -> (&[Tensor], &[Tensor]) {
         (&self.m, &self.v)
     }
@@ -580,6 +768,14 @@ impl Tensor {
     /// `G <- sum_i params[i] * (G G^T)^i G`. With Muon's coefficients it pushes the singular
     /// values toward 1 (an approximate orthogonalization). Matrices taller than wide are
     /// transposed first.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let x = Tensor::from_slice(&[3.0f32, 0.0, 0.0, 4.0], &[2, 2]); // normalized: diag(0.6, 0.8)
+    /// let y = x.newton_schulz(1, &[1.5, -0.5], 0.0).to_vec::<f32>(); // 1.5 s - 0.5 s^3
+    /// let want = [0.792f32, 0.0, 0.0, 0.944];
+    /// assert!(y.iter().zip(want).all(|(a, b)| (a - b).abs() < 1e-6));
+    /// ```
     ///
     /// # Panics
     /// If the tensor has fewer than 2 dims, or `params` is empty.

@@ -110,6 +110,18 @@ fn to_safe(d: DType) -> Option<Dtype> {
 
 /// Loads a safetensors file onto the default device: its tensors by name.
 ///
+/// ```
+/// use std::collections::BTreeMap;
+/// use tinygrad_tensor::{DType, Tensor, nn::state::{safe_load, safe_save}};
+/// let path = std::env::temp_dir().join(format!("tg_doc_load_{}.st", std::process::id()));
+/// let w = Tensor::from_slice(&[1.5f32, -2.0, 3.0], &[3, 1]);
+/// safe_save(&BTreeMap::from([("w".to_string(), w)]), &path).unwrap();
+/// let back = safe_load(&path).unwrap();
+/// std::fs::remove_file(&path).unwrap();
+/// assert_eq!((back["w"].shape(), back["w"].dtype()), (vec![3, 1], DType::FLOAT32));
+/// assert_eq!(back["w"].to_vec::<f32>(), vec![1.5, -2.0, 3.0]);
+/// ```
+///
 /// # Errors
 /// If the file can't be read, its header is malformed (length, JSON, offsets), or a tensor has a
 /// dtype tinygrad lacks (`F4`, `C64`, ...).
@@ -118,6 +130,18 @@ pub fn safe_load(path: impl AsRef<Path>) -> Result<BTreeMap<String, Tensor>, Saf
 }
 
 /// [`safe_load`] onto `device`.
+///
+/// ```
+/// use std::collections::BTreeMap;
+/// use tinygrad_tensor::{DType, Tensor, nn::state::{safe_load_on, safe_save}};
+/// let path = std::env::temp_dir().join(format!("tg_doc_load_on_{}.st", std::process::id()));
+/// let ids = Tensor::from_slice(&[7i64, -1], &[2]);
+/// safe_save(&BTreeMap::from([("ids".to_string(), ids)]), &path).unwrap();
+/// let back = safe_load_on(&path, "REF").unwrap();
+/// std::fs::remove_file(&path).unwrap();
+/// assert_eq!((back["ids"].device(), back["ids"].dtype()), ("REF", DType::INT64));
+/// assert_eq!(back["ids"].to_vec::<i64>(), vec![7, -1]);
+/// ```
 ///
 /// # Errors
 /// As [`safe_load`], or if the device is unknown.
@@ -131,6 +155,18 @@ pub fn safe_load_on(
 }
 
 /// The `__metadata__` string map of a safetensors file (`None` when it has none).
+///
+/// ```
+/// use std::collections::{BTreeMap, HashMap};
+/// use tinygrad_tensor::{Tensor, nn::state::{safe_load_metadata, safe_save_with_metadata}};
+/// let path = std::env::temp_dir().join(format!("tg_doc_meta_{}.st", std::process::id()));
+/// let sd = BTreeMap::from([("b".to_string(), Tensor::from_slice(&[0.5f32], &[1]))]);
+/// let meta = HashMap::from([("format".to_string(), "pt".to_string())]);
+/// safe_save_with_metadata(&sd, Some(&meta), &path).unwrap();
+/// let back = safe_load_metadata(&path).unwrap();
+/// std::fs::remove_file(&path).unwrap();
+/// assert_eq!(back, Some(meta));
+/// ```
 ///
 /// # Errors
 /// As [`safe_load`].
@@ -147,6 +183,16 @@ pub fn safe_load_metadata(
 }
 
 /// Loads safetensors data held in memory (errors name it `<bytes>`).
+///
+/// ```
+/// use std::collections::BTreeMap;
+/// use tinygrad_tensor::{Tensor, nn::state::{safe_load_bytes, safe_save_bytes}};
+/// let sd = BTreeMap::from([("m".to_string(), Tensor::from_slice(&[1u8, 2, 3, 4], &[2, 2]))]);
+/// let back = safe_load_bytes(&safe_save_bytes(&sd, None).unwrap(), "CPU").unwrap();
+/// assert_eq!((back["m"].shape(), back["m"].to_vec::<u8>()), (vec![2, 2], vec![1, 2, 3, 4]));
+/// let e = safe_load_bytes(b"short", "CPU").unwrap_err();
+/// assert_eq!((e.path.as_str(), e.tensor), ("<bytes>", None));
+/// ```
 ///
 /// # Errors
 /// As [`safe_load`].
@@ -327,6 +373,18 @@ fn entries(
 /// Saves `tensors` (realizing them) as a safetensors file, written to a temporary file next to
 /// `path` and renamed (an existing file is replaced whole).
 ///
+/// ```
+/// use tinygrad_tensor::nn::state::{safe_load, safe_save};
+/// use tinygrad_tensor::nn::{Linear, get_state_dict, load_state_dict};
+/// let path = std::env::temp_dir().join(format!("tg_doc_save_{}.st", std::process::id()));
+/// let (a, mut b) = (Linear::new(3, 2), Linear::new(3, 2));
+/// safe_save(&get_state_dict(&a), &path).unwrap();
+/// load_state_dict(&mut b, &safe_load(&path).unwrap(), true).unwrap();
+/// std::fs::remove_file(&path).unwrap();
+/// assert_eq!(b.weight.to_vec::<f32>(), a.weight.to_vec::<f32>());
+/// assert_eq!(b.bias.unwrap().to_vec::<f32>(), a.bias.unwrap().to_vec::<f32>());
+/// ```
+///
 /// # Errors
 /// If realizing fails or the file can't be written.
 pub fn safe_save(
@@ -337,6 +395,19 @@ pub fn safe_save(
 }
 
 /// [`safe_save`] with a `__metadata__` string map.
+///
+/// ```
+/// use std::collections::{BTreeMap, HashMap};
+/// use tinygrad_tensor::Tensor;
+/// use tinygrad_tensor::nn::state::{safe_load, safe_load_metadata, safe_save_with_metadata};
+/// let path = std::env::temp_dir().join(format!("tg_doc_save_meta_{}.st", std::process::id()));
+/// let sd = BTreeMap::from([("x".to_string(), Tensor::from_slice(&[true, false], &[2]))]);
+/// let meta = HashMap::from([("step".to_string(), "100".to_string())]);
+/// safe_save_with_metadata(&sd, Some(&meta), &path).unwrap();
+/// let (back, m) = (safe_load(&path).unwrap(), safe_load_metadata(&path).unwrap().unwrap());
+/// std::fs::remove_file(&path).unwrap();
+/// assert_eq!((back["x"].to_vec::<bool>(), m["step"].as_str()), (vec![true, false], "100"));
+/// ```
 ///
 /// # Errors
 /// As [`safe_save`].
@@ -357,6 +428,17 @@ pub fn safe_save_with_metadata(
 }
 
 /// The safetensors bytes of `tensors` (realizing them).
+///
+/// ```
+/// use std::collections::BTreeMap;
+/// use tinygrad_tensor::{Tensor, nn::state::safe_save_bytes};
+/// let sd = BTreeMap::from([("v".to_string(), Tensor::from_slice(&[1.0f32, 2.0], &[2]))]);
+/// let bytes = safe_save_bytes(&sd, None).unwrap();
+/// let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize; // header length
+/// let header = std::str::from_utf8(&bytes[8..8 + n]).unwrap();
+/// assert!(header.contains(r#""v":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}"#));
+/// assert_eq!(bytes[8 + n..], [1.0f32.to_le_bytes(), 2.0f32.to_le_bytes()].concat()); // data
+/// ```
 ///
 /// # Errors
 /// If realizing fails.
