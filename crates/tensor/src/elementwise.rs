@@ -166,8 +166,20 @@ impl Tensor {
         }
     }
 
-    /// A raw ALU op on tensors of one shape (comparisons give bool).
-    pub(crate) fn alu(&self, op: Ops, rest: &[&Tensor]) -> Tensor {
+    /// A raw ALU op on `self` and `rest` (tinygrad's `alu`): no broadcasting or dtype promotion
+    /// — the operands must already share shape and dtype (comparisons give bool).
+    ///
+    /// ```
+    /// use tinygrad_tensor::{Ops, Tensor};
+    /// let a = Tensor::from_vec(vec![1i32, 5, 3]);
+    /// let b = Tensor::from_vec(vec![4i32, 2, 3]);
+    /// assert_eq!(a.alu(Ops::Max, &[&b]).to_vec::<i32>(), vec![4, 5, 3]);
+    /// assert_eq!(a.alu(Ops::CmpLt, &[&b]).to_vec::<bool>(), vec![true, false, false]);
+    /// ```
+    ///
+    /// # Panics
+    /// If the UOp builder rejects the operands (number of sources, dtypes).
+    pub fn alu(&self, op: Ops, rest: &[&Tensor]) -> Tensor {
         let src: Vec<UOp> = rest.iter().map(|t| t.uop()).collect();
         self.with_uop(self.uop().alu(op, &src))
     }

@@ -69,3 +69,4 @@ pub use tensor::{Tensor, TensorError};
 pub use tinygrad_dtype::{ConstValue, DType};
 pub use tinygrad_runtime::{DeviceError, compile_count, default_device, get_device};
 pub use tinygrad_schedule::schedule_cache_hits;
+pub use tinygrad_uop::{Ops, UOp};

@@ -103,6 +103,60 @@ impl Tensor {
         self.shape().iter().product()
     }
 
+    /// The size of the first dim (Python's `len(t)`, tinygrad's `__len__`).
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// assert_eq!(Tensor::zeros(&[4, 2], DType::FLOAT32).len(), 4);
+    /// assert!(Tensor::zeros(&[0, 3], DType::FLOAT32).is_empty());
+    /// ```
+    ///
+    /// # Panics
+    /// On a 0-d tensor (`len() of a 0-d tensor`, as tinygrad's `TypeError`).
+    pub fn len(&self) -> usize {
+        let shape = self.shape();
+        assert!(!shape.is_empty(), "len() of a 0-d tensor");
+        shape[0]
+    }
+
+    /// Whether the first dim is 0 ([`Tensor::len`] is 0).
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// assert!(!Tensor::zeros(&[2], DType::INT32).is_empty());
+    /// ```
+    ///
+    /// # Panics
+    /// On a 0-d tensor, as [`Tensor::len`].
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// A copy with a buffer of its own (tinygrad's `clone`; Rust's `Clone` shares the tensor
+    /// like a Python reference). Realized at once; the gradient, if any, is copied too.
+    /// Assigning to either tensor afterwards leaves the other unchanged.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_vec(vec![1.0f32, 2.0]);
+    /// let copy = t.deep_clone();
+    /// t.assign(&Tensor::from_vec(vec![5.0f32, 6.0]));
+    /// assert_eq!(copy.to_vec::<f32>(), vec![1.0, 2.0]);
+    /// assert_eq!(t.to_vec::<f32>(), vec![5.0, 6.0]);
+    /// ```
+    pub fn deep_clone(&self) -> Tensor {
+        let u = self.uop();
+        let copy = Tensor::from_uop(
+            UOp::new(Ops::Contiguous, u.dtype(), vec![u], Arg::None),
+            self.device(),
+        );
+        copy.realize();
+        if let Some(g) = self.grad() {
+            copy.set_grad(Some(g.deep_clone()));
+        }
+        copy
+    }
+
     /// The size of axis `dim` (negative counts from the end) — tinygrad's `size(dim)`; the
     /// whole shape is [`Tensor::shape`].
     ///

@@ -165,3 +165,29 @@ fn setitem_is_seen_through_clones_of_the_handle() {
     assert_eq!(alias.to_vec::<f32>(), vec![0., 5., 5., 0.]);
     assert_eq!(before.to_vec::<f32>(), vec![1., 1., 1., 1.]);
 }
+
+/// deep_clone (tinygrad's `clone`) is realized into a buffer of its own, with a copy of the
+/// gradient; len follows Python's `len`.
+#[test]
+fn deep_clone_and_len() {
+    let t = Tensor::from_slice(&[1.0f32, 2., 3., 4.], &[2, 2]);
+    t.realize();
+    let c = t.deep_clone();
+    assert_ne!(
+        c.uop(),
+        t.uop(),
+        "the copy must not be a view of the same buffer"
+    );
+    assert_eq!(c.to_vec::<f32>(), t.to_vec::<f32>());
+    t.set_grad(Some(Tensor::from_slice(&[1.0f32; 4], &[2, 2])));
+    let c = t.deep_clone();
+    assert_eq!(c.grad().expect("grad copied").to_vec::<f32>(), vec![1.0; 4]);
+    assert_eq!((t.len(), c.len()), (2, 2));
+    assert!(Tensor::zeros(&[0, 2], DType::INT32).is_empty());
+}
+
+#[test]
+#[should_panic(expected = "len() of a 0-d tensor")]
+fn len_of_a_scalar() {
+    let _ = Tensor::scalar(1.0f32).len();
+}
