@@ -51,6 +51,7 @@ pub mod nn;
 pub mod nn_ops;
 pub mod operators;
 pub mod ordering;
+mod random;
 pub mod rearrange;
 pub mod reduce;
 pub mod scatter;

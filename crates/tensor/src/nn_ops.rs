@@ -14,8 +14,6 @@
 //! small buffer, so repeated calls reuse the same compiled kernel. Results are identical on every
 //! device and for every thread count, and reproducible after `manual_seed`.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use tinygrad_dtype::{ConstValue, DType, default_float, least_upper_float};
 use tinygrad_uop::custom_gradient;
 
@@ -234,11 +232,7 @@ fn ceildiv(a: isize, b: isize) -> isize {
 // ---------------------------------------------------------------------------------------------
 // random numbers
 
-static RNG_SEED: AtomicU64 = AtomicU64::new(0);
-static RNG_CALLS: AtomicU64 = AtomicU64::new(0);
-
-/// Threefry-2x32 rotation constants.
-const THREEFRY_ROT: [u32; 8] = [13, 15, 26, 6, 17, 29, 16, 24];
+use crate::random::THREEFRY_ROT;
 
 fn rotl32(x: &Tensor, r: u32) -> Tensor {
     x.lshift(r).bitwise_or(x.rshift(32 - r))
@@ -1672,11 +1666,16 @@ impl Tensor {
 
     // ---- random ----
 
-    /// Sets the seed of [`Tensor::rand`] (and so [`Tensor::dropout`]) and restarts its call
-    /// counter: the same seed gives the same sequence of random tensors. The initial seed is 0.
+    /// Sets the seed of [`Tensor::rand`] (and so every random op) and forgets each device's
+    /// key and counter, as tinygrad's `manual_seed`: the same seed gives the same sequence of
+    /// random tensors — tinygrad's numbers (the layout is described in `src/random.rs`). The
+    /// initial seed is 0.
     ///
     /// ```
     /// use tinygrad_tensor::Tensor;
+    /// Tensor::manual_seed(42); // tinygrad's docstring example: Tensor.rand(2, 3)
+    /// let want = [0.38104248f32, 0.0097754, 0.11280072, 0.117699504, 0.5053618, 0.37211025];
+    /// assert_eq!(Tensor::rand(&[2, 3]).to_vec::<f32>(), want);
     /// Tensor::manual_seed(42);
     /// let (a, b) = (Tensor::rand(&[5]).to_vec::<f32>(), Tensor::rand(&[5]).to_vec::<f32>());
     /// assert_ne!(a, b); // each call draws new values
@@ -1685,8 +1684,7 @@ impl Tensor {
     /// assert_eq!(Tensor::rand(&[5]).to_vec::<f32>(), b);
     /// ```
     pub fn manual_seed(seed: u64) {
-        RNG_SEED.store(seed, Ordering::SeqCst);
-        RNG_CALLS.store(0, Ordering::SeqCst);
+        crate::random::set_seed(seed);
     }
 
     /// Uniform random values in `[0, 1)` of `shape`, default float dtype, on the default device.
@@ -1745,42 +1743,59 @@ impl Tensor {
         if numel == 0 {
             return Tensor::zeros_on(shape, dtype, device);
         }
+        // (tinygrad splits larger draws into chunks of 2^32 - 1 words)
         assert!(
-            numel as u64 <= 1 << 32,
-            "rand: shape {shape:?} has {numel} elements, at most 2^32 per call"
+            ((numel * dtype.itemsize()).div_ceil(4) as u64) < u64::from(u32::MAX),
+            "rand: shape {shape:?} {dtype} needs {} random words, at most 2^32 - 2 per call",
+            (numel * dtype.itemsize()).div_ceil(4)
         );
-        let seed = RNG_SEED.load(Ordering::SeqCst);
-        let call = RNG_CALLS.fetch_add(1, Ordering::SeqCst);
-        let state = Tensor::from_slice_on(
-            &[
-                seed as u32,
-                ((seed >> 32) ^ (call >> 32)) as u32,
-                call as u32,
-            ],
-            &[3],
-            device,
-        );
-        let k0 = state.shrink(&[(0, 1)]);
-        let k1 = state.shrink(&[(1, 2)]);
-        let c1 = state.shrink(&[(2, 3)]);
-        let c0 = Tensor::nn_ramp(numel, DType::UINT32, device);
+        // tinygrad's layout (see `random`): `num` 32-bit words, the low words of
+        // `threefry(call key, (i, i + half))` for `i < half`, then the high words
+        let num = (numel * dtype.itemsize()).div_ceil(4);
+        let (k0, k1) = crate::random::call_key(device, num as u64);
+        let half = num.div_ceil(2);
+        let c0 = Tensor::nn_ramp(half, DType::UINT32, device);
+        let c1 = c0.add(half as u32);
+        // the key from a buffer, not constants: every call of a shape is the same kernel
+        let key = Tensor::from_slice_on(&[k0, k1], &[2], device);
+        let (k0, k1) = (key.shrink(&[(0, 1)]), key.shrink(&[(1, 2)]));
         let (x0, x1) = Tensor::threefry2x32(&c0, &c1, &k0, &k1);
+        let words = Tensor::cat(&[&x0, &x1], 0).shrink(&[(0, num)]);
+        // the words' bytes as `itemsize`-byte unsigned integers (little-endian)
         let (uint, bits) = match dtype.itemsize() {
-            1 => (DType::UINT8, x0.rshift(24u32).cast(DType::UINT8)),
-            2 => (DType::UINT16, x0.rshift(16u32).cast(DType::UINT16)),
-            4 => (DType::UINT32, x0),
-            _ => (
+            4 => (DType::UINT32, words),
+            8 => (
                 DType::UINT64,
-                x1.cast(DType::UINT64)
-                    .lshift(32u64)
-                    .bitwise_or(x0.cast(DType::UINT64)),
+                words
+                    .reshape_exact(&[num / 2, 2])
+                    .cast(DType::UINT64)
+                    .lshift(Tensor::from_slice_on(&[0u64, 32], &[2], device))
+                    .sum(-1isize)
+                    .cast(DType::UINT64),
             ),
+            size => {
+                let (uint, per) = if size == 2 {
+                    (DType::UINT16, 2)
+                } else {
+                    (DType::UINT8, 4)
+                };
+                let shifts: Vec<u32> = (0..per).map(|i| (i * 32 / per) as u32).collect();
+                let mask = (1u32 << (32 / per)) - 1;
+                let parts = words
+                    .reshape_exact(&[num, 1])
+                    .rshift(Tensor::from_slice_on(&shifts, &[per], device))
+                    .bitwise_and(mask)
+                    .cast(uint)
+                    .reshape_exact(&[num * per]);
+                (uint, parts)
+            }
         };
         let (_, nmant) = dtype.finfo().expect("a float dtype");
         let one = Tensor::full_on(&[1], 1i64, dtype, device).bitcast(uint);
         let shift = ConstValue::UInt(u64::from(dtype.bitsize() - nmant));
         let m = bits.rshift(shift).bitwise_or(&one);
-        (m.bitcast(dtype) - 1).reshape_exact(shape)
+        // (`num` words hold at least `numel` values)
+        (m.bitcast(dtype).shrink(&[(0, numel)]) - 1).reshape_exact(shape)
     }
 
     /// Threefry-2x32 with 20 rounds (Random123's `threefry2x32`): the two output words for

@@ -658,13 +658,19 @@ fn rand_is_deterministic_and_uniform() {
     assert!(a == a2, "same seed, same first call");
     assert!(b == b2, "same seed, same second call");
     assert!(a != b, "two calls differ");
-    // element i of a call doesn't depend on the shape or the device (REF is slow: fewer elements)
+    // the same values on another device (REF is slow: a smaller call on both)
+    Tensor::manual_seed(42);
+    let c = Tensor::rand_on(&[20, 25], DType::FLOAT32, "CPU").to_vec::<f32>();
     Tensor::manual_seed(42);
     let r = Tensor::rand_on(&[20, 25], DType::FLOAT32, "REF").to_vec::<f32>();
-    assert!(r == a[..500], "REF vs CPU");
-    // the values: element i of call 0 is threefry((i, 0), (seed_lo, seed_hi)) word 0, mantissa
-    for i in [0usize, 1, 2, 777, 9999] {
-        let bits = threefry_scalar([i as u32, 0], [42, 0])[0];
+    assert!(r == c, "REF vs CPU");
+    // the values, tinygrad's layout: the call key is threefry(counter 0, device key), the
+    // device key (low 32 bits of sha256 of device index 0, seed); element i < n/2 is word 0 of
+    // threefry((i, i + n/2), call key), element n/2 + i its word 1
+    let call_key = threefry_scalar([0, 0], [0x14b8_1119, 42]);
+    for i in [0usize, 1, 2, 777, 4999, 5000, 9999] {
+        let (j, word) = if i < 5000 { (i, 0) } else { (i - 5000, 1) };
+        let bits = threefry_scalar([j as u32, (j + 5000) as u32], call_key)[word];
         let want = f32::from_bits((bits >> 9) | 0x3f80_0000) - 1.0;
         assert_eq!(a[i], want, "element {i}");
     }
