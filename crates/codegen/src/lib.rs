@@ -6,7 +6,8 @@
 //! - [`emulate`]: `float16`/`bfloat16` computed in `float32` on targets without half arithmetic.
 //! - [`linearize`]: kernel AST -> flat program order with explicit loops and accumulators.
 //! - [`reassociate`]: index sums ordered by loop level, so loop-invariant parts are hoisted.
-//! - [`opt`]: kernel optimizations (upcast, unroll, 4-lane vectors) and their heuristic.
+//! - [`opt`]: kernel optimizations (upcast, unroll, 4-lane vectors), their heuristic and the
+//!   moves BEAM search tries.
 //! - [`program`]: [`Program`] and [`to_program`], the pipeline from kernel AST to program.
 //! - [`renderer`]: the [`Renderer`] trait.
 //! - [`cranelift`]: the Cranelift renderer (CPU JIT).
@@ -28,5 +29,7 @@ pub mod reassociate;
 pub mod renderer;
 pub mod wgsl;
 
-pub use program::{Program, TargetCaps, to_program, to_program_with, to_program_with_opts};
+pub use program::{
+    Program, TargetCaps, beam_candidates, to_program, to_program_with, to_program_with_opts,
+};
 pub use renderer::{RenderError, Renderer};

@@ -356,6 +356,149 @@ pub fn heuristic(ast: &UOp) -> KernelOpts {
     opts
 }
 
+/// The lane counts BEAM search tries for one split (innermost first).
+pub const BEAM_LANES: [&[usize]; 6] = [&[2], &[3], &[4], &[8], &[4, 2], &[4, 4]];
+
+/// The next steps of BEAM search from `opts` (tinygrad's `get_kernel_actions`): `opts` plus one
+/// more split of a range it does not split yet — [`BEAM_LANES`] lanes, and as SIMD vectors
+/// when the first lane count is [`VECTOR_WIDTH`] and no split is a vector yet — or, while the
+/// loop order is unset and there are several output ranges, each other output range moved
+/// outermost. Only opts that [`apply_opts`] accepts are returned, without duplicates.
+pub fn beam_moves(ast: &UOp, opts: &KernelOpts) -> Vec<KernelOpts> {
+    let topo = ast.toposort();
+    let mut ranges: Vec<UOp> = topo
+        .iter()
+        .filter(|n| n.op() == Ops::Range)
+        .cloned()
+        .collect();
+    ranges.sort_by_key(range_id);
+    let split: HashSet<usize> = opts.splits.iter().map(|s| s.axis).collect();
+    let has_vector = opts.splits.iter().any(|s| s.vector);
+    let mut out: Vec<KernelOpts> = Vec::new();
+    let mut push = |o: KernelOpts| {
+        if !out.contains(&o) && apply_opts(ast, &o).is_ok() {
+            out.push(o);
+        }
+    };
+    for r in &ranges {
+        let (id, n) = (range_id(r), range_size(r).unwrap_or(0));
+        if split.contains(&id) || n < 2 {
+            continue;
+        }
+        for lanes in BEAM_LANES {
+            if lanes.iter().product::<usize>() > n {
+                continue;
+            }
+            let vectors: &[bool] = if !has_vector && lanes[0] == VECTOR_WIDTH {
+                &[false, true]
+            } else {
+                &[false]
+            };
+            for &vector in vectors {
+                let mut o = opts.clone();
+                o.splits.push(Split {
+                    axis: id,
+                    lanes: lanes.to_vec(),
+                    vector,
+                });
+                push(o);
+            }
+        }
+    }
+    let outs = analyze(ast).out;
+    if opts.order.is_none() && outs.len() >= 2 {
+        for first in outs.iter().skip(1) {
+            let mut order = vec![range_id(first)];
+            order.extend(outs.iter().filter(|r| *r != first).map(range_id));
+            let mut o = opts.clone();
+            o.order = Some(order);
+            push(o);
+        }
+    }
+    out
+}
+
+impl std::fmt::Display for KernelOpts {
+    /// The on-disk form (BEAM's cache): `s<axis>:<lanes, x-separated>[:v]` per split, then
+    /// `o<ids, comma-separated>` for an order; `-` for no opts. [`KernelOpts::parse`] reads it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut parts: Vec<String> = self
+            .splits
+            .iter()
+            .map(|s| {
+                let lanes: Vec<String> = s.lanes.iter().map(usize::to_string).collect();
+                format!(
+                    "s{}:{}{}",
+                    s.axis,
+                    lanes.join("x"),
+                    if s.vector { ":v" } else { "" }
+                )
+            })
+            .collect();
+        if let Some(order) = &self.order {
+            let ids: Vec<String> = order.iter().map(usize::to_string).collect();
+            parts.push(format!("o{}", ids.join(",")));
+        }
+        if parts.is_empty() {
+            write!(f, "-")
+        } else {
+            write!(f, "{}", parts.join(" "))
+        }
+    }
+}
+
+impl KernelOpts {
+    /// Parses the [`Display`](std::fmt::Display) form.
+    ///
+    /// ```
+    /// use tinygrad_codegen::opt::{KernelOpts, Split};
+    /// let o = KernelOpts {
+    ///     splits: vec![Split { axis: 3, lanes: vec![4, 2], vector: true }],
+    ///     order: Some(vec![3, 1]),
+    /// };
+    /// assert_eq!(o.to_string(), "s3:4x2:v o3,1");
+    /// assert_eq!(KernelOpts::parse(&o.to_string()), Ok(o));
+    /// assert!(KernelOpts::parse("s3:4x").is_err());
+    /// ```
+    pub fn parse(text: &str) -> Result<KernelOpts, String> {
+        let mut opts = KernelOpts::default();
+        let text = text.trim();
+        if text == "-" {
+            return Ok(opts);
+        }
+        let num = |t: &str| {
+            t.parse::<usize>()
+                .map_err(|e| format!("bad number {t:?} in {text:?}: {e}"))
+        };
+        for part in text.split_whitespace() {
+            if let Some(rest) = part.strip_prefix('s') {
+                let fields: Vec<&str> = rest.split(':').collect();
+                let vector = match fields.get(2) {
+                    None => false,
+                    Some(&"v") if fields.len() == 3 => true,
+                    _ => return Err(format!("bad split {part:?} in {text:?}")),
+                };
+                let (Some(axis), Some(lanes)) = (fields.first(), fields.get(1)) else {
+                    return Err(format!("bad split {part:?} in {text:?}"));
+                };
+                opts.splits.push(Split {
+                    axis: num(axis)?,
+                    lanes: lanes.split('x').map(num).collect::<Result<_, _>>()?,
+                    vector,
+                });
+            } else if let Some(rest) = part.strip_prefix('o') {
+                if opts.order.is_some() {
+                    return Err(format!("two orders in {text:?}"));
+                }
+                opts.order = Some(rest.split(',').map(num).collect::<Result<_, _>>()?);
+            } else {
+                return Err(format!("unknown opt {part:?} in {text:?}"));
+            }
+        }
+        Ok(opts)
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Applying opts
 

@@ -51,6 +51,27 @@ pub fn to_program_with_opts(ast: &UOp, caps: TargetCaps, opts: &KernelOpts) -> P
     to_program_inner(ast, caps, Some(Some(opts.clone())))
 }
 
+/// The next opts BEAM search tries from `from` for `ast` on a target with `caps`
+/// ([`crate::opt::beam_moves`] on the AST as the pipeline simplifies it before applying opts).
+pub fn beam_candidates(ast: &UOp, caps: TargetCaps, from: &KernelOpts) -> Vec<KernelOpts> {
+    crate::opt::beam_moves(&prepare(ast, caps), from)
+}
+
+/// The AST as opts see it: index arithmetic simplified, half precision emulated and
+/// transcendentals decomposed where the target lacks them.
+fn prepare(ast: &UOp, caps: TargetCaps) -> UOp {
+    // Simplify index arithmetic (reshape's div/mod, pad's bounds, constant folding) first.
+    let mut ast = tinygrad_uop::graph_rewrite(ast, tinygrad_uop::sym(), &mut (), false);
+    if !caps.half {
+        ast =
+            tinygrad_uop::graph_rewrite(&ast, crate::emulate::emulate_half_rules(), &mut (), false);
+    }
+    if !caps.transcendentals {
+        ast = tinygrad_uop::graph_rewrite(&ast, crate::decomp::decomp_rules(), &mut (), false);
+    }
+    ast
+}
+
 /// `opts`: `None` no opts, `Some(None)` the heuristic's, `Some(Some(o))` exactly `o`.
 fn to_program_inner(
     ast: &UOp,
@@ -71,15 +92,7 @@ fn to_program_inner(
             globals[slot] = u.dtype().base();
         }
     }
-    // Simplify index arithmetic (reshape's div/mod, pad's bounds, constant folding) first.
-    let mut ast = tinygrad_uop::graph_rewrite(ast, tinygrad_uop::sym(), &mut (), false);
-    if !caps.half {
-        ast =
-            tinygrad_uop::graph_rewrite(&ast, crate::emulate::emulate_half_rules(), &mut (), false);
-    }
-    if !caps.transcendentals {
-        ast = tinygrad_uop::graph_rewrite(&ast, crate::decomp::decomp_rules(), &mut (), false);
-    }
+    let mut ast = prepare(ast, caps);
     let mut opts = KernelOpts::default();
     if let Some(choice) = opts_choice {
         let o = choice.unwrap_or_else(|| heuristic(&ast));

@@ -12,8 +12,10 @@
 //!   `webgpu`, on by default).
 //! - [`reference`](mod@reference): `REF`, an interpreter of the linear program — the oracle for every backend.
 //! - [`realize`]: running a schedule with a compiled-kernel cache and `DEBUG` output.
+//! - [`beam`]: BEAM search (`BEAM=n`) for kernel opts, with its on-disk cache.
 //! - [`thread_pool`]: the persistent worker threads that split CPU kernels across cores.
 
+pub mod beam;
 pub mod buffer;
 pub mod buffer_pool;
 pub mod cpu;
@@ -25,6 +27,7 @@ pub mod reference;
 pub mod thread_pool;
 pub mod webgpu;
 
+pub use beam::{beam_stats, beam_width, set_beam, set_beam_cache_dir};
 pub use buffer::{Buffer, BufferRef};
 pub use device::{
     DEVICE_NAMES, Device, DeviceError, Kernel, debug_level, default_device, get_device,

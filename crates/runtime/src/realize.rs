@@ -7,14 +7,15 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
-use tinygrad_codegen::to_program_with;
+use tinygrad_codegen::{to_program_with, to_program_with_opts};
 use tinygrad_schedule::ScheduleItem;
 use tinygrad_uop::{Ops, UOp};
 
 use crate::Buffer;
 use crate::device::{Device, DeviceError, Kernel, debug_level};
 
-type Cache = Mutex<HashMap<(&'static str, UOp), (Arc<dyn Kernel>, String, f64)>>;
+/// Compiled kernels by device, kernel AST and beam width (0: the heuristic's opts).
+type Cache = Mutex<HashMap<(&'static str, UOp, usize), (Arc<dyn Kernel>, String, f64)>>;
 
 fn cache() -> &'static Cache {
     static CACHE: OnceLock<Cache> = OnceLock::new();
@@ -34,7 +35,18 @@ pub fn get_kernel(
     dev: &dyn Device,
     ast: &UOp,
 ) -> Result<(Arc<dyn Kernel>, String, f64), DeviceError> {
-    let key = (dev.name(), ast.clone());
+    get_kernel_for(dev, ast, None)
+}
+
+/// [`get_kernel`]; with `beam = Some((bufs, width))` and a device that takes kernel opts, the
+/// opts come from BEAM search on `bufs` ([`crate::beam`]) instead of the heuristic.
+fn get_kernel_for(
+    dev: &dyn Device,
+    ast: &UOp,
+    beam: Option<(&[Arc<Buffer>], usize)>,
+) -> Result<(Arc<dyn Kernel>, String, f64), DeviceError> {
+    let beam = beam.filter(|(_, w)| *w > 0 && dev.optimizes());
+    let key = (dev.name(), ast.clone(), beam.map_or(0, |(_, w)| w));
     if let Some(k) = cache().lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
         return Ok(k.clone());
     }
@@ -53,7 +65,13 @@ pub fn get_kernel(
             .insert(key, entry.clone());
         return Ok(entry);
     }
-    let prog = to_program_with(ast, dev.caps(), dev.optimizes());
+    let prog = match beam {
+        Some((bufs, width)) => {
+            let opts = crate::beam::best_opts(dev, ast, bufs, width);
+            to_program_with_opts(ast, dev.caps(), &opts)
+        }
+        None => to_program_with(ast, dev.caps(), dev.optimizes()),
+    };
     if debug_level() >= 3 && !prog.opts.is_empty() {
         eprintln!("{}: {:?}", prog.name, prog.opts);
     }
@@ -104,8 +122,8 @@ fn estimate_flops(uops: &[UOp]) -> f64 {
 
 /// Runs `items` in order on `dev`.
 pub fn run_schedule(dev: &dyn Device, items: &[ScheduleItem]) -> Result<(), DeviceError> {
+    let width = crate::beam::beam_width();
     for item in items {
-        let (kernel, name, flops) = get_kernel(dev, &item.ast)?;
         let bufs: Vec<Arc<Buffer>> = item
             .bufs
             .iter()
@@ -113,6 +131,7 @@ pub fn run_schedule(dev: &dyn Device, items: &[ScheduleItem]) -> Result<(), Devi
                 Buffer::of(b).unwrap_or_else(|| panic!("schedule item bound to a non-buffer {b:?}"))
             })
             .collect();
+        let (kernel, name, flops) = get_kernel_for(dev, &item.ast, Some((&bufs, width)))?;
         for b in &bufs {
             dev.check_buffer(b.dtype, b.size).map_err(|e| match e {
                 DeviceError::Launch { message, .. } => DeviceError::Launch {

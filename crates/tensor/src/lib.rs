@@ -68,6 +68,9 @@ pub use reduce::Axis;
 pub use scatter::PadMode;
 pub use tensor::{Tensor, TensorError};
 pub use tinygrad_dtype::{ConstValue, DType};
-pub use tinygrad_runtime::{DeviceError, compile_count, default_device, get_device};
+pub use tinygrad_runtime::{
+    DeviceError, beam_stats, compile_count, default_device, get_device, set_beam,
+    set_beam_cache_dir,
+};
 pub use tinygrad_schedule::schedule_cache_hits;
 pub use tinygrad_uop::{Ops, UOp};
