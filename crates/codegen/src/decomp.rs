@@ -261,8 +261,21 @@ fn exp2_impl(x: &UOp) -> UOp {
     let s = &one + &a;
     let u = &s + ((sub(&one, &s) + &a) + b);
     // * 2^k as two normal powers of two: exact until the last product, which rounds once.
-    let k = k.cast(ft.i);
-    let h = k.idiv(2);
+    // k (an integer in [-161, 161], or [-1101, 1101]) as an integer without a float->int
+    // conversion or a division, neither of which the CPU runs on vectors: k + 1.5*2^mbits
+    // holds k in its low mantissa bits; and h = floor(k/2) by a shift (k - h and h both keep
+    // the powers of two normal; the shifted value is made non-negative first, as C leaves
+    // shifting a negative value implementation-defined).
+    let magic = 1.5 * 2f64.powi(ft.mbits as i32);
+    let magic_bits = if ft.is64 {
+        magic.to_bits() as i64
+    } else {
+        i64::from((magic as f32).to_bits())
+    };
+    let k = sub(&bitcast(&(&k + magic), ft.i), &UOp::cnst(ft.i, magic_bits));
+    // (shifting a non-negative value: k + off > 0)
+    let off: i64 = if ft.is64 { 2048 } else { 256 };
+    let h = ((&k + off) >> 1i64) + (-off / 2);
     let res = (&u * ft.pow2i(&h)) * ft.pow2i(&sub(&k, &h));
     x.ne(x).where_(x, res)
 }

@@ -812,7 +812,14 @@ impl Expander {
             .collect();
         let shift = matches!(op, Ops::Shl | Ops::Shr);
         let scalar_shift = shift && matches!(vals[1], Val::S(_));
-        if vals.iter().any(|v| matches!(v, Val::V(_)))
+        // Per-lane 32-bit values (computed from lane indices, e.g. a counter for a random
+        // generator) are packed into a vector once, so the ops after them run as vectors too;
+        // bool lanes are left alone (their vector form is a comparison's mask).
+        let packable = vals.iter().any(|v| matches!(v, Val::L(_)))
+            && src_dts
+                .iter()
+                .all(|d| matches!(d.kind(), Scalar::Float32 | Scalar::Int32 | Scalar::UInt32));
+        if (vals.iter().any(|v| matches!(v, Val::V(_))) || packable)
             && vector_native(op, dt, &src_dts, scalar_shift)
         {
             let src: Vec<UOp> = vals

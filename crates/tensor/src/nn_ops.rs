@@ -1754,13 +1754,18 @@ impl Tensor {
         let num = (numel * dtype.itemsize()).div_ceil(4);
         let (k0, k1) = crate::random::call_key(device, num as u64);
         let half = num.div_ceil(2);
-        let c0 = Tensor::nn_ramp(half, DType::UINT32, device);
+        // word w is word 0 of counter (w, w + half) for w < half, else word 1 of counter
+        // (w - half, w): one threefry per word, no concatenation (whose gated halves would
+        // compute both and keep the kernel from vectorizing)
+        let w = Tensor::nn_ramp(num, DType::UINT32, device);
+        let high = w.ge(half as u32);
+        let c0 = w.sub(high.cast(DType::UINT32).mul(half as u32));
         let c1 = c0.add(half as u32);
         // the key from a buffer, not constants: every call of a shape is the same kernel
         let key = Tensor::from_slice_on(&[k0, k1], &[2], device);
         let (k0, k1) = (key.shrink(&[(0, 1)]), key.shrink(&[(1, 2)]));
         let (x0, x1) = Tensor::threefry2x32(&c0, &c1, &k0, &k1);
-        let words = Tensor::cat(&[&x0, &x1], 0).shrink(&[(0, num)]);
+        let words = high.where_(&x1, &x0);
         // the words' bytes as `itemsize`-byte unsigned integers (little-endian)
         let (uint, bits) = match dtype.itemsize() {
             4 => (DType::UINT32, words),

@@ -906,7 +906,10 @@ pub fn symbolic() -> &'static PatternMatcher {
     static PM: LazyLock<PatternMatcher> = LazyLock::new(|| {
         let extra: PatternMatcher = PatternMatcher::new(rules![
             // ** canonical forms **
-            UPat::op(Ops::Add).named("x") => |x| int_dt(x).then(|| normalize_sum(x)).flatten(),
+            // (index sums only: flattening a sum of values copies every shared inner sum into
+            // each sum that uses it — threefry's additions over a ramp became 6,000 adds)
+            UPat::op(Ops::Add).named("x") =>
+                |x| (x.dtype() == DType::INDEX).then(|| normalize_sum(x)).flatten(),
             UPat::op(Ops::Mul).named("x") => |x| int_dt(x).then(|| normalize_mul(x)).flatten(),
             UPat::ops(&[Ops::Max, Ops::And, Ops::Or, Ops::Xor, Ops::CmpNe, Ops::CmpEq]).named("x") =>
                 |x| not_float(x.s(0)).then(|| commute(x)).flatten(),
@@ -926,6 +929,11 @@ pub fn symbolic() -> &'static PatternMatcher {
                 |x, c1, c2| const_fold(&c1.maximum(c2)).map(|c| x.maximum(c)),
             (UPat::var("x") & UPat::cvar("c1")) & UPat::cvar("c2") =>
                 |x, c1, c2| const_fold(&(c1 & c2)).map(|c| x & c),
+            // (other integer sums keep their shape but fold their constants, wrapping)
+            (UPat::var("x") + UPat::cvar("c1")) + UPat::cvar("c2") =>
+                |x, c1, c2| (int_dt(x) && x.dtype() != DType::INDEX)
+                    .then(|| const_fold(&(c1 + c2)).map(|c| x + c))
+                    .flatten(),
             (UPat::var("x") | UPat::cvar("c1")) | UPat::cvar("c2") =>
                 |x, c1, c2| const_fold(&(c1 | c2)).map(|c| x | c),
             // ** comparisons **
