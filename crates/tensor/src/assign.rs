@@ -89,8 +89,9 @@ impl Tensor {
         self
     }
 
-    /// Replaces this tensor's value with `value`'s, which may have another shape, dtype or device
-    /// (tinygrad's `replace`): the tensor takes over `value`'s graph. Returns `self`.
+    /// Replaces this tensor's value with `value`'s, which must have the same shape and may have
+    /// another dtype (tinygrad's `replace`): the tensor takes over `value`'s graph. Returns
+    /// `self`.
     ///
     /// ```
     /// use tinygrad_tensor::{DType, Tensor};
@@ -99,7 +100,17 @@ impl Tensor {
     /// assert_eq!((t.shape(), t.dtype()), (vec![2], DType::INT32));
     /// assert_eq!(t.to_vec::<i32>(), vec![5, 6]);
     /// ```
+    ///
+    /// # Panics
+    /// If the shapes differ (as tinygrad), or the devices do (a handle's device is fixed).
     pub fn replace(&self, value: &Tensor) -> &Tensor {
+        assert_eq!(
+            value.shape(),
+            self.shape(),
+            "replace: shape mismatch: tensor has shape {:?}, value has shape {:?}",
+            self.shape(),
+            value.shape()
+        );
         assert_eq!(
             value.device(),
             self.device(),

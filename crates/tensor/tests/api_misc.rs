@@ -54,11 +54,19 @@ fn bitcast_reinterprets_bits() {
 
 #[test]
 fn replace_takes_over_another_graph() {
-    let t = Tensor::from_slice(&[1.0f32, 2.0], &[2]);
+    let t = Tensor::from_slice(&[1.0f32, 2.0, 3.0], &[3]);
     let other = Tensor::from_slice(&[5i32, 6, 7], &[3]) * 2;
     t.replace(&other);
     assert_eq!((t.shape(), t.dtype()), (vec![3], DType::INT32));
     assert_eq!(t.to_vec::<i32>(), vec![10, 12, 14]);
+}
+
+/// tinygrad: `replace shape mismatch (3,) != (2,)`.
+#[test]
+#[should_panic(expected = "replace: shape mismatch: tensor has shape [3], value has shape [2]")]
+fn replace_needs_the_same_shape() {
+    let t = Tensor::from_slice(&[1.0f32, 2.0, 3.0], &[3]);
+    t.replace(&Tensor::from_slice(&[1.0f32, 2.0], &[2]));
 }
 
 fn mean_std(v: &[f32]) -> (f64, f64) {
