@@ -224,6 +224,15 @@ impl Padding {
     }
 }
 
+/// A pool's sliding windows (`(..., o_1, ..., o_n, k_1, ..., k_n)`) and its resolved kernel,
+/// stride and dilation.
+struct PoolWindows {
+    view: Tensor,
+    kernel: Vec<usize>,
+    stride: Vec<usize>,
+    dilation: Vec<usize>,
+}
+
 /// Python's `ceildiv` for a positive divisor (rounds toward +inf for negative numerators too).
 fn ceildiv(a: isize, b: isize) -> isize {
     -((-a).div_euclid(b))
@@ -569,21 +578,45 @@ impl Tensor {
         padding: impl Into<Padding>,
         ceil_mode: bool,
     ) -> Tensor {
-        let (k, s, d, mut pads) = self.pool_args(
+        let (windows, _) = self.max_pool_windows(
             "max_pool2d",
             kernel_size.into(),
             stride.into(),
             dilation.into(),
             &padding.into(),
+            ceil_mode,
         );
+        let n = windows.kernel.len() as isize;
+        windows.view.max((-n..0).collect::<Vec<isize>>())
+    }
+
+    /// The windows of a max pool (padded with the dtype's minimum) and the resolved arguments,
+    /// shared by [`Tensor::max_pool2d`] and [`Tensor::max_pool2d_with_indices`].
+    fn max_pool_windows(
+        &self,
+        op: &str,
+        kernel: Dims,
+        stride: Dims,
+        dilation: Dims,
+        padding: &Padding,
+        ceil_mode: bool,
+    ) -> (PoolWindows, Vec<(isize, isize)>) {
+        let (k, s, d, mut pads) = self.pool_args(op, kernel, stride, dilation, padding);
         if ceil_mode {
             pads = self.apply_ceil_mode(&pads, &k, &s, &d);
         }
-        let n = k.len() as isize;
-        let axes: Vec<isize> = (-n..0).collect();
-        self.pad_spatial(&pads, self.dtype().min())
-            .pool_impl(&k, &s, &d, "max_pool2d")
-            .max(axes)
+        let view = self
+            .pad_spatial(&pads, self.dtype().min())
+            .pool_impl(&k, &s, &d, op);
+        (
+            PoolWindows {
+                view,
+                kernel: k,
+                stride: s,
+                dilation: d,
+            },
+            pads,
+        )
     }
 
     /// [`Tensor::max_pool2d`] that also returns where each maximum came from (tinygrad's
@@ -610,21 +643,22 @@ impl Tensor {
         ceil_mode: bool,
     ) -> (Tensor, Tensor) {
         let op = "max_pool2d_with_indices";
-        let (k, s, d, mut pads) = self.pool_args(
+        let (windows, pads) = self.max_pool_windows(
             op,
             kernel_size.into(),
             stride.into(),
             dilation.into(),
             &padding.into(),
+            ceil_mode,
         );
-        if ceil_mode {
-            pads = self.apply_ceil_mode(&pads, &k, &s, &d);
-        }
+        let PoolWindows {
+            view: pooled,
+            kernel: k,
+            stride: s,
+            dilation: d,
+        } = windows;
         let n = k.len() as isize;
         let axes: Vec<isize> = (-n..0).collect();
-        let pooled = self
-            .pad_spatial(&pads, self.dtype().min())
-            .pool_impl(&k, &s, &d, op);
         let shape = self.shape();
         let spatial = &shape[shape.len() - k.len()..];
         let size: usize = spatial.iter().product();
@@ -696,10 +730,10 @@ impl Tensor {
                 o[o.len() - n..].to_vec()
             }
             None => {
-                let kernel = kernel_size.into();
-                let k = match &kernel {
-                    Dims::All(v) => vec![*v; n],
-                    _ => kernel.resolve(n, op, "kernel_size", true),
+                let k = match kernel_size.into() {
+                    Dims::Default => panic!("{op}: a kernel size is required (input {shape:?})"),
+                    Dims::All(v) => vec![v; n],
+                    each => each.resolve(n, op, "kernel_size", true),
                 };
                 let s = stride.into().resolve_or(n, &k, op, "stride", true);
                 let d = dilation.into().resolve(n, op, "dilation", true);

@@ -3,8 +3,6 @@
 
 mod common;
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
-
 use serde_json::Value;
 use tinygrad_tensor::{DType, Tensor};
 
@@ -63,7 +61,6 @@ fn run_case(case: &Value, device: &str) -> Result<(), String> {
 /// `skip_hash`: REF, the reference interpreter, leaves out the `hash` cases (a MiB of data
 /// through 1,200 Keccak rounds takes it minutes); its `keccak` cases cover the same rounds.
 fn run_suite(device: &str, skip_hash: bool) {
-    common::install_quiet_hook();
     let all = common::load_cases("keccak_cases.json");
     let cases: Vec<&Value> = all
         .iter()
@@ -75,26 +72,7 @@ fn run_suite(device: &str, skip_hash: bool) {
             all.len() - cases.len()
         );
     }
-    let mut failures = Vec::new();
-    for case in cases.iter().copied() {
-        let name = case["name"].as_str().expect("name");
-        common::set_in_case(true);
-        let r = catch_unwind(AssertUnwindSafe(|| run_case(case, device)));
-        common::set_in_case(false);
-        match r {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => failures.push(format!("{name}: {e}")),
-            Err(p) => failures.push(format!("{name}: panicked: {}", common::panic_message(&*p))),
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "{device}: {} of {} keccak cases failed:\n  {}",
-        failures.len(),
-        cases.len(),
-        failures.join("\n  ")
-    );
-    eprintln!("{device}: {} keccak cases passed", cases.len());
+    common::run_cases(device, "keccak", &cases, |case| run_case(case, device));
 }
 
 #[test]

@@ -4,8 +4,6 @@
 
 mod common;
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
-
 use serde_json::Value;
 use tinygrad_tensor::Tensor;
 
@@ -254,11 +252,9 @@ fn check_svd(case: &Value, x: &Tensor) -> Result<(), String> {
 }
 
 fn run_suite(device: &str) {
-    common::install_quiet_hook();
     let cases = common::load_cases("linalg_cases.json");
-    let mut failures = Vec::new();
-    for case in &cases {
-        let name = case["name"].as_str().expect("name");
+    let cases: Vec<&Value> = cases.iter().collect();
+    common::run_cases(device, "linalg", &cases, |case| {
         let input = &case["input"];
         let data: Vec<f32> = input["data"]
             .as_array()
@@ -266,30 +262,13 @@ fn run_suite(device: &str) {
             .iter()
             .map(|v| v.as_f64().expect("number") as f32)
             .collect();
-        common::set_in_case(true);
-        let r = catch_unwind(AssertUnwindSafe(|| {
-            let x = Tensor::from_slice_on(&data, &common::usizes(&input["shape"]), device);
-            match case["op"].as_str().expect("op") {
-                "qr" => check_qr(case, &x),
-                "svd" => check_svd(case, &x),
-                other => Err(format!("unknown op {other}")),
-            }
-        }));
-        common::set_in_case(false);
-        match r {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => failures.push(format!("{name}: {e}")),
-            Err(p) => failures.push(format!("{name}: panicked: {}", common::panic_message(&*p))),
+        let x = Tensor::from_slice_on(&data, &common::usizes(&input["shape"]), device);
+        match case["op"].as_str().expect("op") {
+            "qr" => check_qr(case, &x),
+            "svd" => check_svd(case, &x),
+            other => Err(format!("unknown op {other}")),
         }
-    }
-    assert!(
-        failures.is_empty(),
-        "{device}: {} of {} linalg cases failed:\n  {}",
-        failures.len(),
-        cases.len(),
-        failures.join("\n  ")
-    );
-    eprintln!("{device}: {} linalg cases passed", cases.len());
+    });
 }
 
 #[test]

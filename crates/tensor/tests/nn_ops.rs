@@ -807,3 +807,13 @@ fn max_pool_gradient_routes_to_the_maximum() {
     ];
     assert_eq!(g, want);
 }
+
+/// max_unpool2d derives the output size from the kernel: tinygrad has a default kernel (2, 2),
+/// Rust needs it given, and `Dims::Default` is an error, not a kernel of 1.
+#[test]
+#[should_panic(expected = "max_unpool2d: a kernel size is required (input [1, 1, 2, 2])")]
+fn max_unpool2d_needs_a_kernel_size() {
+    let x = Tensor::from_slice(&[1.0f32, 2., 3., 4.], &[1, 1, 2, 2]);
+    let i = Tensor::from_slice(&[0i32, 1, 2, 3], &[1, 1, 2, 2]);
+    let _ = x.max_unpool2d(&i, Dims::Default, Dims::Default, 1, 0, None);
+}

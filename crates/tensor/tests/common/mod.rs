@@ -98,3 +98,35 @@ pub fn on_webgpu(test: &str, suite: impl FnOnce(&str)) {
         }
     }
 }
+
+/// Runs `check` on each case (named by its `"name"`), a panic inside one counting as its
+/// failure (quietly, see [`set_in_case`]); then fails listing every failed case, or prints
+/// `{device}: {n} {what} cases passed`.
+pub fn run_cases(
+    device: &str,
+    what: &str,
+    cases: &[&Value],
+    check: impl Fn(&Value) -> Result<(), String>,
+) {
+    install_quiet_hook();
+    let mut failures = Vec::new();
+    for case in cases {
+        let name = case["name"].as_str().expect("case name");
+        set_in_case(true);
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check(case)));
+        set_in_case(false);
+        match r {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => failures.push(format!("{name}: {e}")),
+            Err(p) => failures.push(format!("{name}: panicked: {}", panic_message(&*p))),
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{device}: {} of {} {what} cases failed:\n  {}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n  ")
+    );
+    eprintln!("{device}: {} {what} cases passed", cases.len());
+}
