@@ -201,7 +201,13 @@ fn pack_kernel(
     let r = UOp::range(r_size as i64, d.first_id + 2, AxisKind::Loop);
     // Offsets from the launcher, clamped once so the bounds analysis knows their ranges.
     let nb: usize = d.batch.iter().map(size).product();
-    let k0 = clamp(&load(&params, UOp::index(0)).cast(DType::INDEX), d.k as i64);
+    // One chunk covers K: its offset is 0, known here, so `k < K` folds away when the chunk
+    // is exactly K long (no per-element gate).
+    let k0 = if d.k_chunk >= d.k {
+        UOp::index(0)
+    } else {
+        clamp(&load(&params, UOp::index(0)).cast(DType::INDEX), d.k as i64)
+    };
     let bi = clamp(
         &load(&params, UOp::index(1)).cast(DType::INDEX),
         nb.max(1) as i64 - 1,

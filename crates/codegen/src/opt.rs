@@ -579,6 +579,13 @@ pub fn apply_opts(ast: &UOp, opts: &KernelOpts) -> Result<UOp, String> {
         }
         let lane_expr = lane_expr.expect("at least one lane");
         if !reduce {
+            // Split entirely into lanes: no outer loop of one iteration is left (a loop in the
+            // generated code, whose header every lane's values would have to live across),
+            // unless a loop order names it.
+            if n == p && opts.order.is_none() {
+                ast = ast.substitute(&HashMap::from([(r, lane_expr)]));
+                continue;
+            }
             let o = UOp::range(n.div_ceil(p) as i64, sp.axis, kind);
             let base = if n % p == 0 {
                 &o * (p as i64)
