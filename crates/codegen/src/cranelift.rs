@@ -618,7 +618,9 @@ impl<'a> Ctx<'a> {
             }
             // A float `select` is lowered to a branch around a move on x86 (mispredicted half
             // the time on data like `relu`'s); through the integer registers it is a `cmov`.
-            Ops::Where if matches!(self.b.func.dfg.value_type(srcs[1]), types::F32 | types::F64) => {
+            Ops::Where
+                if matches!(self.b.func.dfg.value_type(srcs[1]), types::F32 | types::F64) =>
+            {
                 let fty = self.b.func.dfg.value_type(srcs[1]);
                 let ity = if fty == types::F32 {
                     types::I32

@@ -14,7 +14,7 @@ use crate::device::{Device, DeviceError, Kernel};
 use crate::thread_pool::global_pool;
 
 /// The kernel ABI: `(bufs, start, end)` — see [`CraneliftRenderer`].
-type KernelFn = extern "C" fn(*const *mut u8, i64, i64);
+pub(crate) type KernelFn = extern "C" fn(*const *mut u8, i64, i64);
 
 /// The Cranelift JIT device.
 pub struct CpuDevice {
@@ -225,6 +225,13 @@ impl CpuKernel {
     /// The element dtype of each slot.
     pub(crate) fn slot_dtypes(&self) -> Vec<tinygrad_dtype::DType> {
         self.globals.iter().map(|(d, _)| *d).collect()
+    }
+
+    /// The compiled entry point, `f(slot addresses, lo, hi)` running outer iterations
+    /// `lo..hi`, for callers that split a kernel into their own pool tasks. Valid while `self`
+    /// lives.
+    pub(crate) fn entry(&self) -> KernelFn {
+        self.f
     }
 
     /// The size of the outermost output loop (1 when there is none).

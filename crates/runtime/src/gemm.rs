@@ -54,6 +54,14 @@ fn simd_available() -> bool {
 
 static LAUNCHES: AtomicU64 = AtomicU64::new(0);
 
+static FUSED_ROW_JOBS: AtomicU64 = AtomicU64::new(0);
+
+/// How many K chunks ran as a [`FusedRowsJob`] (each task packing its own rows of `A`) in this
+/// process (lets tests check that they cover that path).
+pub fn fused_row_jobs() -> u64 {
+    FUSED_ROW_JOBS.load(Ordering::Relaxed)
+}
+
 /// How many GEMM-path kernels have been launched in this process (lets tests check that the
 /// path really ran).
 pub fn launch_count() -> u64 {
@@ -246,6 +254,7 @@ impl GemmKernel {
                 clock = std::time::Instant::now();
             }
         };
+        let mut fused_any = false;
         let mut params = [0i64; 2];
         let params_addr = params.as_mut_ptr() as usize;
         let slot_addrs = |first: usize, slots: &[usize]| -> Vec<usize> {
@@ -273,6 +282,36 @@ impl GemmKernel {
                     )
                 };
                 lap(1);
+                let m_panels = p.mp / mr;
+                let fused_panels = fused_block_panels(mr, k_chunk);
+                if m_panels.div_ceil(fused_panels) >= 4 * global_pool().threads() {
+                    let job = FusedRowsJob {
+                        pack_a: self.pack_a.entry(),
+                        inputs: p.a_slots.iter().map(|&s| addrs[s]).collect(),
+                        params: params_addr,
+                        panels: fused_panels,
+                        m_panels,
+                        gemm: BlockJob {
+                            a: 0,
+                            b: b_buf,
+                            c: c_buf + 4 * bi * p.mp * p.np,
+                            rows: 0,
+                            m0: 0,
+                            np: p.np,
+                            kb,
+                            k_chunk,
+                            blocks: blocks.clone(),
+                            first_block: k0 == 0,
+                        },
+                    };
+                    // SAFETY: as for the packing and micro-kernel calls below: the inputs stay
+                    // locked and `params`, `b` and `c` live until `run` returns, which is after
+                    // every task has finished.
+                    unsafe { job.run(mr, nr) };
+                    fused_any = true;
+                    lap(2);
+                    continue;
+                }
                 for m0 in (0..p.mp).step_by(a_rows) {
                     let m1 = (m0 + a_rows).min(p.mp);
                     // Panels m0/mr.. are written at `(panel - m0/mr) * k_chunk * mr` of `a`:
@@ -315,10 +354,11 @@ impl GemmKernel {
         lap(3);
         if profile {
             eprintln!(
-                "{}: pack A {:.2} ms, pack B {:.2} ms, micro-kernel {:.2} ms, epilogue {:.2} ms",
+                "{}: pack A {:.2} ms, pack B {:.2} ms, micro-kernel{} {:.2} ms, epilogue {:.2} ms",
                 self.name,
                 times[0] * 1e3,
                 times[1] * 1e3,
+                if fused_any { " (with packing A)" } else { "" },
                 times[2] * 1e3,
                 times[3] * 1e3
             );
@@ -329,6 +369,80 @@ impl GemmKernel {
 
 /// Bytes of packed `A` per packing launch (see `GemmKernel::run`).
 const A_BLOCK_BYTES: usize = 1 << 20;
+
+/// Bytes of packed `A` per task of a [`FusedRowsJob`]: with `B`'s panels, within one core's L2 (512 KiB here).
+const FUSED_A_BYTES: usize = 384 << 10;
+
+/// Row panels per task of a [`FusedRowsJob`].
+fn fused_block_panels(mr: usize, k_chunk: usize) -> usize {
+    (FUSED_A_BYTES / (4 * mr * k_chunk)).clamp(1, 64)
+}
+
+thread_local! {
+    /// Each thread's packed `A` block for [`FusedRowsJob`] tasks (kept between launches: a
+    /// fresh allocation of this size is page faults every time).
+    static FUSED_A: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// One K chunk of a GEMM with many row panels: each task packs its own block of `A` rows into
+/// its thread's buffer and multiplies it by every `B` panel at once, so the packed block is
+/// written and read by the same core while it is in that core's L2 (packing a shared block and
+/// multiplying it in separate jobs moved it between cores, and the packing kernel runs on
+/// both cores either way).
+struct FusedRowsJob {
+    /// The packing kernel of `A` (compiled with panels as its outer loop).
+    pack_a: crate::cpu::KernelFn,
+    /// The addresses of `pack_a`'s input slots `1..`.
+    inputs: Vec<usize>,
+    /// The address of the `[k0, b]` params.
+    params: usize,
+    /// Row panels per task.
+    panels: usize,
+    /// Row panels in all.
+    m_panels: usize,
+    /// The micro-kernel loop; `a`, `rows` and `m0` are set per task.
+    gemm: BlockJob,
+}
+
+impl FusedRowsJob {
+    /// # Safety
+    /// The inputs, params, packed `B` and `C` must stay valid and otherwise unused until this
+    /// returns; `C` must hold `mp x np` floats and `B` `np * k_chunk`.
+    unsafe fn run(self, mr: usize, nr: usize) {
+        FUSED_ROW_JOBS.fetch_add(1, Ordering::Relaxed);
+        let tasks = self.m_panels.div_ceil(self.panels);
+        let job = Arc::new(self);
+        global_pool().run(
+            tasks,
+            Box::new(move |t| {
+                let lo = t * job.panels;
+                let hi = (lo + job.panels).min(job.m_panels);
+                let k_chunk = job.gemm.k_chunk;
+                FUSED_A.with(|buf| {
+                    let mut buf = buf.borrow_mut();
+                    resize(&mut buf, job.panels * mr * k_chunk);
+                    let a = buf.as_mut_ptr() as usize;
+                    // The packing kernel writes panel `p` at `p * k_chunk * mr`: its base moves
+                    // back by the block's first panel so panel `lo` lands at `a`.
+                    let mut addrs = vec![a.wrapping_sub(lo * k_chunk * mr * 4)];
+                    addrs.extend(&job.inputs);
+                    addrs.push(job.params);
+                    // SAFETY: panels `lo..hi` land inside this thread's buffer (panels * mr *
+                    // k_chunk floats, hi - lo <= panels); the inputs and params are valid per
+                    // `run`'s contract and the kernel clamps or gates every index into them.
+                    (job.pack_a)(addrs.as_ptr().cast::<*mut u8>(), lo as i64, hi as i64);
+                    let gemm = BlockJob {
+                        a,
+                        rows: (hi - lo) * mr,
+                        m0: lo * mr,
+                        ..job.gemm.clone()
+                    };
+                    gemm.task(mr, nr, 0..hi - lo, 0..job.gemm.np / nr);
+                });
+            }),
+        );
+    }
+}
 
 fn resize(v: &mut Vec<f32>, n: usize) {
     if v.len() < n {

@@ -104,6 +104,24 @@ fn matmuls() {
     });
 }
 
+/// Tall operands: each task packs its own block of `A` rows (`FusedRowsJob`), the last block
+/// partial and the last panel padded (3100 rows = 516 panels of 6 and 4 rows).
+#[test]
+fn tall_operands_pack_rows_per_task() {
+    let before = gemm::fused_row_jobs();
+    let (a, b) = (rand(&[3100, 20], 30), rand(&[20, 18], 31));
+    check("tall matmul 3100x20x18", &[a, b], |t| {
+        (&t[0] + 0.5).relu().matmul(&t[1])
+    });
+    let (x, w) = (rand(&[4, 3, 30, 30], 32), rand(&[5, 3, 3, 3], 33));
+    check("conv2d with 3136 output rows", &[x, w], |t| {
+        t[0].conv2d(&t[1], None, 1, 1, 1, 0)
+    });
+    if gemm::enabled() {
+        assert!(gemm::fused_row_jobs() > before, "no GEMM packed A per task");
+    }
+}
+
 /// name, input shape, weight shape, groups, stride, dilation, padding.
 type ConvCase = (
     &'static str,
