@@ -275,6 +275,7 @@ pub fn heuristic(ast: &UOp) -> KernelOpts {
     };
     let red_ranges: Vec<UOp> = red.src()[1..].to_vec();
     let vec_dt_ok = vector_memory(store_dt) && vector_memory(red.dtype());
+    let all_vector_loads = a.loads.iter().all(|(_, dt)| vector_memory(*dt));
     // A vector output axis: every load is contiguous or constant along it.
     if let Some(j) = inner.clone()
         && vec_dt_ok
@@ -352,9 +353,48 @@ pub fn heuristic(ast: &UOp) -> KernelOpts {
             lanes,
             vector: true,
         });
+    } else if red_ranges.iter().map(size).product::<usize>() <= SMALL_REDUCE
+        && red_ranges.iter().all(|k| size(k) >= 2)
+    {
+        // A small window (pooling's 2x2): every reduce range unrolled (no loops of two
+        // iterations), and the inner output axis as vector lanes even when the loads are
+        // strided along it (gathered lane by lane; the arithmetic is SIMD).
+        for k in &red_ranges {
+            opts.splits.push(Split {
+                axis: range_id(k),
+                lanes: vec![size(k)],
+                vector: false,
+            });
+        }
+        if let Some(j) = inner
+            && vec_dt_ok
+            && all_vector_loads
+            && size(&j) >= w
+        {
+            opts.splits.push(Split {
+                axis: range_id(&j),
+                lanes: vec![w],
+                vector: true,
+            });
+        }
+    } else if let Some(k) = red_ranges.iter().max_by_key(|r| range_id(r))
+        && size(k) >= w
+    {
+        // No contiguous reduce axis (a load like `x // 2` of a pooling gradient): the
+        // innermost reduce range still runs as vector lanes, its loads gathered lane by lane,
+        // so the arithmetic (divisions included) is SIMD and the lanes are independent
+        // accumulator chains.
+        opts.splits.push(Split {
+            axis: range_id(k),
+            lanes: vec![w],
+            vector: vector_memory(red.dtype()) && all_vector_loads,
+        });
     }
     opts
 }
+
+/// Reductions over at most this many elements per output are unrolled entirely.
+const SMALL_REDUCE: usize = 16;
 
 /// The lane counts BEAM search tries for one split (innermost first).
 pub const BEAM_LANES: [&[usize]; 6] = [&[2], &[3], &[4], &[8], &[4, 2], &[4, 4]];
@@ -525,6 +565,9 @@ pub fn apply_opts(ast: &UOp, opts: &KernelOpts) -> Result<UOp, String> {
     let mut ast = ast.clone();
     let mut lanes: Vec<LaneAxis> = Vec::new();
     let mut vector: Option<UOp> = None;
+    // Reductions split with a remainder (a main part and a tail over fresh copies of the other
+    // ranges): another split of them would have to split both consistently, so it is refused.
+    // A split without a remainder leaves one reduction that can be split again.
     let mut split_reduces: HashSet<UOp> = HashSet::new();
     for sp in &opts.splits {
         let topo = ast.toposort();
@@ -602,7 +645,7 @@ pub fn apply_opts(ast: &UOp, opts: &KernelOpts) -> Result<UOp, String> {
             .iter()
             .filter(|x| x.op() == Ops::Reduce && x.src()[1..].contains(&r))
         {
-            if !split_reduces.insert(red.clone()) {
+            if split_reduces.contains(red) {
                 return Err("one split per reduction".into());
             }
             let Arg::Op(op) = red.arg() else {
@@ -621,7 +664,6 @@ pub fn apply_opts(ast: &UOp, opts: &KernelOpts) -> Result<UOp, String> {
             );
             src.extend(lane_ranges.iter().cloned());
             let main = UOp::new(Ops::Reduce, red.dtype(), src, red.arg().clone());
-            split_reduces.insert(main.clone());
             let result = if t == 0 {
                 main
             } else {
@@ -644,6 +686,7 @@ pub fn apply_opts(ast: &UOp, opts: &KernelOpts) -> Result<UOp, String> {
                 let mut src = vec![val.substitute(&tmap)];
                 src.extend(tail_src);
                 let tail = UOp::new(Ops::Reduce, red.dtype(), src, red.arg().clone());
+                split_reduces.insert(main.clone());
                 split_reduces.insert(tail.clone());
                 main.alu(*op, &[tail])
             };
@@ -1161,6 +1204,104 @@ mod tests {
         assert_eq!(affine_coeff(&r.idiv(2), &r, &mut HashMap::new()), None);
         assert_eq!(affine_coeff(&(&r - &s), &s, &mut HashMap::new()), Some(-1));
         assert_eq!(affine_coeff(&(&r * &s), &s, &mut HashMap::new()), None);
+    }
+
+    fn global(slot: i64) -> UOp {
+        let ptr = DType::FLOAT32.ptr(tinygrad_dtype::AddrSpace::Global);
+        UOp::new(Ops::DefineGlobal, ptr, vec![], Arg::Int(slot))
+    }
+
+    fn index(buf: &UOp, idx: UOp) -> UOp {
+        UOp::new(Ops::Index, buf.dtype(), vec![buf.clone(), idx], Arg::None)
+    }
+
+    /// `out[i][j] = op over (ry, rx) of x[2i + ry][2j + rx]`: 2x2 pooling of an 8x16 input.
+    fn pooling_kernel(op: Ops) -> UOp {
+        let (i, j) = (
+            UOp::range(4i64, 0, AxisKind::Loop),
+            UOp::range(8i64, 1, AxisKind::Loop),
+        );
+        let (ry, rx) = (
+            UOp::range(2i64, 2, AxisKind::Reduce),
+            UOp::range(2i64, 3, AxisKind::Reduce),
+        );
+        let (out, x) = (global(0), global(1));
+        let xi = (&i * 2 + &ry) * 16 + &j * 2 + &rx;
+        let v = UOp::new(Ops::Load, DType::FLOAT32, vec![index(&x, xi)], Arg::None);
+        let red = UOp::new(Ops::Reduce, DType::FLOAT32, vec![v, ry, rx], Arg::Op(op));
+        let st = UOp::new(
+            Ops::Store,
+            DType::VOID,
+            vec![index(&out, &i * 8 + &j), red],
+            Arg::None,
+        );
+        UOp::new(Ops::Sink, DType::VOID, vec![st], Arg::None)
+    }
+
+    #[test]
+    fn small_windows_unroll_and_vectorize_with_strided_loads() {
+        let ast = pooling_kernel(Ops::Max);
+        let opts = heuristic(&ast);
+        // both window ranges unrolled, the output column (stride 2 in the load) as a vector
+        let unrolled: Vec<usize> = opts
+            .splits
+            .iter()
+            .filter(|s| !s.vector)
+            .map(|s| s.axis)
+            .collect();
+        assert_eq!(unrolled, vec![2, 3], "{opts}");
+        assert!(
+            opts.splits.iter().any(|s| s.vector && s.axis == 1),
+            "{opts}"
+        );
+        // two splits of one reduction without remainders are accepted (the heuristic's opts
+        // must apply: a rejected set falls back to no opts at all)
+        let applied = apply_opts(&ast, &opts).expect("the heuristic's opts apply");
+        assert!(
+            !applied.toposort().iter().any(|n| n.op() == Ops::Range
+                && matches!(range_kind(n), AxisKind::Reduce)
+                && range_size(n).is_some_and(|s| s > 1)),
+            "a window loop is left"
+        );
+    }
+
+    #[test]
+    fn a_reduction_split_with_a_remainder_is_not_split_again() {
+        let both_exact = KernelOpts::parse("s2:2 s3:2").expect("opts");
+        assert!(apply_opts(&pooling_kernel(Ops::Add), &both_exact).is_ok());
+        // sum over a 5x6 window
+        let wide = {
+            let i = UOp::range(4i64, 0, AxisKind::Loop);
+            let (ry, rx) = (
+                UOp::range(5i64, 2, AxisKind::Reduce),
+                UOp::range(6i64, 3, AxisKind::Reduce),
+            );
+            let (out, x) = (global(0), global(1));
+            let v = UOp::new(
+                Ops::Load,
+                DType::FLOAT32,
+                vec![index(&x, &i * 30 + &ry * 6 + &rx)],
+                Arg::None,
+            );
+            let red = UOp::new(
+                Ops::Reduce,
+                DType::FLOAT32,
+                vec![v, ry, rx],
+                Arg::Op(Ops::Add),
+            );
+            let st = UOp::new(
+                Ops::Store,
+                DType::VOID,
+                vec![index(&out, i), red],
+                Arg::None,
+            );
+            UOp::new(Ops::Sink, DType::VOID, vec![st], Arg::None)
+        };
+        // 5 = 2*2 + 1: a main part and a tail, which the second split would have to split alike
+        let tail_then_split = KernelOpts::parse("s2:2 s3:3").expect("opts");
+        assert!(apply_opts(&wide, &tail_then_split).is_err());
+        let exact_then_tail = KernelOpts::parse("s3:3 s2:2").expect("opts");
+        assert!(apply_opts(&wide, &exact_then_tail).is_ok());
     }
 
     #[test]
