@@ -3,6 +3,7 @@
 //!
 //! Module map:
 //! - [`gemm`]: matmul-shaped kernels split into packing kernels, a GEMM and an epilogue.
+//! - [`gated_loads`]: selects that repeat a gated load's gate, removed.
 //! - [`emulate`]: `float16`/`bfloat16` computed in `float32` on targets without half arithmetic.
 //! - [`linearize`]: kernel AST -> flat program order with explicit loops and accumulators.
 //! - [`reassociate`]: index sums ordered by loop level, so loop-invariant parts are hoisted.
@@ -19,6 +20,7 @@
 pub mod cranelift;
 pub mod decomp;
 pub mod emulate;
+pub mod gated_loads;
 pub mod gemm;
 mod grid;
 pub mod linearize;

@@ -62,6 +62,7 @@ pub fn beam_candidates(ast: &UOp, caps: TargetCaps, from: &KernelOpts) -> Vec<Ke
 fn prepare(ast: &UOp, caps: TargetCaps) -> UOp {
     // Simplify index arithmetic (reshape's div/mod, pad's bounds, constant folding) first.
     let mut ast = tinygrad_uop::graph_rewrite(ast, tinygrad_uop::sym(), &mut (), false);
+    ast = tinygrad_uop::graph_rewrite(&ast, crate::gated_loads::gated_load_rules(), &mut (), false);
     if !caps.half {
         ast =
             tinygrad_uop::graph_rewrite(&ast, crate::emulate::emulate_half_rules(), &mut (), false);
