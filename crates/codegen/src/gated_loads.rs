@@ -83,7 +83,7 @@ mod tests {
             r.lt(2i64).alu(Ops::CmpNe, &[UOp::cnst(DType::BOOL, true)]),
             r.lt(6i64),
         );
-        let g = lo.alu(Ops::And, &[hi.clone()]);
+        let g = lo.alu(Ops::And, std::slice::from_ref(&hi));
         let load = gated_load(&g);
         let zero = UOp::cnst(DType::FLOAT32, 0.0f32);
         // one conjunct, then the other, nested (two views' selects)
