@@ -13,8 +13,12 @@
 //!
 //! [`plan_gemm`] returns three ordinary kernel ASTs that the target compiles with its normal
 //! pipeline:
-//! - `pack_a` / `pack_b`: write one operand, zero-padded, into the micro-kernel's panel layout
-//!   (`R` rows interleaved per `k`: `[panel][k][R]`, `R` = MR or NR). Their outermost range is
+//! - `pack_a` / `pack_b`: write one operand, zero-padded, into the micro-kernel's panel layout:
+//!   `B` with its `NR` rows interleaved per `k` (`[panel][k][NR]`, the micro-kernel's vector
+//!   loads), `A` in groups of [`A_K_GROUP`] consecutive `k` per row (`[panel][k / 4][MR][4]`:
+//!   the micro-kernel broadcasts single values, so any layout serves it, and this one lets the
+//!   packing kernel load and store 4 values of a row at once — contiguous in the operand when
+//!   `k` runs along its rows, as in a matmul or a weight gradient). Their outermost range is
 //!   the panel index (a launcher runs any sub-range of panels); the K offset and the batch index
 //!   come from a small `int64` params buffer (`[k0, b]`), clamped so every index stays in bounds.
 //!   Any fused producer of the operand (casts, padding gates, im2col-style index arithmetic) is
@@ -27,6 +31,10 @@ use std::collections::HashMap;
 
 use tinygrad_dtype::DType;
 use tinygrad_uop::{Arg, AxisKind, Ops, UOp};
+
+/// Consecutive `k` values of one row stored together in packed `A` (the packing kernel's
+/// vector width); K blocks are multiples of it.
+pub const A_K_GROUP: usize = 4;
 
 /// Micro-kernel and blocking sizes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -66,6 +74,8 @@ pub struct GemmPlan {
     pub pack_a: UOp,
     /// The id of the packing kernels' row-in-panel range (the one to unroll).
     pub pack_row_axis: usize,
+    /// The id of `pack_a`'s range over the `k` values of a group (the one to vectorize).
+    pub pack_a_group_axis: usize,
     /// Original buffer slot of each input slot `1..` of `pack_a`.
     pub a_slots: Vec<usize>,
     /// Packs `B`, like `pack_a`.
@@ -168,7 +178,7 @@ fn store(buf: &UOp, idx: UOp, value: UOp) -> UOp {
 
 /// Dimensions shared by both packing kernels.
 struct PackDims<'a> {
-    /// The first of three range ids unused by the kernel.
+    /// The first of four range ids unused by the kernel.
     first_id: usize,
     batch: &'a [UOp],
     red: &'a [UOp],
@@ -176,8 +186,9 @@ struct PackDims<'a> {
     k_chunk: usize,
 }
 
-/// The packing kernel of one operand: `panels[p][kk][r] = operand(row p*R + r, k0 + kk)`,
-/// zero outside the operand. Rows and K past the operand are not clamped but gated: every load
+/// The packing kernel of one operand: `panels[p][kk][r] = operand(row p*R + r, k0 + kk)`
+/// (with `k_group` g > 1: `panels[p][kk / g][r][kk % g]`), zero outside the operand. Rows and
+/// K past the operand are not clamped but gated: every load
 /// of the operand gets the validity condition (a gated load touches no memory when it is
 /// false), so the index arithmetic stays that of the original kernel, divisions by constants of
 /// bounded values included.
@@ -187,6 +198,7 @@ fn pack_kernel(
     len: usize,
     r_size: usize,
     d: &PackDims<'_>,
+    k_group: usize,
 ) -> (UOp, Vec<usize>) {
     let (operand, slots) = renumber_inputs(operand);
     let params = global(
@@ -197,8 +209,25 @@ fn pack_kernel(
     // Fresh range ids: a range equal to one of the kernel's (same size and id) would be
     // hash-consed into the same node and substituted along with it.
     let p = UOp::range(panels as i64, d.first_id, AxisKind::Loop);
-    let kk = UOp::range(d.k_chunk as i64, d.first_id + 1, AxisKind::Loop);
+    let kq = UOp::range((d.k_chunk / k_group) as i64, d.first_id + 1, AxisKind::Loop);
     let r = UOp::range(r_size as i64, d.first_id + 2, AxisKind::Loop);
+    let (kk, out_idx) = if k_group == 1 {
+        (
+            kq.clone(),
+            p.mul((d.k_chunk * r_size) as i64)
+                .add(kq.mul(r_size as i64))
+                .add(&r),
+        )
+    } else {
+        let kl = UOp::range(k_group as i64, d.first_id + 3, AxisKind::Loop);
+        (
+            kq.mul(k_group as i64).add(&kl),
+            p.mul((d.k_chunk * r_size) as i64)
+                .add(kq.mul((k_group * r_size) as i64))
+                .add(r.mul(k_group as i64))
+                .add(&kl),
+        )
+    };
     // Offsets from the launcher, clamped once so the bounds analysis knows their ranges.
     let nb: usize = d.batch.iter().map(size).product();
     // One chunk covers K: its offset is 0, known here, so `k < K` folds away when the chunk
@@ -235,14 +264,10 @@ fn pack_kernel(
     let value = operand.substitute(&map);
     let value = valid.where_(value, UOp::cnst(DType::FLOAT32, 0.0f32));
     let out = global(DType::FLOAT32.ptr(tinygrad_dtype::AddrSpace::Global), 0);
-    let idx = p
-        .mul((d.k_chunk * r_size) as i64)
-        .add(kk.mul(r_size as i64))
-        .add(&r);
     let sink = UOp::new(
         Ops::Sink,
         DType::VOID,
-        vec![store(&out, idx, value)],
+        vec![store(&out, out_idx, value)],
         Arg::None,
     );
     (sink, slots)
@@ -326,8 +351,15 @@ pub fn plan_gemm(ast: &UOp, tile: GemmTile, min_flops: f64) -> Option<GemmPlan> 
     if m < 4 || n < 4 || k < 4 || flops < min_flops {
         return None;
     }
-    let n_kb = k.div_ceil(tile.kc);
-    let kb = k.div_ceil(n_kb);
+    // K blocks of equal size that divide K when some block count up to twice the least does
+    // (1600 = 8 x 200 rather than 7 x 229): then no block runs past K, and the packing
+    // kernels' `k < K` gate folds away.
+    // Blocks are whole groups of A_K_GROUP.
+    let least = k.div_ceil(tile.kc);
+    let n_kb = (least..=2 * least)
+        .find(|n| k.is_multiple_of(n * A_K_GROUP))
+        .unwrap_or(least);
+    let kb = k.div_ceil(n_kb).next_multiple_of(A_K_GROUP);
     let mp = m.div_ceil(tile.mr) * tile.mr;
     let np = n.div_ceil(tile.nr) * tile.nr;
     // K per packing launch: the packed A and B of one chunk stay within ~32 MiB.
@@ -349,8 +381,8 @@ pub fn plan_gemm(ast: &UOp, tile: GemmTile, min_flops: f64) -> Option<GemmPlan> 
         k,
         k_chunk,
     };
-    let (pack_a, a_slots) = pack_kernel(&x, &mr_, m, tile.mr, &dims);
-    let (pack_b, b_slots) = pack_kernel(&y, &nr_, n, tile.nr, &dims);
+    let (pack_a, a_slots) = pack_kernel(&x, &mr_, m, tile.mr, &dims, A_K_GROUP);
+    let (pack_b, b_slots) = pack_kernel(&y, &nr_, n, tile.nr, &dims, 1);
     // The epilogue: C[b][m][n] replaces the reduce.
     let c_slot = original_globals.iter().map(slot_of).max().unwrap_or(0) + 1;
     let c = global(
@@ -381,6 +413,7 @@ pub fn plan_gemm(ast: &UOp, tile: GemmTile, min_flops: f64) -> Option<GemmPlan> 
         k_chunk,
         pack_a,
         pack_row_axis: first_id + 2,
+        pack_a_group_axis: first_id + 3,
         a_slots,
         pack_b,
         b_slots,

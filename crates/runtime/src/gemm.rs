@@ -19,7 +19,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use tinygrad_codegen::gemm::{GemmPlan, GemmTile, plan_gemm};
+use tinygrad_codegen::gemm::{A_K_GROUP, GemmPlan, GemmTile, plan_gemm};
 use tinygrad_codegen::opt::{KernelOpts, Split, VECTOR_WIDTH};
 use tinygrad_codegen::{to_program_with, to_program_with_opts};
 use tinygrad_uop::UOp;
@@ -124,28 +124,41 @@ pub(crate) struct GemmKernel {
 
 /// Compiles a packing kernel so that its outer loop is the panel index (the launcher runs
 /// sub-ranges of panels): without opts if the heuristic changed the outer loop.
+///
+/// `axis` is the row-in-panel range (`r` rows); `group_axis` the range over a group of `k`
+/// values when the layout has one (`A`'s), which becomes the vector axis.
 fn compile_pack(
     dev: &CpuDevice,
     ast: &UOp,
     panels: usize,
     r: usize,
     axis: usize,
+    group_axis: Option<usize>,
 ) -> Result<CpuKernel, DeviceError> {
     // One panel: its range is folded away, and the launcher runs the whole kernel.
     let fits = |o: Option<usize>| panels == 1 || o == Some(panels);
     // The panel's rows fully unrolled (range `axis` of the packing kernel): what depends on the
-    // row alone is computed once per panel, what depends on k once per k.
-    let lanes = if r.is_multiple_of(VECTOR_WIDTH) {
+    // row alone is computed once per panel, what depends on k once per k. Without a k group,
+    // the rows are the vector lanes where they fill whole vectors.
+    let lanes = if group_axis.is_none() && r.is_multiple_of(VECTOR_WIDTH) {
         vec![VECTOR_WIDTH, r / VECTOR_WIDTH]
     } else {
         vec![r]
     };
+    let mut splits = vec![Split {
+        axis,
+        vector: lanes.len() == 2,
+        lanes,
+    }];
+    if let Some(g) = group_axis {
+        splits.push(Split {
+            axis: g,
+            lanes: vec![A_K_GROUP],
+            vector: true,
+        });
+    }
     let opts = KernelOpts {
-        splits: vec![Split {
-            axis,
-            vector: lanes.len() == 2,
-            lanes,
-        }],
+        splits,
         order: None,
     };
     let prog = to_program_with_opts(ast, dev.caps(), &opts);
@@ -203,8 +216,9 @@ unsafe fn run_panels(k: &CpuKernel, addrs: &[usize], panels: usize, lo: usize, h
 impl GemmKernel {
     fn new(dev: &CpuDevice, plan: GemmPlan) -> Result<GemmKernel, DeviceError> {
         let (axis, tile) = (plan.pack_row_axis, plan.tile);
-        let pack_a = compile_pack(dev, &plan.pack_a, plan.mp / tile.mr, tile.mr, axis)?;
-        let pack_b = compile_pack(dev, &plan.pack_b, plan.np / tile.nr, tile.nr, axis)?;
+        let group = Some(plan.pack_a_group_axis);
+        let pack_a = compile_pack(dev, &plan.pack_a, plan.mp / tile.mr, tile.mr, axis, group)?;
+        let pack_b = compile_pack(dev, &plan.pack_b, plan.np / tile.nr, tile.nr, axis, None)?;
         let eprog = to_program_with(&plan.epilogue, dev.caps(), dev.optimizes());
         let name = format!("gemm_{}_{}_{}_{}", plan.batch, plan.m, plan.n, plan.k);
         let epilogue = dev.compile_cpu(&eprog)?;
@@ -514,12 +528,13 @@ impl BlockJob {
     }
 }
 
-/// `C[0..6][0..16] (+)= sum_p A[p][0..6]^T B[p][0..16]`, packed A (`6` floats per `p`) and B
-/// (`16` per `p`), C with row stride `ldc`.
+/// `C[0..6][0..16] (+)= sum_p A[p][0..6]^T B[p][0..16]`, packed A (groups of 4 `p` per row:
+/// `A[p][i]` at `(p / 4) * 24 + i * 4 + p % 4`) and B (`16` per `p`), C with row stride `ldc`.
 ///
 /// # Safety
 /// `a` must be valid for `6 * kc` floats, `b` for `16 * kc`, `c` for 6 rows of 16 floats at
-/// stride `ldc`, not accessed concurrently; the CPU must have AVX2 and FMA ([`enabled`]).
+/// stride `ldc`, not accessed concurrently; `kc` a multiple of 4; the CPU must have AVX2 and
+/// FMA ([`enabled`]).
 #[cfg(target_arch = "x86_64")]
 unsafe fn microkernel(kc: usize, a: usize, b: usize, c: usize, ldc: usize, accumulate: bool) {
     // SAFETY: forwarded from the caller's contract; AVX2+FMA checked by `enabled`.
@@ -552,15 +567,19 @@ unsafe fn microkernel_avx2(
 ) {
     use std::arch::x86_64::*;
     let mut acc = [[_mm256_setzero_ps(); 2]; 6];
-    for p in 0..kc {
-        // SAFETY: the caller guarantees `a` has 6*kc and `b` 16*kc floats (p < kc).
-        unsafe {
-            let b0 = _mm256_loadu_ps(b.add(p * 16));
-            let b1 = _mm256_loadu_ps(b.add(p * 16 + 8));
-            for (i, row) in acc.iter_mut().enumerate() {
-                let ai = _mm256_broadcast_ss(&*a.add(p * 6 + i));
-                row[0] = _mm256_fmadd_ps(ai, b0, row[0]);
-                row[1] = _mm256_fmadd_ps(ai, b1, row[1]);
+    for g in 0..kc / A_K_GROUP {
+        for kk in 0..A_K_GROUP {
+            let p = g * A_K_GROUP + kk;
+            // SAFETY: the caller guarantees `a` has 6*kc and `b` 16*kc floats (p < kc, and
+            // g * 24 + i * 4 + kk < 6 * kc).
+            unsafe {
+                let b0 = _mm256_loadu_ps(b.add(p * 16));
+                let b1 = _mm256_loadu_ps(b.add(p * 16 + 8));
+                for (i, row) in acc.iter_mut().enumerate() {
+                    let ai = _mm256_broadcast_ss(&*a.add(g * 6 * A_K_GROUP + i * A_K_GROUP + kk));
+                    row[0] = _mm256_fmadd_ps(ai, b0, row[0]);
+                    row[1] = _mm256_fmadd_ps(ai, b1, row[1]);
+                }
             }
         }
     }
