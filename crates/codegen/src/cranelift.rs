@@ -399,6 +399,23 @@ impl<'a> Ctx<'a> {
         if half(from) || half(to) {
             return self.half_cast(from, to, x);
         }
+        if from.is_bool() && from.count() > 1 {
+            // Lane masks (0 or all ones) to 0/1: the bits of one, masked.
+            let one = if to.is_float() {
+                let f = self.i().f32const(1.0);
+                let v = self.i().splat(types::F32X4, f);
+                self.i().bitcast(types::I32X4, lane_flags(), v)
+            } else {
+                let i = self.i().iconst(types::I32, 1);
+                self.i().splat(types::I32X4, i)
+            };
+            let bits = self.i().band(x, one);
+            return Ok(if to.is_float() {
+                self.i().bitcast(types::F32X4, lane_flags(), bits)
+            } else {
+                bits
+            });
+        }
         if to.is_bool() {
             return Ok(if from.is_float() {
                 let z = zero_of(&mut self.b, fty);

@@ -165,7 +165,10 @@ pub fn vector_native(op: Ops, out: DType, srcs: &[DType], scalar_shift: bool) ->
         Ops::CmpLt => float || s0.kind() == Scalar::Int32,
         Ops::Where => srcs.len() == 3 && srcs[0].kind() == Scalar::Bool && srcs[1] == srcs[2],
         Ops::Shl | Ops::Shr => int && scalar_shift,
-        Ops::Cast => s0.kind() == Scalar::Int32 && out.kind() == Scalar::Float32,
+        Ops::Cast => {
+            (s0.kind() == Scalar::Int32 && out.kind() == Scalar::Float32)
+                || (boolean && matches!(out.kind(), Scalar::Float32 | Scalar::Int32))
+        }
         Ops::Bitcast => {
             (float && matches!(out.kind(), Scalar::Int32 | Scalar::UInt32))
                 || (int && out.kind() == Scalar::Float32)
@@ -652,16 +655,26 @@ pub fn apply_opts(ast: &UOp, opts: &KernelOpts) -> Result<UOp, String> {
                 return Err("Reduce without op".into());
             };
             let val = red.s(0);
+            // Split entirely into lanes (m == 1): no loop of one iteration is left.
+            let whole = m == 1;
             let main_val = val.substitute(&HashMap::from([(
                 r.clone(),
-                &o * (p as i64) + lane_expr.clone(),
+                if whole {
+                    lane_expr.clone()
+                } else {
+                    &o * (p as i64) + lane_expr.clone()
+                },
             )]));
             let mut src = vec![main_val];
-            src.extend(
-                red.src()[1..]
-                    .iter()
-                    .map(|x| if *x == r { o.clone() } else { x.clone() }),
-            );
+            src.extend(red.src()[1..].iter().filter_map(|x| {
+                if *x != r {
+                    Some(x.clone())
+                } else if whole {
+                    None
+                } else {
+                    Some(o.clone())
+                }
+            }));
             src.extend(lane_ranges.iter().cloned());
             let main = UOp::new(Ops::Reduce, red.dtype(), src, red.arg().clone());
             let result = if t == 0 {
@@ -1258,9 +1271,10 @@ mod tests {
         // must apply: a rejected set falls back to no opts at all)
         let applied = apply_opts(&ast, &opts).expect("the heuristic's opts apply");
         assert!(
-            !applied.toposort().iter().any(|n| n.op() == Ops::Range
-                && matches!(range_kind(n), AxisKind::Reduce)
-                && range_size(n).is_some_and(|s| s > 1)),
+            !applied
+                .toposort()
+                .iter()
+                .any(|n| n.op() == Ops::Range && matches!(range_kind(n), AxisKind::Reduce)),
             "a window loop is left"
         );
     }

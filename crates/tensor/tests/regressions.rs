@@ -48,3 +48,50 @@ fn cat_with_an_empty_input() {
         );
     }
 }
+
+/// Comparisons cast to numbers in vector kernels (lane masks become 0/1 with one `and`;
+/// before, each lane was extracted, converted and inserted back), and float `where` through
+/// integer `cmov`s, with signs of zero and NaN kept.
+#[test]
+fn vector_casts_of_comparisons_and_float_selects() {
+    let data = [
+        1.0f32,
+        -2.0,
+        3.0,
+        0.0,
+        5.0,
+        -1.0,
+        0.5,
+        -0.5,
+        f32::NAN,
+        -0.0,
+        7.0,
+        -7.0,
+    ];
+    for dev in DEVICES {
+        let t = Tensor::from_slice_on(&data, &[12], dev);
+        let pos = t.gt(0.0);
+        let want: Vec<f32> = data.iter().map(|v| f32::from(u8::from(*v > 0.0))).collect();
+        assert_eq!(
+            pos.cast(tinygrad_tensor::DType::FLOAT32).to_vec::<f32>(),
+            want,
+            "{dev}"
+        );
+        let want: Vec<i32> = data.iter().map(|v| i32::from(*v > 0.0)).collect();
+        assert_eq!(
+            pos.cast(tinygrad_tensor::DType::INT32).to_vec::<i32>(),
+            want,
+            "{dev}"
+        );
+        let sel = pos.where_(&t, &(-&t)).to_vec::<f32>();
+        for (i, (s, v)) in sel.iter().zip(&data).enumerate() {
+            let w = if *v > 0.0 { *v } else { -*v };
+            if w.is_nan() {
+                // `-x` is `x * -1` (tinygrad): a NaN's sign bit is the hardware's choice
+                assert!(s.is_nan(), "{dev}: element {i}: {s}");
+            } else {
+                assert_eq!(s.to_bits(), w.to_bits(), "{dev}: element {i}");
+            }
+        }
+    }
+}
