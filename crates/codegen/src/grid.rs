@@ -83,3 +83,96 @@ pub(crate) fn grid_plan(uops: &[UOp]) -> GridPlan {
     }
     GridPlan { ranges, total }
 }
+
+/// A reduction loop split across the invocations of a workgroup (tinygrad's `GROUP` opt): each
+/// of the group's `lanes` invocations runs iterations `lane, lane + lanes, ...` (adjacent
+/// invocations read adjacent elements) into its own accumulators, which are then combined
+/// through workgroup (shared) memory after a barrier. Every invocation computes the same
+/// combined value and runs the rest of the body; the grid loop strides over workgroups, one
+/// output element per workgroup.
+pub(crate) struct GroupPlan {
+    /// The uop position of the grouped `Range`.
+    pub range: usize,
+    /// The accumulators updated in it (their `DefineReg`s) and each one's reduce op.
+    pub accs: Vec<(UOp, Ops)>,
+}
+
+/// Reductions at least this long are grouped (shorter ones are cheaper per invocation).
+pub(crate) const GROUP_MIN_REDUCE: u64 = 256;
+
+/// Kernels with at most this many output elements group their reduction: with more, one
+/// invocation per output already fills the device.
+pub(crate) const GROUP_MAX_OUTPUTS: u64 = 1 << 14;
+
+/// The reduction to group in a program whose grid is `grid`, if any: the first loop of the
+/// per-element body when it is a constant-size reduction of at least [`GROUP_MIN_REDUCE`]
+/// iterations whose only effects are `acc = acc op x` updates (`op` Add, Mul or Max) of
+/// accumulators defined before it, in a kernel of at most [`GROUP_MAX_OUTPUTS`] outputs with
+/// no global store before the loop.
+pub(crate) fn group_plan(uops: &[UOp], grid: &GridPlan) -> Option<GroupPlan> {
+    if grid.total > GROUP_MAX_OUTPUTS {
+        return None;
+    }
+    let start = grid.ranges.last().map_or(0, |&(i, _)| i + 1);
+    let j = (start..uops.len()).find(|&j| matches!(uops[j].op(), Ops::Range | Ops::End))?;
+    let r = &uops[j];
+    if r.op() != Ops::Range
+        || !matches!(r.arg(), Arg::Range(_, AxisKind::Reduce))
+        || r.s(0).as_int().is_none_or(|n| n < GROUP_MIN_REDUCE as i64)
+    {
+        return None;
+    }
+    if uops[start..j]
+        .iter()
+        .any(|u| u.op() == Ops::Store && u.s(0).s(0).op() != Ops::DefineReg)
+    {
+        return None;
+    }
+    // The loop's end.
+    let mut depth = 0usize;
+    let mut end = None;
+    for (k, u) in uops.iter().enumerate().skip(j) {
+        match u.op() {
+            Ops::Range => depth += 1,
+            Ops::End => {
+                depth -= 1;
+                if depth == 0 {
+                    end = Some(k);
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    let end = end?;
+    let before: std::collections::HashSet<&UOp> = uops[..j]
+        .iter()
+        .filter(|u| u.op() == Ops::DefineReg)
+        .collect();
+    let mut accs: Vec<(UOp, Ops)> = Vec::new();
+    for st in uops[j..end].iter().filter(|u| u.op() == Ops::Store) {
+        let idx = st.s(0);
+        let base = idx.s(0);
+        if base.op() != Ops::DefineReg {
+            return None; // a store to memory inside the reduction
+        }
+        if !before.contains(base) {
+            continue; // a register of the loop body itself
+        }
+        let v = st.s(1);
+        let op = v.op();
+        let reads_acc = |x: &UOp| x.op() == Ops::Load && x.s(0) == idx;
+        if !matches!(op, Ops::Add | Ops::Mul | Ops::Max)
+            || v.src().len() != 2
+            || !(reads_acc(v.s(0)) || reads_acc(v.s(1)))
+        {
+            return None;
+        }
+        match accs.iter().find(|(a, _)| a == base) {
+            Some((_, o)) if *o != op => return None,
+            Some(_) => {}
+            None => accs.push((base.clone(), op)),
+        }
+    }
+    (!accs.is_empty()).then_some(GroupPlan { range: j, accs })
+}

@@ -11,6 +11,13 @@
 //! number of workgroups is correct and [`launch_dims`] picks one (at most [`MAX_WORKGROUPS`]). A
 //! program without such loops runs in invocation 0 alone.
 //!
+//! Grouped reductions (`grid.rs`'s `GroupPlan`, tinygrad's `GROUP`): when a kernel has few
+//! outputs and a long reduction, each workgroup takes one output at a time and its
+//! [`WORKGROUP_SIZE`] invocations split the reduction loop (invocation `l` runs iterations
+//! `l, l + 64, ...`); their partial accumulators meet in a `var<workgroup>` array after a
+//! `workgroupBarrier()`, and every invocation combines them in the same order, so all hold the
+//! same value and write the same result.
+//!
 //! Dtypes WGSL lacks:
 //! - `bool`, `int8`, `uint8`, `int16`, `uint16`, `float16`, `bfloat16` buffers are arrays of
 //!   32-bit words holding 4 (or 2) elements each. A load extracts its element; a store clears
@@ -33,7 +40,7 @@
 //! `max` propagates NaN (NaN is tested on the bits, never with `x != x`, which a shader
 //! compiler may fold away), non-finite and subnormal float constants are written as bit
 //! patterns, and gated loads and stores never touch memory when the gate is off.
-//! `fp8` dtypes, vectors and GPU-specific ops (`Special`, `Barrier`, `Wmma`) give a
+//! `fp8` dtypes, vectors and the IR's GPU-specific ops (`Special`, `Barrier`, `Wmma`) give a
 //! [`RenderError`].
 
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -42,7 +49,7 @@ use std::fmt::Write as _;
 use tinygrad_dtype::{ConstValue, DType, Scalar};
 use tinygrad_uop::{Ops, UOp};
 
-use crate::grid::{GridPlan, grid_plan};
+use crate::grid::{GridPlan, GroupPlan, grid_plan, group_plan};
 use crate::{Program, RenderError, Renderer, TargetCaps};
 
 /// The name of the shader's entry point.
@@ -105,6 +112,10 @@ pub fn launch_dims(prog: &Program) -> u32 {
     let plan = plan_of(prog);
     if plan.ranges.is_empty() {
         return 1;
+    }
+    if group_plan(&prog.uops, &plan).is_some() {
+        // one output per workgroup
+        return plan.total.clamp(1, u64::from(MAX_WORKGROUPS)) as u32;
     }
     plan.total
         .div_ceil(u64::from(WORKGROUP_SIZE))
@@ -200,6 +211,7 @@ impl Renderer for WgslRenderer {
             message: m,
         };
         let plan = plan_of(prog);
+        let group = group_plan(&prog.uops, &plan);
         let mut cx = Ctx {
             r: *self,
             body: String::new(),
@@ -210,6 +222,8 @@ impl Renderer for WgslRenderer {
             next: 0,
             grid_at: plan.ranges.iter().map(|&(i, _)| i).collect(),
             plan,
+            group,
+            shared: Vec::new(),
             helpers: BTreeSet::new(),
             atomic: HashSet::new(),
             globals: HashMap::new(),
@@ -237,7 +251,11 @@ impl Renderer for WgslRenderer {
             }
         }
         if cx.grid_at.is_empty() {
-            cx.line("if (gid.x != 0u) { return; }");
+            cx.line(if cx.group.is_some() {
+                "if (wid.x != 0u) { return; }"
+            } else {
+                "if (gid.x != 0u) { return; }"
+            });
         }
         for (i, u) in prog.uops.iter().enumerate() {
             cx.emit(i, u)
@@ -255,13 +273,25 @@ impl Renderer for WgslRenderer {
                 "@group(0) @binding({slot}) var<storage, read_write> b{slot}: array<{elem}>;"
             );
         }
+        for (name, ty) in &cx.shared {
+            let _ = writeln!(
+                out,
+                "var<workgroup> {name}: array<{}, {WORKGROUP_SIZE}>;",
+                ty.name()
+            );
+        }
         for h in &cx.helpers {
             out.push('\n');
             out.push_str(helper_source(h));
         }
+        let group_ids = if cx.group.is_some() {
+            ", @builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>"
+        } else {
+            ""
+        };
         let _ = writeln!(
             out,
-            "\n@compute @workgroup_size({WORKGROUP_SIZE})\nfn {ENTRY}(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>) {{"
+            "\n@compute @workgroup_size({WORKGROUP_SIZE})\nfn {ENTRY}(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>{group_ids}) {{"
         );
         out.push_str(&cx.body);
         out.push_str("}\n");
@@ -272,6 +302,8 @@ impl Renderer for WgslRenderer {
 /// An open loop.
 enum Loop {
     Plain,
+    /// The grouped reduction loop (its partial accumulators are combined at its end).
+    Grouped,
     /// A grid-mapped range; `outer` for the first one (which owns the grid-stride loop).
     Grid {
         outer: bool,
@@ -300,6 +332,10 @@ struct Ctx {
     loops: Vec<Loop>,
     next: usize,
     plan: GridPlan,
+    /// The reduction split across each workgroup, if any.
+    group: Option<GroupPlan>,
+    /// Workgroup arrays (name, element type), one per grouped accumulator.
+    shared: Vec<(String, Ty)>,
     grid_at: HashSet<usize>,
     helpers: BTreeSet<&'static str>,
     /// Packed buffers the kernel stores to (declared `atomic<u32>`).
@@ -436,6 +472,7 @@ impl Ctx {
                 Ok(())
             }
             Ops::Range if self.grid_at.contains(&i) => self.open_grid(i, u),
+            Ops::Range if self.group.as_ref().is_some_and(|g| g.range == i) => self.open_grouped(u),
             Ops::Range => self.open_loop(u),
             Ops::End => self.close_loop(),
             Ops::Index => self.index(u),
@@ -473,6 +510,72 @@ impl Ctx {
         Ok(())
     }
 
+    /// The grouped reduction loop: invocation `lid.x` of the workgroup runs every
+    /// [`WORKGROUP_SIZE`]th iteration from its own.
+    fn open_grouped(&mut self, r: &UOp) -> Result<(), String> {
+        if self.ty(r.dtype())? != Ty::I32 {
+            return Err(format!("a loop over {} is not supported", r.dtype()));
+        }
+        let size = self.e(r.s(0))?;
+        let name = self.fresh("r");
+        self.line(&format!(
+            "for (var {name}: i32 = i32(lid.x); {name} < {size}; {name} = {name} + {WORKGROUP_SIZE}i) {{"
+        ));
+        self.depth += 1;
+        self.names.insert(r.clone(), name);
+        self.loops.push(Loop::Grouped);
+        Ok(())
+    }
+
+    /// After the grouped loop: each accumulator's partials go through a workgroup array, and
+    /// every invocation folds them in the same order (the barrier after it keeps the next
+    /// output's partials from overwriting them early).
+    fn combine_group(&mut self) -> Result<(), String> {
+        let accs = self
+            .group
+            .as_ref()
+            .map(|g| g.accs.clone())
+            .unwrap_or_default();
+        let mut arrays = Vec::new();
+        for (k, (reg, _)) in accs.iter().enumerate() {
+            let ty = self.ty(reg.dtype().base())?;
+            if !matches!(ty, Ty::F32 | Ty::I32 | Ty::U32) {
+                return Err(format!("a grouped {} accumulator", ty.name()));
+            }
+            let acc = self.accs.get(reg).cloned().ok_or("unknown accumulator")?;
+            let sh = format!("part{k}");
+            self.line(&format!("{sh}[lid.x] = {acc};"));
+            self.shared.push((sh.clone(), ty));
+            arrays.push(sh);
+        }
+        self.line("workgroupBarrier();");
+        for (k, ((reg, op), sh)) in accs.iter().zip(&arrays).enumerate() {
+            let acc = self.accs[reg].clone();
+            let dt = reg.dtype().base();
+            // The fold rendered like any `op` of the kernel (NaN-propagating max included).
+            let (a, b) = (
+                UOp::new(Ops::Noop, dt, vec![], tinygrad_uop::Arg::Int(2 * k as i64)),
+                UOp::new(
+                    Ops::Noop,
+                    dt,
+                    vec![],
+                    tinygrad_uop::Arg::Int(2 * k as i64 + 1),
+                ),
+            );
+            self.names.insert(a.clone(), acc.clone());
+            self.names.insert(b.clone(), format!("{sh}[i]"));
+            let expr = self.alu(&UOp::new(*op, dt, vec![a, b], tinygrad_uop::Arg::None))?;
+            self.line(&format!("{acc} = {sh}[0];"));
+            self.line(&format!(
+                "for (var i: u32 = 1u; i < {WORKGROUP_SIZE}u; i = i + 1u) {{"
+            ));
+            self.line(&format!("  {acc} = {expr};"));
+            self.line("}");
+        }
+        self.line("workgroupBarrier();");
+        Ok(())
+    }
+
     /// A grid-mapped range: the first opens the grid-stride loop; each computes its index from
     /// the flat element index `g`.
     fn open_grid(&mut self, i: usize, r: &UOp) -> Result<(), String> {
@@ -485,9 +588,16 @@ impl Ctx {
         let outer = pos == 0;
         if outer {
             let total = self.plan.total;
-            self.line(&format!(
-                "for (var g: u32 = gid.x; g < {total}u; g = g + nwg.x * {WORKGROUP_SIZE}u) {{"
-            ));
+            if self.group.is_some() {
+                // one output per workgroup (uniform across it: the barriers need that)
+                self.line(&format!(
+                    "for (var g: u32 = wid.x; g < {total}u; g = g + nwg.x) {{"
+                ));
+            } else {
+                self.line(&format!(
+                    "for (var g: u32 = gid.x; g < {total}u; g = g + nwg.x * {WORKGROUP_SIZE}u) {{"
+                ));
+            }
             self.depth += 1;
         }
         let inner: u64 = self.plan.ranges[pos + 1..]
@@ -515,6 +625,11 @@ impl Ctx {
             Loop::Plain | Loop::Grid { outer: true } => {
                 self.depth -= 1;
                 self.line("}");
+            }
+            Loop::Grouped => {
+                self.depth -= 1;
+                self.line("}");
+                self.combine_group()?;
             }
         }
         Ok(())
@@ -1231,6 +1346,8 @@ mod tests {
                 ranges: Vec::new(),
                 total: 1,
             },
+            group: None,
+            shared: Vec::new(),
             grid_at: HashSet::new(),
             helpers: BTreeSet::new(),
             atomic: HashSet::new(),

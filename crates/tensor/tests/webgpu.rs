@@ -1,7 +1,8 @@
 //! The WGSL renderer and the `WEBGPU` device, through tensors.
 //!
 //! - Structural checks of small kernels' WGSL (bindings, workgroup size, the grid-stride loop,
-//!   packed narrow stores), not full-text comparisons; every shader validated by naga.
+//!   grouped reductions, packed narrow stores), not full-text comparisons; every shader
+//!   validated by naga.
 //! - Dtypes the adapter lacks: a clear error naming the missing feature.
 //! - On an adapter (in CI the software Vulkan driver): every dtype and op class matches `REF`,
 //!   packed narrow outputs written by many invocations at once, a launch larger than the grid,
@@ -68,6 +69,33 @@ fn reduce_kernel_runs_in_one_invocation_per_output() {
     // a full reduction has no grid loop: invocation 0 alone runs it
     let (s, _) = one_kernel(&a.sum(Axis::All));
     assert!(s.contains("if (gid.x != 0u) { return; }"), "{s}");
+}
+
+#[test]
+fn long_reductions_with_few_outputs_are_grouped() {
+    let a = Tensor::from_slice_on(&f32s(3 * 1000), &[3, 1000], "REF");
+    let (s, p) = one_kernel(&a.sum(1isize));
+    assert!(
+        s.contains("var<workgroup> part0: array<f32, 64>;"),
+        "partials in workgroup memory:\n{s}"
+    );
+    assert!(
+        s.contains("= i32(lid.x);") && s.contains("+ 64i)"),
+        "the invocations split the reduction:\n{s}"
+    );
+    assert_eq!(s.matches("workgroupBarrier();").count(), 2, "{s}");
+    assert!(
+        s.contains("g = wid.x;") || s.contains("g: u32 = wid.x;"),
+        "{s}"
+    );
+    assert_eq!(launch_dims(&p), 3, "one workgroup per output");
+    // short reductions, or many outputs, stay one invocation per output
+    let short = Tensor::from_slice_on(&f32s(3 * 100), &[3, 100], "REF");
+    let (s, _) = one_kernel(&short.sum(1isize));
+    assert!(!s.contains("workgroupBarrier"), "{s}");
+    let wide = Tensor::from_slice_on(&f32s(20_000 * 256), &[20_000, 256], "REF");
+    let (s, _) = one_kernel(&wide.max(1isize));
+    assert!(!s.contains("workgroupBarrier"), "{s}");
 }
 
 #[test]
@@ -208,6 +236,106 @@ fn webgpu_launch_larger_than_the_grid() {
     let s = a.sum(Axis::All).to_vec::<f32>()[0] as f64;
     let want: f64 = x.iter().map(|&v| v as f64).sum();
     assert!((s - want).abs() <= 1e-3 * want, "{s} vs {want}");
+}
+
+/// Grouped reductions (each workgroup's invocations split one output's reduction) against
+/// `REF`: sum, max (with -inf, NaN), prod, integer sums, mean/var (two reductions), argmax, a
+/// full reduction, a padded (gated) reduction, a long-K matmul, and several outputs per
+/// workgroup stride (more outputs than one pass of workgroups would cover is not reached:
+/// grouped kernels have at most 2^14 outputs).
+#[test]
+fn webgpu_grouped_reductions_match_ref() {
+    if webgpu().is_none() {
+        return;
+    }
+    let n: usize = 4099;
+    let x: Vec<f32> = (0..3 * n)
+        .map(|i| (((i * 7919) % 2003) as f32 - 1001.0) / 997.0)
+        .collect();
+    let mut with_nan = x.clone();
+    with_nan[n + 17] = f32::NAN;
+    let mut with_inf = x.clone();
+    with_inf[2 * n + 5] = f32::NEG_INFINITY;
+    let ints: Vec<i32> = (0..3 * n as i32).map(|i| (i * 31) % 1000 - 500).collect();
+    type Case<'a> = (&'static str, Box<dyn Fn(&str) -> Tensor + 'a>);
+    let cases: Vec<Case<'_>> = vec![
+        (
+            "sum",
+            Box::new(|d| Tensor::from_slice_on(&x, &[3, n], d).sum(1isize)),
+        ),
+        (
+            "max",
+            Box::new(|d| Tensor::from_slice_on(&x, &[3, n], d).max(1isize)),
+        ),
+        (
+            "max NaN",
+            Box::new(|d| Tensor::from_slice_on(&with_nan, &[3, n], d).max(1isize)),
+        ),
+        (
+            "min -inf",
+            Box::new(|d| Tensor::from_slice_on(&with_inf, &[3, n], d).min(1isize)),
+        ),
+        (
+            "prod",
+            Box::new(|d| (Tensor::from_slice_on(&x, &[3, n], d) * 0.01 + 1.0).prod(1isize)),
+        ),
+        (
+            "int sum",
+            Box::new(|d| Tensor::from_slice_on(&ints, &[3, n], d).sum(1isize)),
+        ),
+        (
+            "mean",
+            Box::new(|d| Tensor::from_slice_on(&x, &[3, n], d).mean(1isize)),
+        ),
+        (
+            "var",
+            Box::new(|d| Tensor::from_slice_on(&x, &[3, n], d).var(1isize, 1)),
+        ),
+        (
+            "argmax",
+            Box::new(|d| Tensor::from_slice_on(&x, &[3, n], d).argmax(Some(1))),
+        ),
+        (
+            "full sum",
+            Box::new(|d| Tensor::from_slice_on(&x, &[3 * n], d).sum(Axis::All)),
+        ),
+        (
+            "padded sum",
+            Box::new(|d| {
+                Tensor::from_slice_on(&x, &[3, n], d)
+                    .pad(&[(0, 0), (300, 200)], 1.5)
+                    .sum(1isize)
+            }),
+        ),
+        (
+            "long-K matmul",
+            Box::new(|d| {
+                let a = Tensor::from_slice_on(&x[..2 * n], &[2, n], d);
+                let b = Tensor::from_slice_on(&x[..3 * n], &[n, 3], d);
+                a.matmul(&b)
+            }),
+        ),
+        (
+            "sum and max in one kernel",
+            Box::new(|d| {
+                let t = Tensor::from_slice_on(&x, &[3, n], d);
+                t.sum(1isize) + t.max(1isize)
+            }),
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (label, f) in &cases {
+        let (g, r) = (f("WEBGPU"), f("REF"));
+        let (got, want) = (g.to_f64_vec(), r.to_f64_vec());
+        let ok = got.len() == want.len()
+            && got.iter().zip(&want).all(|(a, b)| {
+                (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= 1e-4 + 1e-4 * b.abs()
+            });
+        if !ok {
+            failures.push(format!("{label}: WEBGPU {got:?}\n    REF {want:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 #[test]
