@@ -11,6 +11,12 @@
 //! one. Every other loop (reductions, and output loops nested below other loops) stays a PTX
 //! loop inside the thread. A program whose structure does not fit runs in one thread.
 //!
+//! Grouped reductions (`grid.rs`'s `GroupPlan`, tinygrad's `GROUP`): a kernel with few outputs
+//! and a long reduction runs one output per block; the block's [`BLOCK_SIZE`] threads split the
+//! reduction loop (thread `t` runs iterations `t, t + 256, ...`), store their partial
+//! accumulators to a `.shared` array, `bar.sync`, and every thread folds the partials in the
+//! same order, so all hold the same value and store the same result.
+//!
 //! Semantics match the Cranelift renderer and `tinygrad_uop::exec_alu` (the `REF` device):
 //! - integer division and modulo by zero give 0, `MIN / -1` wraps (guards around `div`/`rem`);
 //! - float -> int casts truncate toward zero, saturate to `int64` (`uint64` for values >= 2^63
@@ -29,7 +35,7 @@
 //! Registers: `bool` is a predicate; 8/16/32-bit integers live in 32-bit registers, kept
 //! canonical (sign- or zero-extended from their width after every operation); 64-bit integers
 //! and `index` in 64-bit registers; `float32`/`float64` in `.f32`/`.f64` registers.
-//! `fp8`, vectors, shared memory and GPU-specific ops (`Special`, `Barrier`, `Wmma`) are not
+//! `fp8`, vectors and the IR's GPU-specific ops (`Special`, `Barrier`, `Wmma`) are not
 //! rendered yet: they give a [`RenderError`].
 
 use std::collections::{HashMap, HashSet};
@@ -38,7 +44,7 @@ use std::fmt::Write as _;
 use tinygrad_dtype::{ConstValue, DType, Scalar};
 use tinygrad_uop::{Ops, UOp};
 
-use crate::grid::{GridPlan, grid_plan};
+use crate::grid::{GridPlan, GroupPlan, grid_plan, group_plan};
 use crate::{Program, RenderError, Renderer, TargetCaps};
 
 /// The newest PTX ISA version the renderer emits (what the `ptxas` of CUDA 12.9 accepts).
@@ -149,6 +155,14 @@ pub struct LaunchDims {
 /// kernel loops over the rest).
 pub fn launch_dims(prog: &Program) -> LaunchDims {
     let plan = grid_plan(&prog.uops);
+    if group_plan(&prog.uops, &plan).is_some() {
+        // one output per block of BLOCK_SIZE threads
+        return LaunchDims {
+            grid: plan.total.clamp(1, u64::from(MAX_GRID)) as u32,
+            block: BLOCK_SIZE,
+            total: plan.total,
+        };
+    }
     if plan.ranges.is_empty() {
         return LaunchDims {
             grid: 1,
@@ -359,7 +373,10 @@ impl Renderer for PtxRenderer {
         self.check_target().map_err(err)?;
         let name = entry_name(prog);
         let plan = grid_plan(&prog.uops);
+        let group = group_plan(&prog.uops, &plan);
         let mut cx = Ctx {
+            group,
+            shared: Vec::new(),
             body: String::new(),
             counts: HashMap::new(),
             regs: HashMap::new(),
@@ -400,6 +417,9 @@ impl Renderer for PtxRenderer {
                 let _ = writeln!(out, "\t.reg {} {}<{n}>;", c.decl(), c.prefix());
             }
         }
+        for (name, bits) in &cx.shared {
+            let _ = writeln!(out, "\t.shared .align 8 .b{bits} {name}[{BLOCK_SIZE}];");
+        }
         out.push_str(&cx.body);
         out.push_str("\tret;\n}\n");
         Ok(out)
@@ -409,6 +429,11 @@ impl Renderer for PtxRenderer {
 /// An open loop: a PTX loop, or the grid-stride loop (only its outermost range closes it).
 enum Loop {
     Plain {
+        counter: String,
+        label: usize,
+    },
+    /// The grouped reduction loop (stride [`BLOCK_SIZE`]; its partials are combined at its end).
+    Grouped {
         counter: String,
         label: usize,
     },
@@ -431,6 +456,10 @@ struct Ctx {
     grid_at: HashSet<usize>,
     /// The grid-stride loop's element index (64-bit), and its low 32 bits when the total fits.
     gid: Option<(String, Option<String>)>,
+    /// The reduction split across each block, if any.
+    group: Option<GroupPlan>,
+    /// `.shared` arrays (name, element bits), one per grouped accumulator.
+    shared: Vec<(String, u32)>,
 }
 
 impl Ctx {
@@ -505,6 +534,7 @@ impl Ctx {
                 Ok(())
             }
             Ops::Range if self.grid_at.contains(&i) => self.open_grid(i, u),
+            Ops::Range if self.group.as_ref().is_some_and(|g| g.range == i) => self.open_grouped(u),
             Ops::Range => self.open_loop(u),
             Ops::End => self.close_loop(u),
             Ops::Index => self.index(u),
@@ -535,6 +565,111 @@ impl Ctx {
         Ok(())
     }
 
+    /// The grouped reduction loop: thread `tid.x` runs every [`BLOCK_SIZE`]th iteration from
+    /// its own.
+    fn open_grouped(&mut self, r: &UOp) -> Result<(), String> {
+        let size = self.r(r.s(0))?;
+        let counter = self.def(r)?;
+        let label = self.labels;
+        self.labels += 1;
+        let t = self.new_reg(Class::B32);
+        self.line(&format!("mov.u32 {t}, %tid.x;"));
+        self.line(&format!("cvt.u64.u32 {counter}, {t};"));
+        self.label(&format!("$L{label}"));
+        let p = self.new_reg(Class::Pred);
+        self.line(&format!("setp.ge.s64 {p}, {counter}, {size};"));
+        self.line(&format!("@{p} bra $L{label}_end;"));
+        self.loops.push(Loop::Grouped { counter, label });
+        Ok(())
+    }
+
+    /// After the grouped loop: each accumulator's partials go through a `.shared` array, and
+    /// every thread folds them in the same order (the second barrier keeps the next output's
+    /// partials from overwriting them early).
+    fn combine_group(&mut self) -> Result<(), String> {
+        let accs = self
+            .group
+            .as_ref()
+            .map(|g| g.accs.clone())
+            .unwrap_or_default();
+        let t = self.new_reg(Class::B32);
+        self.line(&format!("mov.u32 {t}, %tid.x;"));
+        let mut bases = Vec::new();
+        for (k, (reg, _)) in accs.iter().enumerate() {
+            let dt = reg.dtype().base();
+            let class = class_of(dt)?;
+            let (ty, bytes) = match class {
+                Class::B16 => ("b16", 2),
+                Class::B32 => ("b32", 4),
+                Class::F32 => ("f32", 4),
+                Class::B64 => ("b64", 8),
+                Class::F64 => ("f64", 8),
+                Class::Pred => return Err("a grouped bool accumulator".into()),
+            };
+            let acc = self.accs.get(reg).cloned().ok_or("unknown accumulator")?;
+            let name = format!("part{k}");
+            self.shared.push((name.clone(), bytes * 8));
+            let (base, off, addr) = (
+                self.new_reg(Class::B64),
+                self.new_reg(Class::B64),
+                self.new_reg(Class::B64),
+            );
+            self.line(&format!("mov.u64 {base}, {name};"));
+            self.line(&format!("mul.wide.u32 {off}, {t}, {bytes};"));
+            self.line(&format!("add.s64 {addr}, {base}, {off};"));
+            self.line(&format!("st.shared.{ty} [{addr}], {acc};"));
+            bases.push((base, ty, bytes, class));
+        }
+        self.line("bar.sync 0;");
+        for (k, ((reg, op), (base, ty, bytes, class))) in accs.iter().zip(bases).enumerate() {
+            let acc = self.accs[reg].clone();
+            let dt = reg.dtype().base();
+            self.line(&format!("ld.shared.{ty} {acc}, [{base}];"));
+            let label = self.labels;
+            self.labels += 1;
+            let (i, p, off, addr) = (
+                self.new_reg(Class::B32),
+                self.new_reg(Class::Pred),
+                self.new_reg(Class::B64),
+                self.new_reg(Class::B64),
+            );
+            let part = self.new_reg(class);
+            self.line(&format!("mov.u32 {i}, 1;"));
+            self.label(&format!("$L{label}"));
+            self.line(&format!("setp.ge.u32 {p}, {i}, {BLOCK_SIZE};"));
+            self.line(&format!("@{p} bra $L{label}_end;"));
+            self.line(&format!("mul.wide.u32 {off}, {i}, {bytes};"));
+            self.line(&format!("add.s64 {addr}, {base}, {off};"));
+            self.line(&format!("ld.shared.{ty} {part}, [{addr}];"));
+            // The fold rendered like any `op` of the kernel (NaN-propagating max included).
+            let (a, b) = (
+                UOp::new(
+                    Ops::Noop,
+                    dt,
+                    vec![],
+                    tinygrad_uop::Arg::Int(-1 - 2 * k as i64),
+                ),
+                UOp::new(
+                    Ops::Noop,
+                    dt,
+                    vec![],
+                    tinygrad_uop::Arg::Int(-2 - 2 * k as i64),
+                ),
+            );
+            self.regs.insert(a.clone(), acc.clone());
+            self.regs.insert(b.clone(), part);
+            let folded = UOp::new(*op, dt, vec![a, b], tinygrad_uop::Arg::None);
+            self.alu(&folded)?;
+            let d = self.r(&folded)?;
+            self.line(&format!("mov.{} {acc}, {d};", class.mov()));
+            self.line(&format!("add.u32 {i}, {i}, 1;"));
+            self.line(&format!("bra $L{label};"));
+            self.label(&format!("$L{label}_end"));
+        }
+        self.line("bar.sync 0;");
+        Ok(())
+    }
+
     /// A grid-mapped range: the first opens the grid-stride loop; each computes its index
     /// from the flat element index.
     fn open_grid(&mut self, i: usize, r: &UOp) -> Result<(), String> {
@@ -556,12 +691,18 @@ impl Ctx {
             );
             let gid = self.new_reg(Class::B64);
             let t = self.new_reg(Class::B64);
-            self.line(&format!("mov.u32 {a}, %ctaid.x;"));
-            self.line(&format!("mov.u32 {b}, %ntid.x;"));
-            self.line(&format!("mov.u32 {c}, %tid.x;"));
-            self.line(&format!("mul.wide.u32 {gid}, {a}, {b};"));
-            self.line(&format!("cvt.u64.u32 {t}, {c};"));
-            self.line(&format!("add.s64 {gid}, {gid}, {t};"));
+            if self.group.is_some() {
+                // one output per block (uniform across it: the barriers need that)
+                self.line(&format!("mov.u32 {a}, %ctaid.x;"));
+                self.line(&format!("cvt.u64.u32 {gid}, {a};"));
+            } else {
+                self.line(&format!("mov.u32 {a}, %ctaid.x;"));
+                self.line(&format!("mov.u32 {b}, %ntid.x;"));
+                self.line(&format!("mov.u32 {c}, %tid.x;"));
+                self.line(&format!("mul.wide.u32 {gid}, {a}, {b};"));
+                self.line(&format!("cvt.u64.u32 {t}, {c};"));
+                self.line(&format!("add.s64 {gid}, {gid}, {t};"));
+            }
             self.label(&format!("$L{label}"));
             let p = self.new_reg(Class::Pred);
             self.line(&format!("setp.ge.u64 {p}, {gid}, {total};"));
@@ -615,13 +756,23 @@ impl Ctx {
                 self.line(&format!("bra $L{label};"));
                 self.label(&format!("$L{label}_end"));
             }
+            Loop::Grouped { counter, label } => {
+                self.line(&format!("add.s64 {counter}, {counter}, {BLOCK_SIZE};"));
+                self.line(&format!("bra $L{label};"));
+                self.label(&format!("$L{label}_end"));
+                self.combine_group()?;
+            }
             Loop::Grid { outer: false, .. } => {}
             Loop::Grid { outer: true, label } => {
                 let (gid, _) = self.gid.clone().ok_or("grid loop without an index")?;
                 let (a, b) = (self.new_reg(Class::B32), self.new_reg(Class::B32));
                 let stride = self.new_reg(Class::B64);
                 self.line(&format!("mov.u32 {a}, %nctaid.x;"));
-                self.line(&format!("mov.u32 {b}, %ntid.x;"));
+                if self.group.is_some() {
+                    self.line(&format!("mov.u32 {b}, 1;"));
+                } else {
+                    self.line(&format!("mov.u32 {b}, %ntid.x;"));
+                }
                 self.line(&format!("mul.wide.u32 {stride}, {a}, {b};"));
                 self.line(&format!("add.s64 {gid}, {gid}, {stride};"));
                 self.line(&format!("bra $L{label};"));

@@ -554,12 +554,17 @@ impl Ctx {
             let dt = reg.dtype().base();
             // The fold rendered like any `op` of the kernel (NaN-propagating max included).
             let (a, b) = (
-                UOp::new(Ops::Noop, dt, vec![], tinygrad_uop::Arg::Int(2 * k as i64)),
                 UOp::new(
                     Ops::Noop,
                     dt,
                     vec![],
-                    tinygrad_uop::Arg::Int(2 * k as i64 + 1),
+                    tinygrad_uop::Arg::Int(-1 - 2 * k as i64),
+                ),
+                UOp::new(
+                    Ops::Noop,
+                    dt,
+                    vec![],
+                    tinygrad_uop::Arg::Int(-2 - 2 * k as i64),
                 ),
             );
             self.names.insert(a.clone(), acc.clone());

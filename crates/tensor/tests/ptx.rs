@@ -10,7 +10,7 @@
 mod dtype_matrix;
 mod ptx_check;
 
-use dtype_matrix::{coverage_cases, f32s, same};
+use dtype_matrix::{close_reduction, coverage_cases, f32s, grouped_reduction_cases, same};
 
 use tinygrad_codegen::ptx::{PtxRenderer, launch_dims};
 use tinygrad_codegen::{Program, Renderer, to_program};
@@ -75,6 +75,50 @@ fn nested_output_loops_flatten_into_the_grid() {
 }
 
 #[test]
+fn long_reductions_with_few_outputs_are_grouped() {
+    let a = Tensor::from_slice_on(&f32s(3 * 1000), &[3, 1000], "REF");
+    let (s, p) = ptx_of(&a.sum(1isize));
+    let d = launch_dims(&p);
+    assert_eq!((d.grid, d.block), (3, 256), "one output per block");
+    assert!(s.contains(".shared .align 8 .b32 part0[256];"), "{s}");
+    assert_eq!(count(&s, "bar.sync 0;"), 2, "{s}");
+    assert!(
+        s.contains("st.shared.f32") && s.contains("ld.shared.f32"),
+        "{s}"
+    );
+    // a full reduction: one block of 256 threads
+    let flat = Tensor::from_slice_on(&f32s(3000), &[3000], "REF");
+    let (s, p) = ptx_of(&flat.sum(Axis::All));
+    let d = launch_dims(&p);
+    assert_eq!((d.grid, d.block), (1, 256), "{s}");
+    // a short reduction stays in the thread
+    let short = Tensor::from_slice_on(&f32s(3 * 100), &[3, 100], "REF");
+    let (s, _) = ptx_of(&short.sum(1isize));
+    assert!(!s.contains("bar.sync"), "{s}");
+}
+
+/// Grouped reductions in the PTX emulator (shared memory, barriers, threads of a block run
+/// cooperatively) against `REF`.
+#[test]
+fn emulated_grouped_reductions_match_ref() {
+    let mut failures = Vec::new();
+    for (label, t) in grouped_reduction_cases("REF") {
+        let got = ptx_check::emulate(&t);
+        let want = t.to_f64_vec();
+        match got {
+            Ok(Some((got, _))) if close_reduction(&got, &want) => {}
+            Ok(Some((got, _))) => failures.push(format!("{label}: PTX {got:?}\n    REF {want:?}")),
+            Ok(None) => failures.push(format!("{label}: no kernel")),
+            Err(e) => failures.push(format!(
+                "{label}: {}",
+                e.chars().take(3000).collect::<String>()
+            )),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
 fn reduce_kernel_loops_inside_the_thread() {
     let a = Tensor::from_slice_on(&f32s(64), &[4, 16], "REF");
     let (s, p) = ptx_of(&a.sum(1isize));
@@ -132,6 +176,9 @@ fn every_dtype_and_op_class_renders_and_assembles() {
     let mut k = ptx_check::Kernels::default();
     for (label, t) in coverage_cases("REF") {
         k.add(&label, &t);
+    }
+    for (label, t) in grouped_reduction_cases("REF") {
+        k.add(&format!("grouped {label}"), &t);
     }
     k.check("dtypes");
 }

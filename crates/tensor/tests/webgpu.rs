@@ -11,7 +11,7 @@
 
 mod dtype_matrix;
 
-use dtype_matrix::{coverage_cases, f32s, same};
+use dtype_matrix::{close_reduction, coverage_cases, f32s, grouped_reduction_cases, same};
 use tinygrad_codegen::wgsl::{WgslRenderer, launch_dims};
 use tinygrad_codegen::{Program, Renderer, to_program};
 use tinygrad_runtime::webgpu::validate_wgsl;
@@ -239,99 +239,20 @@ fn webgpu_launch_larger_than_the_grid() {
 }
 
 /// Grouped reductions (each workgroup's invocations split one output's reduction) against
-/// `REF`: sum, max (with -inf, NaN), prod, integer sums, mean/var (two reductions), argmax, a
-/// full reduction, a padded (gated) reduction, a long-K matmul, and several outputs per
-/// workgroup stride (more outputs than one pass of workgroups would cover is not reached:
-/// grouped kernels have at most 2^14 outputs).
+/// `REF` ([`grouped_reduction_cases`]).
 #[test]
 fn webgpu_grouped_reductions_match_ref() {
     if webgpu().is_none() {
         return;
     }
-    let n: usize = 4099;
-    let x: Vec<f32> = (0..3 * n)
-        .map(|i| (((i * 7919) % 2003) as f32 - 1001.0) / 997.0)
-        .collect();
-    let mut with_nan = x.clone();
-    with_nan[n + 17] = f32::NAN;
-    let mut with_inf = x.clone();
-    with_inf[2 * n + 5] = f32::NEG_INFINITY;
-    let ints: Vec<i32> = (0..3 * n as i32).map(|i| (i * 31) % 1000 - 500).collect();
-    type Case<'a> = (&'static str, Box<dyn Fn(&str) -> Tensor + 'a>);
-    let cases: Vec<Case<'_>> = vec![
-        (
-            "sum",
-            Box::new(|d| Tensor::from_slice_on(&x, &[3, n], d).sum(1isize)),
-        ),
-        (
-            "max",
-            Box::new(|d| Tensor::from_slice_on(&x, &[3, n], d).max(1isize)),
-        ),
-        (
-            "max NaN",
-            Box::new(|d| Tensor::from_slice_on(&with_nan, &[3, n], d).max(1isize)),
-        ),
-        (
-            "min -inf",
-            Box::new(|d| Tensor::from_slice_on(&with_inf, &[3, n], d).min(1isize)),
-        ),
-        (
-            "prod",
-            Box::new(|d| (Tensor::from_slice_on(&x, &[3, n], d) * 0.01 + 1.0).prod(1isize)),
-        ),
-        (
-            "int sum",
-            Box::new(|d| Tensor::from_slice_on(&ints, &[3, n], d).sum(1isize)),
-        ),
-        (
-            "mean",
-            Box::new(|d| Tensor::from_slice_on(&x, &[3, n], d).mean(1isize)),
-        ),
-        (
-            "var",
-            Box::new(|d| Tensor::from_slice_on(&x, &[3, n], d).var(1isize, 1)),
-        ),
-        (
-            "argmax",
-            Box::new(|d| Tensor::from_slice_on(&x, &[3, n], d).argmax(Some(1))),
-        ),
-        (
-            "full sum",
-            Box::new(|d| Tensor::from_slice_on(&x, &[3 * n], d).sum(Axis::All)),
-        ),
-        (
-            "padded sum",
-            Box::new(|d| {
-                Tensor::from_slice_on(&x, &[3, n], d)
-                    .pad(&[(0, 0), (300, 200)], 1.5)
-                    .sum(1isize)
-            }),
-        ),
-        (
-            "long-K matmul",
-            Box::new(|d| {
-                let a = Tensor::from_slice_on(&x[..2 * n], &[2, n], d);
-                let b = Tensor::from_slice_on(&x[..3 * n], &[n, 3], d);
-                a.matmul(&b)
-            }),
-        ),
-        (
-            "sum and max in one kernel",
-            Box::new(|d| {
-                let t = Tensor::from_slice_on(&x, &[3, n], d);
-                t.sum(1isize) + t.max(1isize)
-            }),
-        ),
-    ];
+    let (on_gpu, on_ref) = (
+        grouped_reduction_cases("WEBGPU"),
+        grouped_reduction_cases("REF"),
+    );
     let mut failures = Vec::new();
-    for (label, f) in &cases {
-        let (g, r) = (f("WEBGPU"), f("REF"));
+    for ((label, g), (_, r)) in on_gpu.iter().zip(&on_ref) {
         let (got, want) = (g.to_f64_vec(), r.to_f64_vec());
-        let ok = got.len() == want.len()
-            && got.iter().zip(&want).all(|(a, b)| {
-                (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= 1e-4 + 1e-4 * b.abs()
-            });
-        if !ok {
+        if !close_reduction(&got, &want) {
             failures.push(format!("{label}: WEBGPU {got:?}\n    REF {want:?}"));
         }
     }

@@ -145,3 +145,62 @@ pub fn same(got: &[f64], want: &[f64], dt: DType) -> bool {
             (g - w).abs() <= tol * (1.0 + w.abs())
         })
 }
+
+/// Long reductions with few outputs — what GPU renderers group across a workgroup's
+/// invocations (`grid.rs`'s `GroupPlan`): sum, max with NaN, min with -inf, prod, an integer
+/// sum, mean, var (two reductions), argmax, a full reduction, a padded (gated) reduction, a
+/// long-K matmul, and two accumulators in one kernel.
+pub fn grouped_reduction_cases(device: &str) -> Vec<(&'static str, Tensor)> {
+    let n: usize = 4099;
+    let x: Vec<f32> = (0..3 * n)
+        .map(|i| (((i * 7919) % 2003) as f32 - 1001.0) / 997.0)
+        .collect();
+    let mut with_nan = x.clone();
+    with_nan[n + 17] = f32::NAN;
+    let mut with_inf = x.clone();
+    with_inf[2 * n + 5] = f32::NEG_INFINITY;
+    let ints: Vec<i32> = (0..3 * n as i32).map(|i| (i * 31) % 1000 - 500).collect();
+    let m = |v: &[f32]| Tensor::from_slice_on(v, &[3, n], device);
+    vec![
+        ("sum", m(&x).sum(1isize)),
+        ("max", m(&x).max(1isize)),
+        ("max NaN", m(&with_nan).max(1isize)),
+        ("min -inf", m(&with_inf).min(1isize)),
+        ("prod", (m(&x) * 0.01 + 1.0).prod(1isize)),
+        (
+            "int sum",
+            Tensor::from_slice_on(&ints, &[3, n], device).sum(1isize),
+        ),
+        ("mean", m(&x).mean(1isize)),
+        ("var", m(&x).var(1isize, 1)),
+        ("argmax", m(&x).argmax(Some(1))),
+        (
+            "full sum",
+            Tensor::from_slice_on(&x, &[3 * n], device).sum(Axis::All),
+        ),
+        (
+            "padded sum",
+            m(&x).pad(&[(0, 0), (300, 200)], 1.5).sum(1isize),
+        ),
+        (
+            "long-K matmul",
+            Tensor::from_slice_on(&x[..2 * n], &[2, n], device).matmul(&Tensor::from_slice_on(
+                &x[..3 * n],
+                &[n, 3],
+                device,
+            )),
+        ),
+        (
+            "sum and max in one kernel",
+            m(&x).sum(1isize) + m(&x).max(1isize),
+        ),
+    ]
+}
+
+/// Equal within a reassociated float sum's error (NaN matches NaN).
+pub fn close_reduction(got: &[f64], want: &[f64]) -> bool {
+    got.len() == want.len()
+        && got.iter().zip(want).all(|(a, b)| {
+            (a.is_nan() && b.is_nan()) || a == b || (a - b).abs() <= 1e-4 + 1e-4 * b.abs()
+        })
+}

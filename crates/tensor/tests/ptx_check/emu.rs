@@ -3,6 +3,10 @@
 //! results right). Without a GPU this checks what the assembler cannot: that the PTX computes
 //! the right values.
 //!
+//! A block's threads share its `.shared` arrays; `bar.sync` suspends a thread until every
+//! thread of the block has reached it (threads run one after another up to the barrier), and a
+//! barrier that some of the block's threads never reach is an error.
+//!
 //! Undefined behaviour is an error, not a value: integer division by zero or `MIN / -1`, an
 //! out-of-bounds or misaligned access, reading a register never written, a runaway loop.
 //! Where PTX defines a result the hardware behaviour is modelled: `max.f32` returns the non-NaN
@@ -48,6 +52,8 @@ pub struct Kernel {
     widths: Vec<u32>,
     names: Vec<String>,
     params: usize,
+    /// Bytes of `.shared` memory per block.
+    shared_bytes: usize,
 }
 
 fn width_of(decl: &str) -> u32 {
@@ -82,6 +88,9 @@ impl Kernel {
         let mut labels: HashMap<String, usize> = HashMap::new();
         let mut raw: Vec<&str> = Vec::new();
         let mut params = 0;
+        // `.shared` arrays: name -> byte offset in the block's shared memory.
+        let mut shared: HashMap<String, usize> = HashMap::new();
+        let mut shared_bytes = 0usize;
         for line in ptx.lines() {
             let line = line.split("//").next().unwrap_or("").trim();
             if line.is_empty() || matches!(line, "{" | "}" | ")") {
@@ -94,6 +103,24 @@ impl Kernel {
                 let name = it.next().ok_or("bad .reg")?;
                 let prefix = name.split('<').next().ok_or("bad .reg")?;
                 prefixes.push((prefix.to_string(), width_of(decl)));
+                continue;
+            }
+            if let Some(rest) = line.strip_prefix(".shared ") {
+                // `.shared .align 8 .b32 part0[256];`
+                let toks: Vec<&str> = rest.split_whitespace().collect();
+                let (decl, arr) = match toks.as_slice() {
+                    [".align", _, decl, arr] | [decl, arr] => (*decl, *arr),
+                    _ => return Err(format!("bad .shared: {line}")),
+                };
+                let arr = arr.strip_suffix(';').unwrap_or(arr);
+                let (name, n) = arr
+                    .strip_suffix(']')
+                    .and_then(|a| a.split_once('['))
+                    .ok_or_else(|| format!("bad .shared: {line}"))?;
+                let n: usize = n.parse().map_err(|_| format!("bad .shared: {line}"))?;
+                shared_bytes = shared_bytes.next_multiple_of(8);
+                shared.insert(name.to_string(), shared_bytes);
+                shared_bytes += n * (width_of(decl) as usize / 8);
                 continue;
             }
             if line.starts_with(".param") {
@@ -173,6 +200,8 @@ impl Kernel {
                     Opd::Reg(reg_id(a)?)
                 } else if a.starts_with('$') {
                     Opd::Label(*labels.get(a).ok_or_else(|| format!("no label {a}"))?)
+                } else if let Some(&off) = shared.get(a) {
+                    Opd::Imm(SHARED_BASE + off as u64)
                 } else {
                     Opd::Imm(parse_imm(a).ok_or_else(|| format!("bad operand {a}"))?)
                 };
@@ -190,6 +219,7 @@ impl Kernel {
             widths,
             names,
             params,
+            shared_bytes,
         })
     }
 
@@ -210,53 +240,39 @@ impl Kernel {
             ));
         }
         for b in 0..grid {
-            for t in 0..block {
-                self.thread(b, t, grid, block, mem, alias)?;
-            }
-        }
-        Ok(())
-    }
-
-    fn thread(
-        &self,
-        ctaid: u32,
-        tid: u32,
-        grid: u32,
-        block: u32,
-        mem: &mut [Vec<u8>],
-        alias: &[usize],
-    ) -> Result<(), String> {
-        let mut t = Thread {
-            k: self,
-            regs: vec![None; self.widths.len()],
-            ctaid,
-            tid,
-            grid,
-            block,
-        };
-        let mut pc = 0;
-        let mut steps: u64 = 0;
-        while pc < self.insts.len() {
-            steps += 1;
-            if steps > 200_000_000 {
-                return Err("runaway loop".into());
-            }
-            let inst = &self.insts[pc];
-            pc += 1;
-            if let Some((p, neg)) = inst.pred
-                && (t.get(p)? != 0) == neg
-            {
-                continue;
-            }
-            let r = t.exec(inst, mem, alias);
-            match r {
-                Ok(Flow::Next) => {}
-                Ok(Flow::Jump(l)) => pc = l,
-                Ok(Flow::Ret) => return Ok(()),
-                Err(e) => {
+            let mut shared = vec![0u8; self.shared_bytes];
+            let mut threads: Vec<Thread<'_>> = (0..block)
+                .map(|tid| Thread {
+                    k: self,
+                    regs: vec![None; self.widths.len()],
+                    ctaid: b,
+                    tid,
+                    grid,
+                    block,
+                    pc: 0,
+                    steps: 0,
+                })
+                .collect();
+            // Each thread runs to a barrier or its end; the barrier releases when all are there.
+            loop {
+                let mut at_barrier = 0;
+                for t in threads.iter_mut() {
+                    if t.pc == usize::MAX {
+                        continue;
+                    }
+                    if t.run(mem, alias, &mut shared)? {
+                        at_barrier += 1;
+                    } else {
+                        t.pc = usize::MAX;
+                    }
+                }
+                if at_barrier == 0 {
+                    break;
+                }
+                if at_barrier != threads.len() {
                     return Err(format!(
-                        "{e} at `{}` (block {ctaid}, thread {tid})",
-                        inst.text
+                        "block {b}: {at_barrier} of {block} threads wait at a barrier the others \
+                         never reach"
                     ));
                 }
             }
@@ -269,6 +285,7 @@ enum Flow {
     Next,
     Jump(usize),
     Ret,
+    Barrier,
 }
 
 struct Thread<'a> {
@@ -278,6 +295,66 @@ struct Thread<'a> {
     tid: u32,
     grid: u32,
     block: u32,
+    /// The next instruction (`usize::MAX` once the thread has ended).
+    pc: usize,
+    steps: u64,
+}
+
+/// The block's shared memory is addressed from here (above every buffer).
+const SHARED_BASE: u64 = 1 << 62;
+
+impl Thread<'_> {
+    /// Runs until the thread ends (`false`) or reaches a `bar.sync` (`true`, resuming after it).
+    fn run(
+        &mut self,
+        mem: &mut [Vec<u8>],
+        alias: &[usize],
+        shared: &mut [u8],
+    ) -> Result<bool, String> {
+        let insts = &self.k.insts;
+        while self.pc < insts.len() {
+            self.steps += 1;
+            if self.steps > 200_000_000 {
+                return Err("runaway loop".into());
+            }
+            let inst = &insts[self.pc];
+            self.pc += 1;
+            if let Some((p, neg)) = inst.pred
+                && (self.get(p)? != 0) == neg
+            {
+                continue;
+            }
+            match self.exec(inst, mem, alias, shared) {
+                Ok(Flow::Next) => {}
+                Ok(Flow::Jump(l)) => self.pc = l,
+                Ok(Flow::Ret) => return Ok(false),
+                Ok(Flow::Barrier) => return Ok(true),
+                Err(e) => {
+                    return Err(format!(
+                        "{e} at `{}` (block {}, thread {})",
+                        inst.text, self.ctaid, self.tid
+                    ));
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    /// Resolves a shared address to a byte offset, checking bounds and alignment.
+    fn shared_addr(&self, o: &Opd, size: usize, shared: &[u8]) -> Result<usize, String> {
+        let Opd::Mem(r, off) = *o else {
+            return Err(format!("{o:?} is not an address"));
+        };
+        let a = self.get(r)?.wrapping_add(off as u64);
+        let at = a.wrapping_sub(SHARED_BASE) as usize;
+        if a < SHARED_BASE || !at.is_multiple_of(size) || at + size > shared.len() {
+            return Err(format!(
+                "shared access of {size} bytes at {a:#x} ({} bytes of shared memory)",
+                shared.len()
+            ));
+        }
+        Ok(at)
+    }
 }
 
 /// Buffer `i` of the kernel's memory lives at `(i + 1) << 40`.
@@ -378,12 +455,19 @@ impl Thread<'_> {
         Ok((buf, at))
     }
 
-    fn exec(&mut self, inst: &Inst, mem: &mut [Vec<u8>], alias: &[usize]) -> Result<Flow, String> {
+    fn exec(
+        &mut self,
+        inst: &Inst,
+        mem: &mut [Vec<u8>],
+        alias: &[usize],
+        shared: &mut [u8],
+    ) -> Result<Flow, String> {
         let op: Vec<&str> = inst.op.iter().map(String::as_str).collect();
         let a = &inst.args;
         let last = *op.last().ok_or("empty opcode")?;
         match op[0] {
             "ret" => return Ok(Flow::Ret),
+            "bar" if op.get(1) == Some(&"sync") => return Ok(Flow::Barrier),
             "bra" => match a.first() {
                 Some(Opd::Label(l)) => return Ok(Flow::Jump(*l)),
                 _ => return Err("bra without a label".into()),
@@ -408,9 +492,29 @@ impl Thread<'_> {
                             raw
                         }
                     }
+                    "shared" => {
+                        let (bits, kind) = ty(last)?;
+                        let size = (bits / 8) as usize;
+                        let at = self.shared_addr(&a[1], size, shared)?;
+                        let mut b8 = [0u8; 8];
+                        b8[..size].copy_from_slice(&shared[at..at + size]);
+                        let raw = u64::from_le_bytes(b8);
+                        if kind == 's' {
+                            sext(raw, bits) as u64
+                        } else {
+                            raw
+                        }
+                    }
                     s => return Err(format!("ld.{s}")),
                 };
                 self.set(&a[0], v)?;
+            }
+            "st" if op.get(1) == Some(&"shared") => {
+                let (bits, _) = ty(last)?;
+                let size = (bits / 8) as usize;
+                let v = self.val(&a[1])?;
+                let at = self.shared_addr(&a[0], size, shared)?;
+                shared[at..at + size].copy_from_slice(&v.to_le_bytes()[..size]);
             }
             "st" => {
                 let (bits, _) = ty(last)?;
