@@ -400,6 +400,10 @@ impl<'a> Ctx<'a> {
             return self.half_cast(from, to, x);
         }
         if from.is_bool() && from.count() > 1 {
+            debug_assert!(
+                matches!(to.kind(), Scalar::Float32 | Scalar::Int32),
+                "vector bool casts are to float32/int32 (opt::vector_native)"
+            );
             // Lane masks (0 or all ones) to 0/1: the bits of one, masked.
             let one = if to.is_float() {
                 let f = self.i().f32const(1.0);

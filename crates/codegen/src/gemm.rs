@@ -62,7 +62,8 @@ pub struct GemmPlan {
     pub n: usize,
     /// Padded columns.
     pub np: usize,
-    /// Reduction length, its block size (`kc` balanced so blocks are equal) and block count.
+    /// Reduction length (blocks of `kb`, a multiple of [`A_K_GROUP`], cover it; the last may be
+    /// zero-padded).
     pub k: usize,
     /// The K block size actually used.
     pub kb: usize,
@@ -184,6 +185,8 @@ struct PackDims<'a> {
     red: &'a [UOp],
     k: usize,
     k_chunk: usize,
+    /// Whether one chunk covers all K blocks (the launcher's only chunk offset is then 0).
+    one_chunk: bool,
 }
 
 /// The packing kernel of one operand: `panels[p][kk][r] = operand(row p*R + r, k0 + kk)`
@@ -230,9 +233,9 @@ fn pack_kernel(
     };
     // Offsets from the launcher, clamped once so the bounds analysis knows their ranges.
     let nb: usize = d.batch.iter().map(size).product();
-    // One chunk covers K: its offset is 0, known here, so `k < K` folds away when the chunk
-    // is exactly K long (no per-element gate).
-    let k0 = if d.k_chunk >= d.k {
+    // One chunk covers every K block: its offset is 0, known here, so `k < K` folds away when
+    // the chunk is exactly K long (no per-element gate).
+    let k0 = if d.one_chunk {
         UOp::index(0)
     } else {
         clamp(&load(&params, UOp::index(0)).cast(DType::INDEX), d.k as i64)
@@ -276,6 +279,10 @@ fn pack_kernel(
 /// Splits `ast` per the module docs when it is a float32 matmul-shaped kernel with at least
 /// `min_flops` multiply-adds x 2 and both sides of at least 4; `None` otherwise.
 pub fn plan_gemm(ast: &UOp, tile: GemmTile, min_flops: f64) -> Option<GemmPlan> {
+    debug_assert!(
+        tile.kc.is_multiple_of(A_K_GROUP),
+        "K blocks are whole groups of A_K_GROUP"
+    );
     if ast.op() != Ops::Sink || ast.src().len() != 1 {
         return None;
     }
@@ -380,6 +387,7 @@ pub fn plan_gemm(ast: &UOp, tile: GemmTile, min_flops: f64) -> Option<GemmPlan> 
         red: &red_ranges,
         k,
         k_chunk,
+        one_chunk: blocks == n_kb,
     };
     let (pack_a, a_slots) = pack_kernel(&x, &mr_, m, tile.mr, &dims, A_K_GROUP);
     let (pack_b, b_slots) = pack_kernel(&y, &nr_, n, tile.nr, &dims, 1);

@@ -2,8 +2,9 @@
 //! that are perfectly nested from the top, flattened into one index space that threads stride
 //! over. Every other loop stays a loop inside the thread.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
+use tinygrad_dtype::DType;
 use tinygrad_uop::{Arg, AxisKind, Ops, UOp};
 
 /// The loops mapped to the grid: uop positions and sizes, outermost first.
@@ -106,10 +107,16 @@ pub(crate) const GROUP_MAX_OUTPUTS: u64 = 1 << 14;
 
 /// The reduction to group in a program whose grid is `grid`, if any: the first loop of the
 /// per-element body when it is a constant-size reduction of at least [`GROUP_MIN_REDUCE`]
-/// iterations whose only effects are `acc = acc op x` updates (`op` Add, Mul or Max) of
-/// accumulators defined before it, in a kernel of at most [`GROUP_MAX_OUTPUTS`] outputs with
-/// no global store before the loop.
-pub(crate) fn group_plan(uops: &[UOp], grid: &GridPlan) -> Option<GroupPlan> {
+/// iterations whose only effects are `acc = acc op x` updates (`op` Add, Mul or Max; `x` not
+/// reading any accumulator) of accumulators defined before it, initialized to `op`'s identity
+/// and of a dtype the target can exchange (`shareable`), whose values are used after the loop
+/// only through the accumulators, in a kernel of at most [`GROUP_MAX_OUTPUTS`] outputs with no
+/// global store before the loop.
+pub(crate) fn group_plan(
+    uops: &[UOp],
+    grid: &GridPlan,
+    shareable: fn(DType) -> bool,
+) -> Option<GroupPlan> {
     if grid.total > GROUP_MAX_OUTPUTS {
         return None;
     }
@@ -145,10 +152,15 @@ pub(crate) fn group_plan(uops: &[UOp], grid: &GridPlan) -> Option<GroupPlan> {
         }
     }
     let end = end?;
-    let before: std::collections::HashSet<&UOp> = uops[..j]
+    let before: HashSet<&UOp> = uops[..j]
         .iter()
         .filter(|u| u.op() == Ops::DefineReg)
         .collect();
+    let reads_reg = |x: &UOp, regs: &HashSet<&UOp>| {
+        x.toposort()
+            .iter()
+            .any(|n| n.op() == Ops::Load && n.s(0).op() == Ops::Index && regs.contains(n.s(0).s(0)))
+    };
     let mut accs: Vec<(UOp, Ops)> = Vec::new();
     for st in uops[j..end].iter().filter(|u| u.op() == Ops::Store) {
         let idx = st.s(0);
@@ -162,9 +174,14 @@ pub(crate) fn group_plan(uops: &[UOp], grid: &GridPlan) -> Option<GroupPlan> {
         let v = st.s(1);
         let op = v.op();
         let reads_acc = |x: &UOp| x.op() == Ops::Load && x.s(0) == idx;
+        let other = match v.src() {
+            [a, b] if reads_acc(a) => b,
+            [a, b] if reads_acc(b) => a,
+            _ => return None,
+        };
         if !matches!(op, Ops::Add | Ops::Mul | Ops::Max)
-            || v.src().len() != 2
-            || !(reads_acc(v.s(0)) || reads_acc(v.s(1)))
+            || !shareable(base.dtype().base())
+            || reads_reg(other, &before)
         {
             return None;
         }
@@ -173,6 +190,26 @@ pub(crate) fn group_plan(uops: &[UOp], grid: &GridPlan) -> Option<GroupPlan> {
             Some(_) => {}
             None => accs.push((base.clone(), op)),
         }
+    }
+    // Every accumulator starts at its op's identity (each invocation's partial includes it).
+    for (reg, op) in &accs {
+        let dt = reg.dtype().base();
+        let ident = tinygrad_schedule::rangeify::reduce_identity(*op, dt);
+        let init = uops[..j]
+            .iter()
+            .rev()
+            .find(|u| u.op() == Ops::Store && u.s(0).op() == Ops::Index && u.s(0).s(0) == reg)?;
+        if init.s(1) != &ident {
+            return None;
+        }
+    }
+    // After the loop, nothing but its `End` uses a value computed inside it.
+    let inside: HashSet<&UOp> = uops[j..end].iter().collect();
+    if uops[end + 1..]
+        .iter()
+        .any(|u| u.src().iter().any(|s| inside.contains(s)))
+    {
+        return None;
     }
     (!accs.is_empty()).then_some(GroupPlan { range: j, accs })
 }

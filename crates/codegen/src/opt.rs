@@ -237,6 +237,9 @@ fn analyze(ast: &UOp) -> Analysis {
 ///   few accumulators;
 /// - a reduction along a contiguous axis (`x.sum(1)`, a full sum): unrolled into 4 vector
 ///   accumulators;
+/// - a small window (<= 16 elements per output, pooling's): every window range unrolled and the
+///   output axis as vector lanes, strided loads gathered;
+/// - any other reduction: its innermost range as gathered vector lanes;
 /// - anything else: left alone.
 pub fn heuristic(ast: &UOp) -> KernelOpts {
     let mut opts = KernelOpts::default();

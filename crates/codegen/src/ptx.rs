@@ -155,7 +155,7 @@ pub struct LaunchDims {
 /// kernel loops over the rest).
 pub fn launch_dims(prog: &Program) -> LaunchDims {
     let plan = grid_plan(&prog.uops);
-    if group_plan(&prog.uops, &plan).is_some() {
+    if group_plan(&prog.uops, &plan, ptx_shareable).is_some() {
         // one output per block of BLOCK_SIZE threads
         return LaunchDims {
             grid: plan.total.clamp(1, u64::from(MAX_GRID)) as u32,
@@ -180,6 +180,12 @@ pub fn launch_dims(prog: &Program) -> LaunchDims {
         .div_ceil(u64::from(block))
         .clamp(1, u64::from(MAX_GRID)) as u32;
     LaunchDims { grid, block, total }
+}
+
+/// Accumulator dtypes a grouped reduction exchanges through `.shared` memory (any register
+/// class but predicates).
+fn ptx_shareable(dt: DType) -> bool {
+    !dt.is_bool() && class_of(dt).is_ok()
 }
 
 /// The `.entry` name of a program's kernel (its name, restricted to PTX identifier characters).
@@ -373,7 +379,7 @@ impl Renderer for PtxRenderer {
         self.check_target().map_err(err)?;
         let name = entry_name(prog);
         let plan = grid_plan(&prog.uops);
-        let group = group_plan(&prog.uops, &plan);
+        let group = group_plan(&prog.uops, &plan, ptx_shareable);
         let mut cx = Ctx {
             group,
             shared: Vec::new(),

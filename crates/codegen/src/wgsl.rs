@@ -113,13 +113,19 @@ pub fn launch_dims(prog: &Program) -> u32 {
     if plan.ranges.is_empty() {
         return 1;
     }
-    if group_plan(&prog.uops, &plan).is_some() {
+    if group_plan(&prog.uops, &plan, wgsl_shareable).is_some() {
         // one output per workgroup
         return plan.total.clamp(1, u64::from(MAX_WORKGROUPS)) as u32;
     }
     plan.total
         .div_ceil(u64::from(WORKGROUP_SIZE))
         .clamp(1, u64::from(MAX_WORKGROUPS)) as u32
+}
+
+/// Accumulator dtypes a grouped reduction exchanges through workgroup memory (32-bit numbers;
+/// halves compute in `float32`).
+fn wgsl_shareable(dt: DType) -> bool {
+    dt.count() == 1 && matches!(dt.kind(), Scalar::Float32 | Scalar::Int32 | Scalar::UInt32)
 }
 
 /// The bytes of the device buffer that holds `n` elements of `dt`: the host bytes, padded to a
@@ -211,7 +217,7 @@ impl Renderer for WgslRenderer {
             message: m,
         };
         let plan = plan_of(prog);
-        let group = group_plan(&prog.uops, &plan);
+        let group = group_plan(&prog.uops, &plan, wgsl_shareable);
         let mut cx = Ctx {
             r: *self,
             body: String::new(),

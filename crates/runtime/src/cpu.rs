@@ -13,8 +13,10 @@ use crate::Buffer;
 use crate::device::{Device, DeviceError, Kernel};
 use crate::thread_pool::global_pool;
 
-/// The kernel ABI: `(bufs, start, end)` — see [`CraneliftRenderer`].
-pub(crate) type KernelFn = extern "C" fn(*const *mut u8, i64, i64);
+/// The kernel ABI: `(bufs, start, end)` — see [`CraneliftRenderer`]. `f(slot addresses, lo,
+/// hi)` runs outer iterations `lo..hi`; calling it is unsafe: the addresses must be valid for
+/// every element those iterations touch.
+pub(crate) type KernelFn = unsafe extern "C" fn(*const *mut u8, i64, i64);
 
 /// The Cranelift JIT device.
 pub struct CpuDevice {
@@ -265,7 +267,7 @@ impl CpuKernel {
                 // SAFETY: the caller guarantees every address is valid for the iterations
                 // `lo..hi`; tasks run disjoint slices of them, and iterations of the outer loop
                 // write disjoint output elements.
-                f(addrs.as_ptr().cast::<*mut u8>(), a as i64, b as i64);
+                unsafe { f(addrs.as_ptr().cast::<*mut u8>(), a as i64, b as i64) };
             }),
         );
     }

@@ -56,7 +56,7 @@ static LAUNCHES: AtomicU64 = AtomicU64::new(0);
 
 static FUSED_ROW_JOBS: AtomicU64 = AtomicU64::new(0);
 
-/// How many K chunks ran as a [`FusedRowsJob`] (each task packing its own rows of `A`) in this
+/// How many K chunks ran with each task packing its own rows of `A` (`FusedRowsJob`) in this
 /// process (lets tests check that they cover that path).
 pub fn fused_row_jobs() -> u64 {
     FUSED_ROW_JOBS.load(Ordering::Relaxed)
@@ -444,7 +444,7 @@ impl FusedRowsJob {
                     // SAFETY: panels `lo..hi` land inside this thread's buffer (panels * mr *
                     // k_chunk floats, hi - lo <= panels); the inputs and params are valid per
                     // `run`'s contract and the kernel clamps or gates every index into them.
-                    (job.pack_a)(addrs.as_ptr().cast::<*mut u8>(), lo as i64, hi as i64);
+                    unsafe { (job.pack_a)(addrs.as_ptr().cast::<*mut u8>(), lo as i64, hi as i64) };
                     let gemm = BlockJob {
                         a,
                         rows: (hi - lo) * mr,

@@ -10,7 +10,9 @@
 mod dtype_matrix;
 mod ptx_check;
 
-use dtype_matrix::{close_reduction, coverage_cases, f32s, grouped_reduction_cases, same};
+use dtype_matrix::{
+    NOT_GROUPED, close_reduction, coverage_cases, f32s, grouped_reduction_cases, same,
+};
 
 use tinygrad_codegen::ptx::{PtxRenderer, launch_dims};
 use tinygrad_codegen::{Program, Renderer, to_program};
@@ -98,11 +100,18 @@ fn long_reductions_with_few_outputs_are_grouped() {
 }
 
 /// Grouped reductions in the PTX emulator (shared memory, barriers, threads of a block run
-/// cooperatively) against `REF`.
+/// cooperatively) against `REF`; each case's schedule has a grouped kernel (but the bool one).
 #[test]
 fn emulated_grouped_reductions_match_ref() {
     let mut failures = Vec::new();
     for (label, t) in grouped_reduction_cases("REF") {
+        let grouped = programs(&t).iter().any(|p| {
+            PtxRenderer::default()
+                .render(p)
+                .unwrap_or_else(|e| panic!("{label}: {e}"))
+                .contains("bar.sync")
+        });
+        assert_eq!(grouped, !NOT_GROUPED.contains(&label), "{label}: grouped?");
         let got = ptx_check::emulate(&t);
         let want = t.to_f64_vec();
         match got {
@@ -116,6 +125,80 @@ fn emulated_grouped_reductions_match_ref() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Two reductions over the same range share one loop and both accumulators are grouped
+/// (`part0`, `part1`): rendered, assembled, and run in the emulator; the WGSL validated by naga.
+#[test]
+fn grouped_loop_with_two_accumulators() {
+    use tinygrad_dtype::{AddrSpace, DType};
+    use tinygrad_uop::{Arg, AxisKind, Ops, UOp};
+    let (n, m) = (3usize, 1000usize);
+    let ptr = DType::FLOAT32.ptr(AddrSpace::Global);
+    let (out, x) = (
+        UOp::new(Ops::DefineGlobal, ptr, vec![], Arg::Int(0)),
+        UOp::new(Ops::DefineGlobal, ptr, vec![], Arg::Int(1)),
+    );
+    let i = UOp::range(n as i64, 0, AxisKind::Loop);
+    let r = UOp::range(m as i64, 1, AxisKind::Reduce);
+    let idx = |b: &UOp, e: UOp| UOp::new(Ops::Index, ptr, vec![b.clone(), e], Arg::None);
+    let v = UOp::new(
+        Ops::Load,
+        DType::FLOAT32,
+        vec![idx(&x, &i * m as i64 + &r)],
+        Arg::None,
+    );
+    let red = |op: Ops| {
+        UOp::new(
+            Ops::Reduce,
+            DType::FLOAT32,
+            vec![v.clone(), r.clone()],
+            Arg::Op(op),
+        )
+    };
+    let value = red(Ops::Add).alu(Ops::Add, &[red(Ops::Max)]);
+    let st = UOp::new(
+        Ops::Store,
+        DType::VOID,
+        vec![idx(&out, i.clone()), value],
+        Arg::None,
+    );
+    let ast = UOp::new(Ops::Sink, DType::VOID, vec![st], Arg::None);
+    let prog = to_program(&ast, PtxRenderer::default().caps());
+    let ptx = PtxRenderer::default()
+        .render(&prog)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(ptx.contains("part0") && ptx.contains("part1"), "{ptx}");
+    let xs: Vec<f32> = (0..n * m)
+        .map(|k| ((k * 37) % 101) as f32 * 0.5 - 20.0)
+        .collect();
+    let mut mem = vec![
+        vec![0u8; n * 4],
+        xs.iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>(),
+    ];
+    let d = launch_dims(&prog);
+    ptx_check::emu::Kernel::parse(&ptx)
+        .and_then(|k| k.run(d.grid, d.block, &mut mem, &[0, 1]))
+        .unwrap_or_else(|e| panic!("{e}\n{ptx}"));
+    for row in 0..n {
+        let vals = &xs[row * m..(row + 1) * m];
+        let want = vals.iter().map(|&v| f64::from(v)).sum::<f64>()
+            + f64::from(vals.iter().copied().fold(f32::NEG_INFINITY, f32::max));
+        let got = f32::from_le_bytes(mem[0][row * 4..row * 4 + 4].try_into().expect("4 bytes"));
+        assert!(
+            (f64::from(got) - want).abs() <= 1e-3 * want.abs().max(1.0),
+            "row {row}: {got} vs {want}"
+        );
+    }
+    let mut k = ptx_check::Kernels::default();
+    k.add_ast("two accumulators", &ast);
+    k.check("two accumulators");
+    let wr = tinygrad_codegen::wgsl::WgslRenderer::new(false, false);
+    let prog = to_program(&ast, wr.caps());
+    let wgsl = wr.render(&prog).unwrap_or_else(|e| panic!("{e}"));
+    assert!(wgsl.contains("part1"), "{wgsl}");
+    tinygrad_runtime::webgpu::validate_wgsl(&wgsl, false, false)
+        .unwrap_or_else(|e| panic!("{e}\n{wgsl}"));
 }
 
 #[test]

@@ -11,7 +11,9 @@
 
 mod dtype_matrix;
 
-use dtype_matrix::{close_reduction, coverage_cases, f32s, grouped_reduction_cases, same};
+use dtype_matrix::{
+    NOT_GROUPED, close_reduction, coverage_cases, f32s, grouped_reduction_cases, same,
+};
 use tinygrad_codegen::wgsl::{WgslRenderer, launch_dims};
 use tinygrad_codegen::{Program, Renderer, to_program};
 use tinygrad_runtime::webgpu::validate_wgsl;
@@ -251,6 +253,10 @@ fn webgpu_grouped_reductions_match_ref() {
     );
     let mut failures = Vec::new();
     for ((label, g), (_, r)) in on_gpu.iter().zip(&on_ref) {
+        let grouped = wgsl_of(r, WgslRenderer::new(false, false))
+            .iter()
+            .any(|(s, _)| s.contains("workgroupBarrier"));
+        assert_eq!(grouped, !NOT_GROUPED.contains(label), "{label}: grouped?");
         let (got, want) = (g.to_f64_vec(), r.to_f64_vec());
         if !close_reduction(&got, &want) {
             failures.push(format!("{label}: WEBGPU {got:?}\n    REF {want:?}"));

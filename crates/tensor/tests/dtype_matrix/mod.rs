@@ -149,7 +149,9 @@ pub fn same(got: &[f64], want: &[f64], dt: DType) -> bool {
 /// Long reductions with few outputs — what GPU renderers group across a workgroup's
 /// invocations (`grid.rs`'s `GroupPlan`): sum, max with NaN, min with -inf, prod, an integer
 /// sum, mean, var (two reductions), argmax, a full reduction, a padded (gated) reduction, a
-/// long-K matmul, and two accumulators in one kernel.
+/// long-K matmul, two reductions in one kernel (the first loop grouped, the second run whole
+/// by every invocation), and `any` (a bool accumulator: never grouped, see
+/// [`NOT_GROUPED`]).
 pub fn grouped_reduction_cases(device: &str) -> Vec<(&'static str, Tensor)> {
     let n: usize = 4099;
     let x: Vec<f32> = (0..3 * n)
@@ -191,11 +193,15 @@ pub fn grouped_reduction_cases(device: &str) -> Vec<(&'static str, Tensor)> {
             )),
         ),
         (
-            "sum and max in one kernel",
+            "sum + max in one kernel",
             m(&x).sum(1isize) + m(&x).max(1isize),
         ),
+        ("any (bool)", m(&x).gt(0.99).any(1isize)),
     ]
 }
+
+/// The cases of [`grouped_reduction_cases`] whose kernels are not grouped.
+pub const NOT_GROUPED: [&str; 1] = ["any (bool)"];
 
 /// Equal within a reassociated float sum's error (NaN matches NaN).
 pub fn close_reduction(got: &[f64], want: &[f64]) -> bool {

@@ -240,7 +240,9 @@ impl Kernel {
             ));
         }
         for b in 0..grid {
-            let mut shared = vec![0u8; self.shared_bytes];
+            // Not zeros: 0 is the sum's identity, and a partial read before any thread wrote
+            // it must show (all-ones bits: NaN as a float, -1 as an integer).
+            let mut shared = vec![0xffu8; self.shared_bytes];
             let mut threads: Vec<Thread<'_>> = (0..block)
                 .map(|tid| Thread {
                     k: self,
