@@ -32,6 +32,8 @@ use std::collections::HashMap;
 use tinygrad_dtype::DType;
 use tinygrad_uop::{Arg, AxisKind, Ops, UOp};
 
+use crate::gemm_in_place::{InPlaceOperand, Sides, in_place_operand};
+
 /// Consecutive `k` values of one row stored together in packed `A` (the packing kernel's
 /// vector width); K blocks are multiples of it.
 pub const A_K_GROUP: usize = 4;
@@ -89,6 +91,9 @@ pub struct GemmPlan {
     pub c_slot: usize,
     /// The element dtype of each of the original kernel's slots.
     pub globals: Vec<DType>,
+    /// `A` read in place (no packing) when its index is separable (see
+    /// [`crate::gemm_in_place`]); `pack_a` still describes it, for launchers that pack.
+    pub a_in_place: Option<InPlaceOperand>,
 }
 
 /// The sizes and ids of ranges.
@@ -105,7 +110,7 @@ fn ranges_of(u: &UOp) -> Vec<UOp> {
 
 /// `x` decomposed into the mixed-radix digits of `ranges` (row-major: the last range varies
 /// fastest), as a substitution map.
-fn decompose(x: &UOp, ranges: &[UOp], map: &mut HashMap<UOp, UOp>) {
+pub(crate) fn decompose(x: &UOp, ranges: &[UOp], map: &mut HashMap<UOp, UOp>) {
     let mut stride = 1i64;
     for r in ranges.iter().rev() {
         let n = size(r) as i64;
@@ -389,6 +394,20 @@ pub fn plan_gemm(ast: &UOp, tile: GemmTile, min_flops: f64) -> Option<GemmPlan> 
         k_chunk,
         one_chunk: blocks == n_kb,
     };
+    let a_in_place = in_place_operand(
+        &x,
+        &Sides {
+            rows: &mr_,
+            ks: &red_ranges,
+            batch: &batch,
+            m,
+            mp,
+            k,
+            kp: kb * n_kb,
+            nb,
+            first_id,
+        },
+    );
     let (pack_a, a_slots) = pack_kernel(&x, &mr_, m, tile.mr, &dims, A_K_GROUP);
     let (pack_b, b_slots) = pack_kernel(&y, &nr_, n, tile.nr, &dims, 1);
     // The epilogue: C[b][m][n] replaces the reduce.
@@ -428,5 +447,6 @@ pub fn plan_gemm(ast: &UOp, tile: GemmTile, min_flops: f64) -> Option<GemmPlan> 
         epilogue,
         c_slot,
         globals,
+        a_in_place,
     })
 }

@@ -3,6 +3,7 @@
 //!
 //! Module map:
 //! - [`gemm`]: matmul-shaped kernels split into packing kernels, a GEMM and an epilogue.
+//! - [`gemm_in_place`]: GEMM operands with separable indices, read in place through tables.
 //! - [`gated_loads`]: selects that repeat a gated load's gate, removed.
 //! - [`emulate`]: `float16`/`bfloat16` computed in `float32` on targets without half arithmetic.
 //! - [`linearize`]: kernel AST -> flat program order with explicit loops and accumulators.
@@ -22,6 +23,7 @@ pub mod decomp;
 pub mod emulate;
 pub mod gated_loads;
 pub mod gemm;
+pub mod gemm_in_place;
 mod grid;
 pub mod linearize;
 pub mod opt;

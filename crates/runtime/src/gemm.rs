@@ -103,12 +103,14 @@ pub(crate) fn compile(dev: &CpuDevice, ast: &UOp) -> Option<Result<CompiledAst, 
     }))
 }
 
-/// Scratch memory reused across launches: packed `A` and `B`, and `C`.
+/// Scratch memory reused across launches: packed `A` and `B`, `C`, and a prepared in-place
+/// `A`.
 #[derive(Default)]
 struct Scratch {
     a: Vec<f32>,
     b: Vec<f32>,
     c: Vec<f32>,
+    prepared: Vec<f32>,
 }
 
 /// A matmul-shaped kernel run as packing + micro-kernel + epilogue.
@@ -120,6 +122,96 @@ pub(crate) struct GemmKernel {
     epilogue: CpuKernel,
     source: String,
     scratch: Mutex<Scratch>,
+    /// `A` read in place (when its index is separable and `CPU_GEMM_IN_PLACE` is not `0`).
+    in_place: Option<InPlaceTables>,
+}
+
+/// The tables of an in-place `A` (see [`tinygrad_codegen::gemm_in_place`]): element
+/// `(b, m, k)` is `buf[rows[m] + ks[k] + batches[b]]`.
+struct InPlaceTables {
+    /// The operand's slot.
+    slot: usize,
+    rows: Vec<i64>,
+    ks: Vec<i64>,
+    batches: Vec<i64>,
+    /// The least and greatest element index the tables can form (every row, k and batch
+    /// combination occurs, so these are exact).
+    lo: i64,
+    hi: i64,
+    /// Applies the operand's elementwise function to elements `0..=hi` of its buffer, into
+    /// `Scratch::prepared`, which the tables then index.
+    prepare: Option<CpuKernel>,
+}
+
+/// Whether separable `A` operands are read in place (`CPU_GEMM_IN_PLACE=0`: always packed).
+pub fn in_place_enabled() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var("CPU_GEMM_IN_PLACE").map_or(true, |v| v != "0"))
+}
+
+static IN_PLACE_LAUNCHES: AtomicU64 = AtomicU64::new(0);
+
+/// How many GEMM launches read `A` in place in this process (lets tests check that they cover
+/// that path).
+pub fn in_place_launches() -> u64 {
+    IN_PLACE_LAUNCHES.load(Ordering::Relaxed)
+}
+
+/// Runs a table kernel (`out[t]` for `t` in `0..len`, `int64`) and returns the table.
+fn run_table(dev: &CpuDevice, ast: &UOp, len: usize) -> Result<Vec<i64>, DeviceError> {
+    let prog = to_program_with(ast, dev.caps(), false);
+    let kernel = dev.compile_cpu(&prog)?;
+    let mut out = vec![0i64; len.max(1)];
+    let addrs = [out.as_mut_ptr() as usize];
+    // SAFETY: the table kernel's only slot is its output, `len` int64 values (`out` holds at
+    // least that many), written at indices `0..len`.
+    unsafe { kernel.run_range(&addrs, 0, kernel.outer_len()) };
+    Ok(out)
+}
+
+impl InPlaceTables {
+    fn new(dev: &CpuDevice, plan: &GemmPlan) -> Result<Option<InPlaceTables>, DeviceError> {
+        let Some(op) = plan.a_in_place.as_ref().filter(|_| in_place_enabled()) else {
+            return Ok(None);
+        };
+        let rows = run_table(dev, &op.rows, plan.mp)?;
+        let ks = run_table(dev, &op.ks, plan.kb * plan.n_kb)?;
+        let batches = run_table(dev, &op.batches, plan.batch)?;
+        let range = |v: &[i64]| {
+            let lo = v.iter().copied().min().unwrap_or(0);
+            let hi = v.iter().copied().max().unwrap_or(0);
+            (lo, hi)
+        };
+        let ((rl, rh), (kl, kh), (bl, bh)) = (range(&rows), range(&ks), range(&batches));
+        let hi = rh.saturating_add(kh).saturating_add(bh);
+        let prepare = match &op.prepare {
+            // Preparing costs a pass over the buffer's prefix: only worth it when the operand
+            // reads at least that many elements (an im2col reads each ~k_h*k_w times).
+            Some(f) if hi >= 0 && (hi as f64) < (plan.batch * plan.m * plan.k) as f64 => {
+                let ast = f.kernel(hi as usize + 1);
+                Some(dev.compile_cpu(&to_program_with(&ast, dev.caps(), dev.optimizes()))?)
+            }
+            Some(_) => return Ok(None),
+            None => None,
+        };
+        Ok(Some(InPlaceTables {
+            slot: op.slot,
+            lo: rl.saturating_add(kl).saturating_add(bl),
+            hi,
+            prepare,
+            rows,
+            ks,
+            batches,
+        }))
+    }
+
+    /// Whether every index the tables form lies inside `buf` (in its elements): checked at
+    /// each launch, so a table that disagreed with the buffer would fall back to packing
+    /// rather than read out of bounds.
+    fn fits(&self, buf: &Buffer) -> bool {
+        let elems = buf.nbytes() / (buf.dtype.bitsize() as usize / 8).max(1);
+        self.lo >= 0 && (self.hi as u64) < elems as u64
+    }
 }
 
 /// Compiles a packing kernel so that its outer loop is the panel index (the launcher runs
@@ -229,6 +321,7 @@ impl GemmKernel {
             eprog.name,
             epilogue.source()
         );
+        let in_place = InPlaceTables::new(dev, &plan)?;
         Ok(GemmKernel {
             plan,
             name,
@@ -237,6 +330,7 @@ impl GemmKernel {
             epilogue,
             source,
             scratch: Mutex::new(Scratch::default()),
+            in_place,
         })
     }
 
@@ -268,6 +362,21 @@ impl GemmKernel {
                 clock = std::time::Instant::now();
             }
         };
+        let in_place = self.in_place.as_ref().filter(|t| t.fits(&bufs[t.slot]));
+        // The in-place operand's buffer: the original, or its prepared copy.
+        let mut a_base = 0;
+        if let Some(t) = in_place {
+            IN_PLACE_LAUNCHES.fetch_add(1, Ordering::Relaxed);
+            a_base = addrs[t.slot];
+            if let Some(k) = &t.prepare {
+                resize(&mut scratch.prepared, t.hi as usize + 1);
+                let prepared = scratch.prepared.as_mut_ptr() as usize;
+                // SAFETY: slot 0 is `prepared` (hi + 1 floats, the kernel's length), slot 1
+                // the locked operand buffer, which holds more than `hi` elements (`fits`).
+                unsafe { k.run_range(&[prepared, a_base], 0, k.outer_len()) };
+                a_base = prepared;
+            }
+        }
         let mut fused_any = false;
         let mut params = [0i64; 2];
         let params_addr = params.as_mut_ptr() as usize;
@@ -296,6 +405,30 @@ impl GemmKernel {
                     )
                 };
                 lap(1);
+                if let Some(t) = in_place {
+                    // `A` read where it lies: every task multiplies its rows by its B panels.
+                    let job = BlockJob {
+                        a: 0,
+                        b: b_buf,
+                        c: c_buf + 4 * bi * p.mp * p.np,
+                        rows: p.mp,
+                        m0: 0,
+                        np: p.np,
+                        kb,
+                        k_chunk,
+                        blocks: blocks.clone(),
+                        first_block: k0 == 0,
+                        in_place: Some(InPlaceA {
+                            base: a_base.wrapping_add((t.batches[bi] as usize).wrapping_mul(4)),
+                            rows: t.rows.as_ptr() as usize,
+                            ks: t.ks.as_ptr() as usize + 8 * k0,
+                            k_left: p.k - k0,
+                        }),
+                    };
+                    job.run(mr, nr);
+                    lap(2);
+                    continue;
+                }
                 let m_panels = p.mp / mr;
                 let fused_panels = fused_block_panels(mr, k_chunk);
                 if m_panels.div_ceil(fused_panels) >= 4 * global_pool().threads() {
@@ -316,6 +449,7 @@ impl GemmKernel {
                             k_chunk,
                             blocks: blocks.clone(),
                             first_block: k0 == 0,
+                            in_place: None,
                         },
                     };
                     // SAFETY: as for the packing and micro-kernel calls below: the inputs stay
@@ -350,6 +484,7 @@ impl GemmKernel {
                         k_chunk,
                         blocks: blocks.clone(),
                         first_block: k0 == 0,
+                        in_place: None,
                     };
                     job.run(mr, nr);
                     lap(2);
@@ -368,8 +503,13 @@ impl GemmKernel {
         lap(3);
         if profile {
             eprintln!(
-                "{}: pack A {:.2} ms, pack B {:.2} ms, micro-kernel{} {:.2} ms, epilogue {:.2} ms",
+                "{}: {}pack A {:.2} ms, pack B {:.2} ms, micro-kernel{} {:.2} ms, epilogue {:.2} ms",
                 self.name,
+                match in_place {
+                    Some(t) if t.prepare.is_some() => "A prepared and read in place, ",
+                    Some(_) => "A read in place, ",
+                    None => "",
+                },
                 times[0] * 1e3,
                 times[1] * 1e3,
                 if fused_any { " (with packing A)" } else { "" },
@@ -477,6 +617,23 @@ struct BlockJob {
     k_chunk: usize,
     blocks: std::ops::Range<usize>,
     first_block: bool,
+    /// `A` read in place rather than from the packed `a`.
+    in_place: Option<InPlaceA>,
+}
+
+/// Where an in-place `A` chunk lies: element `(m, k0 + p)` at `base + 4 * (rows[m] + ks[p])`.
+#[derive(Clone, Copy)]
+struct InPlaceA {
+    /// The operand buffer's address, moved by the batch's offset (may point outside it: only
+    /// full sums are dereferenced).
+    base: usize,
+    /// The address of the row table (`mp` int64 values).
+    rows: usize,
+    /// The address of the K table at the chunk's first `k`.
+    ks: usize,
+    /// `k` values left from the chunk's start (the last block stops at K: the packed `B` is
+    /// zero past it, but `A` values there are real data and `inf * 0` would be NaN).
+    k_left: usize,
 }
 
 impl BlockJob {
@@ -511,9 +668,33 @@ impl BlockJob {
         for i in 0..self.blocks.len() {
             let kk = i * self.kb;
             let accumulate = !(self.first_block && i == 0);
+            let kc = self
+                .in_place
+                .map_or(self.kb, |ip| self.kb.min(ip.k_left.saturating_sub(kk)));
             for jn in ns.clone() {
                 let b = self.b + 4 * (jn * self.k_chunk * nr + kk * nr);
                 for im in ms.clone() {
+                    if let Some(ip) = self.in_place {
+                        let c = self.c + 4 * ((self.m0 + im * mr) * self.np + jn * nr);
+                        let rows = ip.rows + 8 * (self.m0 + im * mr);
+                        // SAFETY: `rows` holds 6 entries for this panel (m0 + im*mr + 6 <=
+                        // mp), `ks` kc entries from kk (kk + kc <= K - k0), and every sum
+                        // rows[i] + ks[p] from `base` is inside the operand (checked by
+                        // `InPlaceTables::fits` for all combinations); `b` and `c` as below.
+                        unsafe {
+                            microkernel_in_place(
+                                kc,
+                                ip.base,
+                                rows,
+                                ip.ks + 8 * kk,
+                                b,
+                                c,
+                                self.np,
+                                accumulate,
+                            )
+                        };
+                        continue;
+                    }
                     let a = self.a + 4 * (im * self.k_chunk * mr + kk * mr);
                     let c = self.c + 4 * ((self.m0 + im * mr) * self.np + jn * nr);
                     // SAFETY: `a` and `b` point at packed panels with `kb` rows of `mr` and
@@ -555,6 +736,116 @@ unsafe fn microkernel(_: usize, _: usize, _: usize, _: usize, _: usize, _: bool)
     unreachable!("the GEMM path is only enabled on x86_64 with AVX2 and FMA")
 }
 
+/// [`microkernel`] with `A` read in place: `A[p][i]` is the float at
+/// `base + 4 * (rows[i] + ks[p])`.
+///
+/// # Safety
+/// `rows` must be valid for 6 `i64`, `ks` for `kc`, every `base + 4 * (rows[i] + ks[p])` a
+/// float inside one live allocation; `b` and `c` as for [`microkernel`] (any `kc`).
+#[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn microkernel_in_place(
+    kc: usize,
+    base: usize,
+    rows: usize,
+    ks: usize,
+    b: usize,
+    c: usize,
+    ldc: usize,
+    accumulate: bool,
+) {
+    // SAFETY: forwarded from the caller's contract; AVX2+FMA checked by `enabled`.
+    unsafe {
+        let rows = std::slice::from_raw_parts(rows as *const i64, 6);
+        let base = base as *const f32;
+        let r: [*const f32; 6] = std::array::from_fn(|i| base.wrapping_offset(rows[i] as isize));
+        microkernel_in_place_avx2(
+            kc,
+            &r,
+            ks as *const i64,
+            b as *const f32,
+            c as *mut f32,
+            ldc,
+            accumulate,
+        )
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[allow(clippy::too_many_arguments)]
+unsafe fn microkernel_in_place(
+    _: usize,
+    _: usize,
+    _: usize,
+    _: usize,
+    _: usize,
+    _: usize,
+    _: usize,
+    _: bool,
+) {
+    unreachable!("the GEMM path is only enabled on x86_64 with AVX2 and FMA")
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn microkernel_in_place_avx2(
+    kc: usize,
+    r: &[*const f32; 6],
+    ks: *const i64,
+    b: *const f32,
+    c: *mut f32,
+    ldc: usize,
+    accumulate: bool,
+) {
+    use std::arch::x86_64::*;
+    let mut acc = [[_mm256_setzero_ps(); 2]; 6];
+    let [r0, r1, r2, r3, r4, r5] = *r;
+    for p in 0..kc {
+        // SAFETY: the caller guarantees `ks` has kc entries, `b` 16*kc floats and every
+        // row pointer moved by a `ks` entry a float inside the operand.
+        unsafe {
+            let off = *ks.add(p) as isize;
+            let b0 = _mm256_loadu_ps(b.add(p * 16));
+            let b1 = _mm256_loadu_ps(b.add(p * 16 + 8));
+            for (i, rp) in [r0, r1, r2, r3, r4, r5].into_iter().enumerate() {
+                let ai = _mm256_broadcast_ss(&*rp.wrapping_offset(off));
+                acc[i][0] = _mm256_fmadd_ps(ai, b0, acc[i][0]);
+                acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
+            }
+        }
+    }
+    // SAFETY: the caller guarantees `c` has a 6 x 16 tile at stride `ldc`.
+    unsafe { store_tile(&acc, c, ldc, accumulate) };
+}
+
+/// Writes (or adds) a 6x16 tile of accumulators into `C`.
+///
+/// # Safety
+/// `c` must be valid for 6 rows of 16 floats at stride `ldc`, not accessed concurrently.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn store_tile(
+    acc: &[[std::arch::x86_64::__m256; 2]; 6],
+    c: *mut f32,
+    ldc: usize,
+    accumulate: bool,
+) {
+    use std::arch::x86_64::*;
+    for (i, row) in acc.iter().enumerate() {
+        // SAFETY: the caller guarantees `c` has 6 rows of 16 floats at stride `ldc` (i < 6).
+        unsafe {
+            let cp = c.add(i * ldc);
+            let (mut r0, mut r1) = (row[0], row[1]);
+            if accumulate {
+                r0 = _mm256_add_ps(r0, _mm256_loadu_ps(cp));
+                r1 = _mm256_add_ps(r1, _mm256_loadu_ps(cp.add(8)));
+            }
+            _mm256_storeu_ps(cp, r0);
+            _mm256_storeu_ps(cp.add(8), r1);
+        }
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn microkernel_avx2(
@@ -583,19 +874,8 @@ unsafe fn microkernel_avx2(
             }
         }
     }
-    for (i, row) in acc.iter().enumerate() {
-        // SAFETY: the caller guarantees `c` has 6 rows of 16 floats at stride `ldc` (i < 6).
-        unsafe {
-            let cp = c.add(i * ldc);
-            let (mut r0, mut r1) = (row[0], row[1]);
-            if accumulate {
-                r0 = _mm256_add_ps(r0, _mm256_loadu_ps(cp));
-                r1 = _mm256_add_ps(r1, _mm256_loadu_ps(cp.add(8)));
-            }
-            _mm256_storeu_ps(cp, r0);
-            _mm256_storeu_ps(cp.add(8), r1);
-        }
-    }
+    // SAFETY: the caller guarantees `c` has a 6 x 16 tile at stride `ldc`.
+    unsafe { store_tile(&acc, c, ldc, accumulate) };
 }
 
 impl Kernel for GemmKernel {

@@ -15,7 +15,7 @@
 //! device and for every thread count, and reproducible after `manual_seed`.
 
 use tinygrad_dtype::{ConstValue, DType, default_float, least_upper_float};
-use tinygrad_uop::custom_gradient;
+use tinygrad_uop::{Ops, UOp, custom_gradient};
 
 use crate::reduce::Axis;
 use crate::{IntoOperand, Tensor};
@@ -1030,8 +1030,34 @@ impl Tensor {
         let nd = ws.len() - 2;
         let (bs, cout, cin) = (xs[0], ws[0], ws[1]);
         let hw = ws[2..].to_vec();
+        // Overlapping windows read each input element once per kernel tap: a fused producer
+        // (a relu, a bias add, padding's bounds checks) would be recomputed that often, so in a
+        // large convolution the padded input is realized first unless it already is a view of
+        // a buffer without padding. The matmul-shaped kernel then reads a plain buffer, which
+        // the CPU's GEMM path multiplies in place instead of packing (beautiful_mnist's second
+        // conv: pack ~110 ms per step forward, as much again for the input gradient). A small
+        // convolution stays one fused kernel.
+        let overlapping = (0..nd).any(|j| hw[j] > s[j] || d[j] != 1);
+        let padded = pads.iter().any(|&(a, b)| a != 0 || b != 0);
+        let out_spatial: usize = (0..nd)
+            .map(|j| {
+                let i = (xs[2 + j] as isize + pads[j].0 + pads[j].1) as usize;
+                (i - d[j] * (hw[j] - 1)).div_ceil(s[j])
+            })
+            .product();
+        let out_elems = xs[0] * ws[0] * out_spatial;
+        let flops = 2.0 * out_elems as f64 * ws[1..].iter().product::<usize>() as f64;
+        let x = self.pad_spatial(pads, 0);
+        let x = if overlapping
+            && flops >= REALIZE_CONV_INPUT_FLOPS
+            && (padded || !is_buffer_view(&self.uop()))
+        {
+            x.contiguous()
+        } else {
+            x
+        };
         // (bs, groups*cin, *oyx, *hw)
-        let x = self.pad_spatial(pads, 0).pool_impl(&hw, s, d, "conv2d");
+        let x = x.pool_impl(&hw, s, d, "conv2d");
         let rcout = cout / groups;
         let oyx = x.shape()[2..2 + nd].to_vec();
         let mut split = vec![bs, groups, cin, 1];
@@ -2262,6 +2288,24 @@ impl Tensor {
             nll.sum(Axis::All) / masked.sum(Axis::All)
         } else {
             nll.do_reduction(reduction)
+        }
+    }
+}
+
+/// The smallest convolution (in flops) whose computed or padded input is realized before the
+/// windows are taken (the CPU's GEMM path starts at the same size).
+const REALIZE_CONV_INPUT_FLOPS: f64 = (1u64 << 22) as f64;
+
+/// Whether `u` is a buffer seen through movement ops (nothing to compute before reading it).
+fn is_buffer_view(u: &UOp) -> bool {
+    let mut u = u.clone();
+    loop {
+        match u.op() {
+            Ops::Buffer => return true,
+            op if op.is_movement() || matches!(op, Ops::Detach | Ops::ContiguousBackward) => {
+                u = u.s(0).clone();
+            }
+            _ => return false,
         }
     }
 }

@@ -105,21 +105,81 @@ fn matmuls() {
 }
 
 /// Tall operands: each task packs its own block of `A` rows (`FusedRowsJob`), the last block
-/// partial and the last panel padded (3100 rows = 516 panels of 6 and 4 rows).
+/// partial and the last panel padded (3100 rows = 516 panels of 6 and 4 rows). The operands
+/// are ones the GEMM cannot read in place: a product of two inputs, a padded convolution input
+/// (small enough for `conv2d` not to realize its padded input).
 #[test]
 fn tall_operands_pack_rows_per_task() {
     let before = gemm::fused_row_jobs();
-    let (a, b) = (rand(&[3100, 20], 30), rand(&[20, 18], 31));
-    check("tall matmul 3100x20x18", &[a, b], |t| {
-        (&t[0] + 0.5).relu().matmul(&t[1])
+    let (a, b, c) = (
+        rand(&[3100, 20], 30),
+        rand(&[20, 18], 31),
+        rand(&[3100, 20], 34),
+    );
+    check("tall matmul 3100x20x18", &[a, b, c], |t| {
+        (&t[0] * &t[2]).matmul(&t[1])
     });
-    let (x, w) = (rand(&[4, 3, 30, 30], 32), rand(&[5, 3, 3, 3], 33));
+    let (x, w) = (rand(&[4, 3, 28, 28], 32), rand(&[5, 3, 3, 3], 33));
     check("conv2d with 3136 output rows", &[x, w], |t| {
-        t[0].conv2d(&t[1], None, 1, 1, 1, 0)
+        t[0].conv2d(&t[1], None, 1, 1, 1, 1)
     });
     if gemm::enabled() {
         assert!(gemm::fused_row_jobs() > before, "no GEMM packed A per task");
     }
+}
+
+/// `A` read in place (its index is a row part plus a k part): plain, transposed and batched
+/// operands, an elementwise producer applied first, a large padded convolution of a computed
+/// input, and K not a multiple of the block, where the micro-kernel must stop at K.
+#[test]
+fn operands_read_in_place() {
+    if !gemm::enabled() || !gemm::in_place_enabled() {
+        println!("skipped: the GEMM path or its in-place operands are off");
+        return;
+    }
+    let before = gemm::in_place_launches();
+    let (a, b) = (rand(&[37, 13], 40), rand(&[13, 19], 41));
+    check("matmul 37x13x19", &[a, b], |t| t[0].matmul(&t[1]));
+    let (a, b) = (rand(&[3, 10, 30], 42), rand(&[3, 10, 11], 43));
+    check("batched, transposed A", &[a, b], |t| {
+        t[0].transpose(1, 2).matmul(&t[1])
+    });
+    let (a, b) = (rand(&[40, 24], 46), rand(&[24, 9], 47));
+    check("elementwise producer, prepared", &[a, b], |t| {
+        (&t[0] + 0.5).relu().matmul(&t[1])
+    });
+    // Large enough (5 Mflop) for conv2d to realize its padded, computed input: forward, input
+    // and weight gradients all read it in place.
+    let (x, w) = (rand(&[2, 8, 20, 20], 48), rand(&[16, 8, 5, 5], 49));
+    check("conv2d 5x5 padding 2 of a relu", &[x, w], |t| {
+        (&t[0] + 0.25).relu().conv2d(&t[1], None, 1, 1, 1, 2)
+    });
+    let after_plain = gemm::in_place_launches();
+    assert!(after_plain > before, "no GEMM read A in place");
+    // A = X.T with X's last row (k = K - 1) inf and B positive: every output is +inf. A
+    // micro-kernel running on past K (16 = K rounded up to the block) would multiply the
+    // last k's value by B's zero padding: inf * 0 = NaN.
+    let (k, m, n) = (13, 40, 18);
+    let x = Tensor::cat(
+        &[
+            &rand(&[k - 1, m], 44),
+            &Tensor::full(&[1, m], f32::INFINITY),
+        ],
+        0,
+    );
+    x.realize();
+    let b = (rand(&[k, n], 45).abs() + 0.1).contiguous();
+    b.realize();
+    let got = x.t().matmul(&b).to_vec::<f32>();
+    assert!(
+        got.iter().all(|v| *v == f32::INFINITY),
+        "in-place A read past K: {:?}",
+        &got[..4]
+    );
+    assert!(
+        gemm::in_place_launches() > after_plain,
+        "the transposed A was packed"
+    );
 }
 
 /// name, input shape, weight shape, groups, stride, dilation, padding.
