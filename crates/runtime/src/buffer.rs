@@ -169,4 +169,7 @@ impl Opaque for BufferRef {
     fn as_any(&self) -> &dyn Any {
         self
     }
+    fn class(&self) -> String {
+        self.0.device.to_string()
+    }
 }

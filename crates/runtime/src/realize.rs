@@ -123,6 +123,8 @@ fn estimate_flops(uops: &[UOp]) -> f64 {
 /// Runs `items` in order on `dev`.
 pub fn run_schedule(dev: &dyn Device, items: &[ScheduleItem]) -> Result<(), DeviceError> {
     let width = crate::beam::beam_width();
+    let start = Instant::now();
+    let mut in_kernels = 0.0f64;
     for item in items {
         let bufs: Vec<Arc<Buffer>> = item
             .bufs
@@ -161,6 +163,16 @@ pub fn run_schedule(dev: &dyn Device, items: &[ScheduleItem]) -> Result<(), Devi
         } else {
             kernel.launch(&bufs);
         }
+        in_kernels += t0.elapsed().as_secs_f64();
+    }
+    if debug_level() >= 2 && items.len() > 1 {
+        let total = start.elapsed().as_secs_f64();
+        eprintln!(
+            "*** schedule of {} kernels: {:.2} ms, {:.2} ms of it outside kernels",
+            items.len(),
+            total * 1e3,
+            (total - in_kernels) * 1e3
+        );
     }
     Ok(())
 }

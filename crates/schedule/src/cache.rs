@@ -8,16 +8,22 @@
 //! Hash-consing makes structurally equal graphs share nodes while they live, but the previous
 //! step's graph is usually freed before the next one is built, and holding it would hold its
 //! input buffers' memory. So an entry keeps a *signature* instead: for every node of the graph
-//! in topological order its op, dtype, argument (buffers by id, never the buffer itself) and the
-//! positions of its sources. A lookup compares the new graph with the entry's signature, node by
-//! node — equal signatures mean the same graph, so the cached kernels and buffer plan are
-//! exactly what scheduling it would give. (The structural hash only picks the entry; it is never
-//! trusted alone.)
+//! in topological order its op, dtype, argument and the positions of its sources. Buffers are
+//! compared by size, dtype and device, not identity: an optimizer step writes new parameter
+//! buffers every step, and the schedule depends only on where each buffer sits in the graph
+//! (hash-consing gives one buffer one node, so aliasing shows in the positions). A lookup
+//! compares the new graph with the entry's signature, node by node — equal signatures mean the
+//! same graph up to which buffers fill its inputs, so the cached kernels and buffer plan, bound
+//! to the new graph's buffers by position, are exactly what scheduling it would give. (A hash of
+//! the signature only picks the entry; it is never trusted alone.)
 //!
 //! An entry stores each kernel's AST (kernel-level UOps: no tensor buffers) with where its
 //! buffers come from — a node of the graph (an input buffer) or the `j`-th new buffer (created
 //! again, in the same order, through the caller's `new_buffer`) — and the same for every node's
-//! realized view. Graphs with opaque payloads (custom-gradient nodes) are not cached.
+//! realized view. A custom-gradient node's opaque payload (its gradient rule) is compared as
+//! "some payload": the scheduler treats the node as the identity of its first source and never
+//! looks inside, so two graphs that differ only in those rules schedule identically (each
+//! training step builds new rules for its `conv2d`s; keying on them would miss every time).
 //!
 //! `SCHEDULE_CACHE=0` turns the cache off.
 
@@ -47,14 +53,16 @@ pub(crate) fn enabled() -> bool {
     *ON.get_or_init(|| std::env::var("SCHEDULE_CACHE").map_or(true, |v| v != "0"))
 }
 
-/// A node's argument as the signature compares it: buffers by size and id.
-#[derive(PartialEq)]
+/// A node's argument as the signature compares it: buffers by size and class (device), not
+/// identity; opaque payloads (custom-gradient rules, which scheduling ignores) all alike.
+#[derive(PartialEq, Hash)]
 enum ArgKey {
     Value(Arg),
-    Buffer(usize, u64),
+    Buffer(usize, String),
+    Opaque,
 }
 
-#[derive(PartialEq)]
+#[derive(PartialEq, Hash)]
 struct NodeSig {
     op: Ops,
     dtype: DType,
@@ -105,42 +113,27 @@ fn cache() -> &'static Mutex<HashMap<u64, Entry>> {
     CACHE.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
-/// Whether the graph given in topological order has the signature `sig` (compared node by node,
-/// without building the graph's own).
-fn same_graph(sig: &[NodeSig], topo: &[UOp], pos: &Positions) -> bool {
-    sig.len() == topo.len()
-        && sig.iter().zip(topo).all(|(s, n)| {
-            s.op == n.op()
-                && s.dtype == n.dtype()
-                && match (&s.arg, n.arg()) {
-                    (ArgKey::Buffer(size, id), Arg::Buffer(nsize, b)) => {
-                        size == nsize && *id == b.id()
-                    }
-                    (ArgKey::Value(a), b) => a == b,
-                    _ => false,
-                }
-                && s.src.len() == n.src().len()
-                && s.src.iter().zip(n.src()).all(|(&p, x)| pos[x] == p)
-        })
-}
-
-/// The signature of a graph given in topological order; `None` if it holds opaque payloads.
-fn signature(topo: &[UOp], pos: &Positions) -> Option<Vec<NodeSig>> {
+/// The signature of a graph given in topological order.
+fn signature(topo: &[UOp], pos: &Positions) -> Vec<NodeSig> {
     topo.iter()
-        .map(|n| {
-            let arg = match n.arg() {
-                Arg::Opaque(_) => return None,
-                Arg::Buffer(size, b) => ArgKey::Buffer(*size, b.id()),
+        .map(|n| NodeSig {
+            op: n.op(),
+            dtype: n.dtype(),
+            arg: match n.arg() {
+                Arg::Opaque(_) => ArgKey::Opaque,
+                Arg::Buffer(size, b) => ArgKey::Buffer(*size, b.class()),
                 a => ArgKey::Value(a.clone()),
-            };
-            Some(NodeSig {
-                op: n.op(),
-                dtype: n.dtype(),
-                arg,
-                src: n.src().iter().map(|s| pos[s]).collect(),
-            })
+            },
+            src: n.src().iter().map(|s| pos[s]).collect(),
         })
         .collect()
+}
+
+/// The cache key of a signature.
+fn key_of(sig: &[NodeSig]) -> u64 {
+    use std::hash::{BuildHasher, RandomState};
+    static STATE: OnceLock<RandomState> = OnceLock::new();
+    STATE.get_or_init(RandomState::new).hash_one(sig)
 }
 
 /// Schedules `outputs` through the cache: `schedule` computes a schedule on a miss.
@@ -156,17 +149,15 @@ pub(crate) fn cached_schedule(
         .enumerate()
         .map(|(i, n)| (n.clone(), i as u32))
         .collect();
-    let key = sink.structural_hash();
+    let sig = signature(&topo, &pos);
+    let key = key_of(&sig);
     {
         let cache = cache().lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(e) = cache.get(&key).filter(|e| same_graph(&e.sig, &topo, &pos)) {
+        if let Some(e) = cache.get(&key).filter(|e| e.sig == sig) {
             HITS.fetch_add(1, Ordering::Relaxed);
             return replay(e, &topo, new_buffer);
         }
     }
-    let Some(sig) = signature(&topo, &pos) else {
-        return schedule(outputs, new_buffer);
-    };
     // a miss: schedule, recording the buffers created
     let mut created: Vec<(DType, usize, UOp)> = Vec::new();
     let sched = schedule(outputs, &mut |dt, n| {

@@ -1050,7 +1050,7 @@ impl Tensor {
         let x = self.pad_spatial(pads, 0);
         let x = if overlapping
             && flops >= REALIZE_CONV_INPUT_FLOPS
-            && (padded || !is_buffer_view(&self.uop()))
+            && (padded || !is_moved_buffer(&self.uop()))
         {
             x.contiguous()
         } else {
@@ -2297,7 +2297,7 @@ impl Tensor {
 const REALIZE_CONV_INPUT_FLOPS: f64 = (1u64 << 22) as f64;
 
 /// Whether `u` is a buffer seen through movement ops (nothing to compute before reading it).
-fn is_buffer_view(u: &UOp) -> bool {
+fn is_moved_buffer(u: &UOp) -> bool {
     let mut u = u.clone();
     loop {
         match u.op() {

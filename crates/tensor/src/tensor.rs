@@ -732,7 +732,15 @@ impl Tensor {
         }
         let dev = get_device(&devname)?;
         let outs: Vec<UOp> = todo.iter().map(|t| t.uop()).collect();
+        let t0 = std::time::Instant::now();
         let sched = create_schedule(&outs, &mut |dt, n| Buffer::new(&devname, dt, n).uop());
+        if tinygrad_runtime::device::debug_level() >= 2 {
+            eprintln!(
+                "*** scheduled {} kernels in {:.2} ms",
+                sched.items.len(),
+                t0.elapsed().as_secs_f64() * 1e3
+            );
+        }
         run_schedule(dev.as_ref(), &sched.items)?;
         for (t, o) in todo.iter().zip(&outs) {
             let new = sched

@@ -1,6 +1,6 @@
-//! The schedule cache: a graph built again with the same structure and the same input buffers
-//! reuses its schedule (with fresh output buffers), and anything else — other buffers, other
-//! constants — is scheduled anew. (Its own test binary: the hit counter is process-wide, and the
+//! The schedule cache: a graph built again with the same structure — on the same or other input
+//! buffers of the same sizes — reuses its schedule (with fresh output buffers, reading the
+//! inputs it is given), and anything else — other constants, other sizes — is scheduled anew. (Its own test binary: the hit counter is process-wide, and the
 //! tests take a lock so they don't count each other's hits.)
 
 use std::sync::Mutex;
@@ -55,23 +55,44 @@ fn same_graph_again_hits_and_computes_into_fresh_buffers() {
 }
 
 #[test]
-fn other_buffers_or_constants_are_scheduled_anew() {
+fn other_input_buffers_hit_other_constants_miss() {
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let xv = [0.5f32, 1.5, -2.5, 3.5, -4.5, 5.5];
     let x = Tensor::from_slice(&xv, &[2, 3]);
     chain(&x, 2.0).realize();
     let before = schedule_cache_hits();
-    // another input buffer with the same shape: a miss, and the new input's values
+    // another input buffer with the same shape: a hit, computing from the new input
     let zv = [2.0f32, 2.0, 2.0, -1.0, -1.0, -1.0];
     let z = Tensor::from_slice(&zv, &[2, 3]);
     assert_eq!(chain(&z, 2.0).to_vec::<f32>(), expect(&zv, 2.0));
-    // another constant: a miss
-    assert_eq!(chain(&x, 3.0).to_vec::<f32>(), expect(&xv, 3.0));
     assert_eq!(
         schedule_cache_hits(),
-        before,
-        "different graphs must not hit"
+        before + 1,
+        "same structure on another buffer: a hit"
     );
+    // one buffer in both places is another graph than two buffers: a miss, right values
+    let y = &x * 0.5 + &z;
+    let yy = &x * 0.5 + &x;
+    assert_eq!(
+        y.to_vec::<f32>(),
+        xv.iter()
+            .zip(&zv)
+            .map(|(a, b)| a * 0.5 + b)
+            .collect::<Vec<_>>()
+    );
+    let hits = schedule_cache_hits();
+    assert_eq!(
+        yy.to_vec::<f32>(),
+        xv.iter().map(|a| a * 0.5 + a).collect::<Vec<_>>()
+    );
+    assert_eq!(schedule_cache_hits(), hits, "an aliased input must not hit");
+    // another constant, another size: misses
+    let hits = schedule_cache_hits();
+    assert_eq!(chain(&x, 3.0).to_vec::<f32>(), expect(&xv, 3.0));
+    let wv = [1.0f32, 2.0, 3.0];
+    let w = Tensor::from_slice(&wv, &[1, 3]);
+    assert_eq!(chain(&w, 2.0).to_vec::<f32>(), expect(&wv, 2.0));
+    assert_eq!(schedule_cache_hits(), hits, "different graphs must not hit");
 }
 
 #[test]

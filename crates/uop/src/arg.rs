@@ -33,6 +33,11 @@ pub trait Opaque: Any + Send + Sync + fmt::Debug {
     fn id(&self) -> u64;
     /// Upcast for downcasting by the owner.
     fn as_any(&self) -> &dyn Any;
+    /// What a comparison of graphs by structure (the schedule cache) must match besides the
+    /// payload's place in the graph, e.g. a buffer's device. Empty by default.
+    fn class(&self) -> String {
+        String::new()
+    }
 }
 
 /// The argument of a UOp. Hash and equality are structural (floats by bits).
