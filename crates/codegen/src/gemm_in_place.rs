@@ -193,11 +193,22 @@ pub(crate) fn in_place_operand(operand: &UOp, s: &Sides<'_>) -> Option<InPlaceOp
     if index.op() != Ops::Index || index.src().len() != 2 {
         return None;
     }
-    let inside_load: Vec<UOp> = load.toposort();
-    let elementwise = nodes.iter().all(|n| {
-        inside_load.contains(n)
+    // Outside the load, only constants and elementwise ops on the load's value: a node that
+    // reached a range (`k < m + 1`, a mask built from the kernel's ranges) would make the
+    // function depend on the element's position, which the prepared copy does not have.
+    let inside_load: std::collections::HashSet<UOp> = load.toposort().into_iter().collect();
+    let outside: std::collections::HashSet<&UOp> = nodes
+        .iter()
+        .filter(|n| !inside_load.contains(*n) || *n == *load)
+        .collect();
+    let elementwise = outside.iter().all(|n| {
+        *n == *load
             || n.op() == Ops::Const
-            || (n.op().is_elementwise() && !n.dtype().is_ptr())
+            || (n.op().is_elementwise()
+                && !n.dtype().is_ptr()
+                && n.src()
+                    .iter()
+                    .all(|s| s.op() == Ops::Const || outside.contains(s)))
     });
     if !elementwise {
         return None;

@@ -148,6 +148,17 @@ fn operands_read_in_place() {
     check("elementwise producer, prepared", &[a, b], |t| {
         (&t[0] + 0.5).relu().matmul(&t[1])
     });
+    // A mask computed from the kernel's ranges (no buffer): not a function of the loaded value
+    // alone, so A is packed (preparing it would lose the mask).
+    let (a, b) = (rand(&[40, 40], 50), rand(&[40, 12], 51));
+    check("operand masked by a computed triangle", &[a, b], |t| {
+        (&t[0] * Tensor::ones_like(&t[0]).tril(0)).matmul(&t[1])
+    });
+    check(
+        "tril operand",
+        &[rand(&[40, 40], 52), rand(&[40, 12], 53)],
+        |t| t[0].tril(0).matmul(&t[1]),
+    );
     // Large enough (5 Mflop) for conv2d to realize its padded, computed input: forward, input
     // and weight gradients all read it in place.
     let (x, w) = (rand(&[2, 8, 20, 20], 48), rand(&[16, 8, 5, 5], 49));
