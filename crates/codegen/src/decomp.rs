@@ -3,15 +3,15 @@
 //!
 //! [`xexp2`], [`xlog2`] and [`xsin`] build UOp graphs that only use `Add Mul FDiv Where CmpLt
 //! CmpNe CmpEq Cast Bitcast Shl Shr And Or Xor Trunc Max IDiv Mod`, never `Exp2`, `Log2`, `Sin`
-//! or `Pow` (`FDiv` appears once, in `log2`; `Max` on floats only in `exp2`'s clamp; `IDiv` and
-//! `Mod` only on small integers). [`decomp_rules`] rewrites those three ops into these graphs.
+//! or `Pow` (`FDiv` appears once, in `log2`; `IDiv` and `Mod` only on small integers; no float
+//! `Max`, whose NaN handling costs ~8 instructions per vector on x86). [`decomp_rules`] rewrites those three ops into these graphs.
 //! `float32` and `float64` are computed in their own precision; `float16` and `bfloat16` are
 //! computed in `float32` and cast back. Vector dtypes work lane-wise (every constant and integer
 //! dtype takes the input's vector width).
 //!
 //! The graphs are written so that no step is undefined behaviour in C: float -> int casts only
 //! see in-range values, shift amounts are below the bit width, signed integers never overflow
-//! (and are only shifted when non-negative), and `Max` never sees a NaN. Bit manipulation uses unsigned integers of the float's width.
+//! (and are only shifted when non-negative). Bit manipulation uses unsigned integers of the float's width.
 //! The `float32` graphs need no 64-bit type; the `float64` ones use `uint64`/`int64`. They do not
 //! need FMA and are exact under plain IEEE round-to-nearest arithmetic; they rely on the backend
 //! not reassociating float operations (the compensated sums below) and not flushing denormals
@@ -31,10 +31,11 @@
 //! for rare double roundings, float32 then the half type).
 //!
 //! # exp2
-//! NaN becomes 0 and the argument is clamped to `[-160, 160]` (`[-1100, 1100]` for `float64`),
-//! far enough out that the result still overflows to `inf` or underflows to `0` naturally. Then
-//! `x = k + f` with `k` an integer and `f` in `[-1/2, 1/2]`, computed exactly with `Trunc` and
-//! compares (no rounding trick that a float simplifier could fold).
+//! The argument is clamped to `[-160, 160]` (`[-1100, 1100]` for `float64`) with compares and
+//! selects (NaN becomes the lower bound), far enough out that the result still overflows to
+//! `inf` or underflows to `0` naturally. Then `x = k + f` with `k` an integer and `f` in
+//! `[-1/2, 1/2]`, computed exactly with `Trunc` and compares cast to floats (no rounding trick
+//! that a float simplifier could fold).
 //! `2^f = 1 + f*ln2 + f^2*Q(f)` with a near-minimax polynomial `Q` (degree 5 / 10); the head of
 //! `f*ln2` is an exact product of short heads (low mantissa bits cleared with `And`) and its sum
 //! with 1 is compensated, so only the last addition rounds at the result's scale. `2^k` is applied
@@ -225,16 +226,21 @@ pub fn xexp2(x: &UOp) -> UOp {
 fn exp2_impl(x: &UOp) -> UOp {
     let ft = Fmt::of(x);
     let lim = if ft.is64 { 1100.0 } else { 160.0 };
-    // NaN -> 0 (restored at the end), then clamp: far enough out to still overflow/underflow.
-    let xn = x.ne(x).where_(ft.fc(0.0), x);
-    let xc = xn.maximum(-lim).minimum(lim);
-    // x = k + f with f in [-1/2, 1/2], all exact.
+    // Clamp, far enough out to still overflow/underflow, with compares and selects: a NaN
+    // fails the first compare and becomes -lim (restored at the end). (A float `Max` is NaN
+    // aware, which costs ~8 instructions per vector on x86 where a compare and a select take 2.)
+    let lo = ft.fc(-lim);
+    let hi = ft.fc(lim);
+    let xc = lo.lt(x).where_(x, &lo);
+    let xc = xc.lt(&hi).where_(&xc, &hi);
+    // x = k + f with f in [-1/2, 1/2], all exact: t = trunc(x), f = x - t, then a step of
+    // +-1 where |f| > 1/2 (f -+ 1 is exact there). The step as the difference of two
+    // comparisons cast to floats (one mask `and` each on a CPU) rather than nested selects.
     let t = xc.unary(Ops::Trunc);
     let f = sub(&xc, &t);
-    let up = f.ge(0.5);
-    let dn = f.lt(-0.5);
-    let k = up.where_(&t + 1.0, dn.where_(&t + -1.0, &t));
-    let f = up.where_(&f + -1.0, dn.where_(&f + 1.0, &f));
+    let step = sub(&f.ge(0.5).cast(ft.f), &f.lt(-0.5).cast(ft.f));
+    let k = &t + &step;
+    let f = sub(&f, &step);
     // 2^f = 1 + f*ln2 + f^2*Q(f), in [sqrt(1/2), sqrt(2)]. The head of f*ln2 is exact (short
     // heads of f and ln2) and its sum with 1 keeps its rounding error, so only the last
     // addition rounds at the result's scale.
