@@ -168,11 +168,11 @@ fn slot_of(g: &UOp) -> usize {
     }
 }
 
-fn global(ptr_dt: DType, slot: usize) -> UOp {
+pub(crate) fn global(ptr_dt: DType, slot: usize) -> UOp {
     UOp::new(Ops::DefineGlobal, ptr_dt, vec![], Arg::Int(slot as i64))
 }
 
-fn load(buf: &UOp, idx: UOp) -> UOp {
+pub(crate) fn load(buf: &UOp, idx: UOp) -> UOp {
     let index = UOp::new(Ops::Index, buf.dtype(), vec![buf.clone(), idx], Arg::None);
     UOp::new(Ops::Load, buf.dtype().base(), vec![index], Arg::None)
 }
@@ -180,6 +180,17 @@ fn load(buf: &UOp, idx: UOp) -> UOp {
 fn store(buf: &UOp, idx: UOp, value: UOp) -> UOp {
     let index = UOp::new(Ops::Index, buf.dtype(), vec![buf.clone(), idx], Arg::None);
     UOp::new(Ops::Store, DType::VOID, vec![index, value], Arg::None)
+}
+
+/// The kernel `out[idx] = value` with `out` a global of `dtype` elements at slot 0.
+pub(crate) fn store_kernel(dtype: DType, idx: UOp, value: UOp) -> UOp {
+    let out = global(dtype.ptr(tinygrad_dtype::AddrSpace::Global), 0);
+    UOp::new(
+        Ops::Sink,
+        DType::VOID,
+        vec![store(&out, idx, value)],
+        Arg::None,
+    )
 }
 
 /// Dimensions shared by both packing kernels.
@@ -271,14 +282,7 @@ fn pack_kernel(
     }
     let value = operand.substitute(&map);
     let value = valid.where_(value, UOp::cnst(DType::FLOAT32, 0.0f32));
-    let out = global(DType::FLOAT32.ptr(tinygrad_dtype::AddrSpace::Global), 0);
-    let sink = UOp::new(
-        Ops::Sink,
-        DType::VOID,
-        vec![store(&out, out_idx, value)],
-        Arg::None,
-    );
-    (sink, slots)
+    (store_kernel(DType::FLOAT32, out_idx, value), slots)
 }
 
 /// Splits `ast` per the module docs when it is a float32 matmul-shaped kernel with at least

@@ -17,8 +17,10 @@
 
 use std::collections::HashMap;
 
-use tinygrad_dtype::{AddrSpace, DType};
+use tinygrad_dtype::DType;
 use tinygrad_uop::{Arg, AxisKind, Ops, UOp};
+
+use crate::gemm::{decompose, global, load as load_of, store_kernel};
 
 /// How to read `A` in place: element `(b, m, k)` is `buf[rows[m] + ks[k] + batches[b]]`.
 #[derive(Clone, Debug)]
@@ -60,24 +62,7 @@ impl Prepare {
         let mut map = HashMap::new();
         map.insert(self.placeholder.clone(), i.clone());
         let value = self.value.substitute(&map);
-        let out = UOp::new(
-            Ops::DefineGlobal,
-            DType::FLOAT32.ptr(AddrSpace::Global),
-            vec![],
-            Arg::Int(0),
-        );
-        let index = UOp::new(Ops::Index, out.dtype(), vec![out, i], Arg::None);
-        UOp::new(
-            Ops::Sink,
-            DType::VOID,
-            vec![UOp::new(
-                Ops::Store,
-                DType::VOID,
-                vec![index, value],
-                Arg::None,
-            )],
-            Arg::None,
-        )
+        store_kernel(DType::FLOAT32, i, value)
     }
 }
 
@@ -145,21 +130,9 @@ fn table_kernel(value: &UOp, ranges: &[UOp], len: usize, last: usize, first_id: 
         t.clone()
     };
     let mut map = HashMap::new();
-    super::gemm::decompose(&clamped, ranges, &mut map);
+    decompose(&clamped, ranges, &mut map);
     let v = value.substitute(&map).cast(DType::INT64);
-    let out = UOp::new(
-        Ops::DefineGlobal,
-        DType::INT64.ptr(AddrSpace::Global),
-        vec![],
-        Arg::Int(0),
-    );
-    let index = UOp::new(Ops::Index, out.dtype(), vec![out, t], Arg::None);
-    UOp::new(
-        Ops::Sink,
-        DType::VOID,
-        vec![UOp::new(Ops::Store, DType::VOID, vec![index, v], Arg::None)],
-        Arg::None,
-    )
+    store_kernel(DType::INT64, t, v)
 }
 
 /// The ranges of one side, their element counts, and the padded count of the first.
@@ -220,18 +193,7 @@ pub(crate) fn in_place_operand(operand: &UOp, s: &Sides<'_>) -> Option<InPlaceOp
     };
     let prepare = (*load != operand).then(|| {
         let placeholder = UOp::range(1, s.first_id, AxisKind::Loop);
-        let input = UOp::new(Ops::DefineGlobal, buf.dtype(), vec![], Arg::Int(1));
-        let element = UOp::new(
-            Ops::Load,
-            load.dtype(),
-            vec![UOp::new(
-                Ops::Index,
-                buf.dtype(),
-                vec![input, placeholder.clone()],
-                Arg::None,
-            )],
-            Arg::None,
-        );
+        let element = load_of(&global(buf.dtype(), 1), placeholder.clone());
         let mut map = HashMap::new();
         map.insert((*load).clone(), element);
         Prepare {

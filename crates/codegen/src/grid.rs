@@ -213,3 +213,17 @@ pub(crate) fn group_plan(
     }
     (!accs.is_empty()).then_some(GroupPlan { range: j, accs })
 }
+
+/// The fold of a grouped reduction's partials, `op(acc, part)` for accumulator `k`, as a node a
+/// renderer draws like any `op` of the kernel (NaN-propagating max included): its two operands
+/// are placeholder `Noop`s (unique per accumulator) that the renderer binds to the accumulator
+/// and the partial read back from shared memory.
+pub(crate) fn group_fold(op: Ops, dt: DType, k: usize) -> (UOp, UOp, UOp) {
+    let placeholder = |i: i64| UOp::new(Ops::Noop, dt, vec![], Arg::Int(i));
+    let (acc, part) = (
+        placeholder(-1 - 2 * k as i64),
+        placeholder(-2 - 2 * k as i64),
+    );
+    let fold = UOp::new(op, dt, vec![acc.clone(), part.clone()], Arg::None);
+    (acc, part, fold)
+}

@@ -44,7 +44,7 @@ use std::fmt::Write as _;
 use tinygrad_dtype::{ConstValue, DType, Scalar};
 use tinygrad_uop::{Ops, UOp};
 
-use crate::grid::{GridPlan, GroupPlan, grid_plan, group_plan};
+use crate::grid::{GridPlan, GroupPlan, grid_plan, group_fold, group_plan};
 use crate::{Program, RenderError, Renderer, TargetCaps};
 
 /// The newest PTX ISA version the renderer emits (what the `ptxas` of CUDA 12.9 accepts).
@@ -647,24 +647,9 @@ impl Ctx {
             self.line(&format!("mul.wide.u32 {off}, {i}, {bytes};"));
             self.line(&format!("add.s64 {addr}, {base}, {off};"));
             self.line(&format!("ld.shared.{ty} {part}, [{addr}];"));
-            // The fold rendered like any `op` of the kernel (NaN-propagating max included).
-            let (a, b) = (
-                UOp::new(
-                    Ops::Noop,
-                    dt,
-                    vec![],
-                    tinygrad_uop::Arg::Int(-1 - 2 * k as i64),
-                ),
-                UOp::new(
-                    Ops::Noop,
-                    dt,
-                    vec![],
-                    tinygrad_uop::Arg::Int(-2 - 2 * k as i64),
-                ),
-            );
-            self.regs.insert(a.clone(), acc.clone());
-            self.regs.insert(b.clone(), part);
-            let folded = UOp::new(*op, dt, vec![a, b], tinygrad_uop::Arg::None);
+            let (a, b, folded) = group_fold(*op, dt, k);
+            self.regs.insert(a, acc.clone());
+            self.regs.insert(b, part);
             self.alu(&folded)?;
             let d = self.r(&folded)?;
             self.line(&format!("mov.{} {acc}, {d};", class.mov()));

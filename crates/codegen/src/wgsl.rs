@@ -49,7 +49,7 @@ use std::fmt::Write as _;
 use tinygrad_dtype::{ConstValue, DType, Scalar};
 use tinygrad_uop::{Ops, UOp};
 
-use crate::grid::{GridPlan, GroupPlan, grid_plan, group_plan};
+use crate::grid::{GridPlan, GroupPlan, grid_plan, group_fold, group_plan};
 use crate::{Program, RenderError, Renderer, TargetCaps};
 
 /// The name of the shader's entry point.
@@ -558,24 +558,10 @@ impl Ctx {
         for (k, ((reg, op), sh)) in accs.iter().zip(&arrays).enumerate() {
             let acc = self.accs[reg].clone();
             let dt = reg.dtype().base();
-            // The fold rendered like any `op` of the kernel (NaN-propagating max included).
-            let (a, b) = (
-                UOp::new(
-                    Ops::Noop,
-                    dt,
-                    vec![],
-                    tinygrad_uop::Arg::Int(-1 - 2 * k as i64),
-                ),
-                UOp::new(
-                    Ops::Noop,
-                    dt,
-                    vec![],
-                    tinygrad_uop::Arg::Int(-2 - 2 * k as i64),
-                ),
-            );
-            self.names.insert(a.clone(), acc.clone());
-            self.names.insert(b.clone(), format!("{sh}[i]"));
-            let expr = self.alu(&UOp::new(*op, dt, vec![a, b], tinygrad_uop::Arg::None))?;
+            let (a, b, folded) = group_fold(*op, dt, k);
+            self.names.insert(a, acc.clone());
+            self.names.insert(b, format!("{sh}[i]"));
+            let expr = self.alu(&folded)?;
             self.line(&format!("{acc} = {sh}[0];"));
             self.line(&format!(
                 "for (var i: u32 = 1u; i < {WORKGROUP_SIZE}u; i = i + 1u) {{"

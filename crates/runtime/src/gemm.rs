@@ -411,25 +411,31 @@ impl GemmKernel {
                     )
                 };
                 lap(1);
+                // This chunk's multiply; the A source and rows are set per variant below.
+                let chunk = BlockJob {
+                    a: 0,
+                    b: b_buf,
+                    c: c_buf + 4 * bi * p.mp * p.np,
+                    rows: 0,
+                    m0: 0,
+                    np: p.np,
+                    kb,
+                    k_chunk,
+                    blocks,
+                    first_block: k0 == 0,
+                    in_place: None,
+                };
                 if let Some(t) = in_place {
                     // `A` read where it lies: every task multiplies its rows by its B panels.
                     let job = BlockJob {
-                        a: 0,
-                        b: b_buf,
-                        c: c_buf + 4 * bi * p.mp * p.np,
                         rows: p.mp,
-                        m0: 0,
-                        np: p.np,
-                        kb,
-                        k_chunk,
-                        blocks: blocks.clone(),
-                        first_block: k0 == 0,
                         in_place: Some(InPlaceA {
                             base: a_base.wrapping_add((t.batches[bi] as usize).wrapping_mul(4)),
                             rows: t.rows.as_ptr() as usize,
                             ks: t.ks.as_ptr() as usize + 8 * k0,
                             k_left: p.k - k0,
                         }),
+                        ..chunk
                     };
                     job.run(mr, nr);
                     lap(2);
@@ -444,19 +450,7 @@ impl GemmKernel {
                         params: params_addr,
                         panels: fused_panels,
                         m_panels,
-                        gemm: BlockJob {
-                            a: 0,
-                            b: b_buf,
-                            c: c_buf + 4 * bi * p.mp * p.np,
-                            rows: 0,
-                            m0: 0,
-                            np: p.np,
-                            kb,
-                            k_chunk,
-                            blocks: blocks.clone(),
-                            first_block: k0 == 0,
-                            in_place: None,
-                        },
+                        gemm: chunk,
                     };
                     // SAFETY: as for the packing and micro-kernel calls below: the inputs stay
                     // locked and `params`, `b` and `c` live until `run` returns, which is after
@@ -478,19 +472,11 @@ impl GemmKernel {
                         run_panels(&self.pack_a, &addrs, p.mp / mr, m0 / mr, m1 / mr)
                     };
                     lap(0);
-                    let c_off = bi * p.mp * p.np;
                     let job = BlockJob {
                         a: a_buf,
-                        b: b_buf,
-                        c: c_buf + 4 * c_off,
                         rows: m1 - m0,
                         m0,
-                        np: p.np,
-                        kb,
-                        k_chunk,
-                        blocks: blocks.clone(),
-                        first_block: k0 == 0,
-                        in_place: None,
+                        ..chunk.clone()
                     };
                     job.run(mr, nr);
                     lap(2);

@@ -4,8 +4,14 @@
 //! backward — computed on `CPU` with the path forced for every eligible kernel, against the
 //! `REF` interpreter on the same inputs. Each case checks that the path really ran.
 
+use std::sync::Mutex;
+
 use tinygrad_runtime::gemm;
 use tinygrad_tensor::{Dims, Tensor};
+
+/// The path's launch counters are process-wide: tests that assert on them run one at a time so
+/// another test's launches can't satisfy them.
+static SERIAL: Mutex<()> = Mutex::new(());
 
 fn rand(shape: &[usize], seed: u64) -> Tensor {
     Tensor::manual_seed(seed);
@@ -69,6 +75,7 @@ fn check_path(name: &str, inputs: &[Tensor], f: impl Fn(&[Tensor]) -> Tensor, mu
 
 #[test]
 fn matmuls() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     for (m, k, n) in [
         (4, 4, 4),
         (7, 13, 5),
@@ -110,6 +117,7 @@ fn matmuls() {
 /// (small enough for `conv2d` not to realize its padded input).
 #[test]
 fn tall_operands_pack_rows_per_task() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let before = gemm::fused_row_jobs();
     let (a, b, c) = (
         rand(&[3100, 20], 30),
@@ -133,6 +141,7 @@ fn tall_operands_pack_rows_per_task() {
 /// input, and K not a multiple of the block, where the micro-kernel must stop at K.
 #[test]
 fn operands_read_in_place() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     if !gemm::enabled() || !gemm::in_place_enabled() {
         println!("skipped: the GEMM path or its in-place operands are off");
         return;
@@ -206,6 +215,7 @@ type ConvCase = (
 
 #[test]
 fn convolutions() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let cases: [ConvCase; 4] = [
         ("plain", [2, 3, 9, 9], [8, 3, 3, 3], 1, 1, 1, 0),
         (
