@@ -26,12 +26,25 @@ use crate::{Program, RenderError, Renderer, TargetCaps};
 pub struct CraneliftRenderer {
     /// The host's calling convention and pointer width (from the JIT's ISA).
     pub frontend: TargetFrontendConfig,
+    /// Whether the ISA has fused multiply-add instructions (then float `a*b + c` is contracted;
+    /// without them Cranelift's `fma` is a libm call).
+    pub fma: bool,
 }
 
 impl CraneliftRenderer {
-    /// A renderer for the target described by `frontend` (from the JIT's ISA).
+    /// A renderer for the target described by `frontend` (from the JIT's ISA), without FMA
+    /// contraction (see [`CraneliftRenderer::with_fma`]).
     pub fn new(frontend: TargetFrontendConfig) -> Self {
-        CraneliftRenderer { frontend }
+        CraneliftRenderer {
+            frontend,
+            fma: false,
+        }
+    }
+
+    /// The same renderer, contracting float `a*b + c` into `fma` when `fma` is true (the ISA
+    /// must have FMA instructions).
+    pub fn with_fma(self, fma: bool) -> Self {
+        CraneliftRenderer { fma, ..self }
     }
 
     /// The signature of every kernel: `(bufs: i64 ptr, start: i64, end: i64)`.
@@ -55,6 +68,7 @@ impl Renderer for CraneliftRenderer {
         TargetCaps {
             transcendentals: false,
             half: false,
+            fma: self.fma,
         }
     }
 
@@ -597,7 +611,8 @@ impl<'a> Ctx<'a> {
             }
             Ops::Sqrt => self.i().sqrt(a),
             Ops::Trunc if float => self.i().trunc(a),
-            Ops::Trunc => a,
+            Ops::Round if float => self.i().nearest(a),
+            Ops::Trunc | Ops::Round => a,
             Ops::Max if float => self.i().fmax(a, b),
             Ops::Max if unsigned => self.i().umax(a, b),
             Ops::Max => self.i().smax(a, b),

@@ -2,9 +2,10 @@
 //! (the Cranelift JIT, PTX, WGSL).
 //!
 //! [`xexp2`], [`xlog2`] and [`xsin`] build UOp graphs that only use `Add Mul FDiv Where CmpLt
-//! CmpNe CmpEq Cast Bitcast Shl Shr And Or Xor Trunc Max IDiv Mod`, never `Exp2`, `Log2`, `Sin`
+//! CmpNe CmpEq Cast Bitcast Shl Shr And Or Xor Round IDiv Mod`, never `Exp2`, `Log2`, `Sin`
 //! or `Pow` (`FDiv` appears once, in `log2`; `IDiv` and `Mod` only on small integers; no float
-//! `Max`, whose NaN handling costs ~8 instructions per vector on x86). [`decomp_rules`] rewrites those three ops into these graphs.
+//! `Max`, whose NaN handling costs ~8 instructions per vector on x86). [`decomp_rules`]
+//! rewrites those three ops into these graphs.
 //! `float32` and `float64` are computed in their own precision; `float16` and `bfloat16` are
 //! computed in `float32` and cast back. Vector dtypes work lane-wise (every constant and integer
 //! dtype takes the input's vector width).
@@ -33,13 +34,13 @@
 //! # exp2
 //! The argument is clamped to `[-160, 160]` (`[-1100, 1100]` for `float64`) with compares and
 //! selects (NaN becomes the lower bound), far enough out that the result still overflows to
-//! `inf` or underflows to `0` naturally. Then `x = k + f` with `k` an integer and `f` in
-//! `[-1/2, 1/2]`, computed exactly with `Trunc` and compares cast to floats (no rounding trick
-//! that a float simplifier could fold).
+//! `inf` or underflows to `0` naturally. Then `x = k + f` with `k = Round(x)` (ties to even)
+//! and `f = x - k` in `[-1/2, 1/2]`, both exact; `k` as an integer comes from the bits of
+//! `k + 1.5 * 2^mbits`.
 //! `2^f = 1 + f*ln2 + f^2*Q(f)` with a near-minimax polynomial `Q` (degree 5 / 10); the head of
 //! `f*ln2` is an exact product of short heads (low mantissa bits cleared with `And`) and its sum
 //! with 1 is compensated, so only the last addition rounds at the result's scale. `2^k` is applied
-//! as two factors `2^(k/2) * 2^(k - k/2)`, each built from exponent bits, so the product only
+//! as two factors `2^h * 2^(k - h)` with `h = floor(k/2)`, each built from exponent bits, so the product only
 //! rounds once even when the result is denormal. NaN is restored at the end.
 //!
 //! # log2
@@ -147,12 +148,6 @@ impl Fmt {
     fn float_of(&self, v: &UOp) -> UOp {
         bitcast(v, self.f)
     }
-
-    /// `2^k` for an integer `k` (in `self.i`) with `k + bias` in `[1, 2*bias]`: a normal float
-    /// built from its exponent bits.
-    fn pow2i(&self, k: &UOp) -> UOp {
-        bitcast(&((k + self.bias) << self.mbits as i64), self.f)
-    }
 }
 
 fn bitcast(x: &UOp, dt: DType) -> UOp {
@@ -233,14 +228,11 @@ fn exp2_impl(x: &UOp) -> UOp {
     let hi = ft.fc(lim);
     let xc = lo.lt(x).where_(x, &lo);
     let xc = xc.lt(&hi).where_(&xc, &hi);
-    // x = k + f with f in [-1/2, 1/2], all exact: t = trunc(x), f = x - t, then a step of
-    // +-1 where |f| > 1/2 (f -+ 1 is exact there). The step as the difference of two
-    // comparisons cast to floats (one mask `and` each on a CPU) rather than nested selects.
-    let t = xc.unary(Ops::Trunc);
-    let f = sub(&xc, &t);
-    let step = sub(&f.ge(0.5).cast(ft.f), &f.lt(-0.5).cast(ft.f));
-    let k = &t + &step;
-    let f = sub(&f, &step);
+    // x = k + f with k = round(x) (ties to even) and f in [-1/2, 1/2], both exact. (`Round`
+    // is one instruction everywhere; the `(x + 1.5*2^mbits) - 1.5*2^mbits` rounding trick is
+    // folded to x by shader compilers that reassociate floats.)
+    let k = xc.unary(Ops::Round);
+    let f = sub(&xc, &k);
     // 2^f = 1 + f*ln2 + f^2*Q(f), in [sqrt(1/2), sqrt(2)]. The head of f*ln2 is exact (short
     // heads of f and ln2) and its sum with 1 keeps its rounding error, so only the last
     // addition rounds at the result's scale.
@@ -266,23 +258,23 @@ fn exp2_impl(x: &UOp) -> UOp {
     let one = ft.fc(1.0);
     let s = &one + &a;
     let u = &s + ((sub(&one, &s) + &a) + b);
-    // * 2^k as two normal powers of two: exact until the last product, which rounds once.
-    // k (an integer in [-161, 161], or [-1101, 1101]) as an integer without a float->int
-    // conversion or a division, neither of which the CPU runs on vectors: k + 1.5*2^mbits
-    // holds k in its low mantissa bits; and h = floor(k/2) by a shift (k - h and h both keep
-    // the powers of two normal; the shifted value is made non-negative first, as C leaves
-    // shifting a negative value implementation-defined).
+    // * 2^k as two normal powers of two 2^h * 2^(k-h), h = floor(k/2): exact until the last
+    // product, which rounds once even when the result is denormal. k as an integer without a
+    // float->int conversion (which CPUs lack on vectors): k + 1.5*2^mbits holds k in its low
+    // mantissa bits. Twice the exponent bias is added, so that the value shifted is
+    // non-negative (k >= -161, or -1101) and halving it by a shift gives h's biased exponent
+    // directly: kb = k + 2*bias, hb = kb >> 1 = h + bias, kb - hb = (k - h) + bias. Both stay
+    // in [1, 2*bias].
     let magic = 1.5 * 2f64.powi(ft.mbits as i32);
     let magic_bits = if ft.is64 {
         magic.to_bits() as i64
     } else {
         i64::from((magic as f32).to_bits())
     };
-    let k = sub(&bitcast(&(&k + magic), ft.i), &UOp::cnst(ft.i, magic_bits));
-    // (shifting a non-negative value: k + off > 0)
-    let off: i64 = if ft.is64 { 2048 } else { 256 };
-    let h = ((&k + off) >> 1i64) + (-off / 2);
-    let res = (&u * ft.pow2i(&h)) * ft.pow2i(&sub(&k, &h));
+    let kb = &bitcast(&(&k + magic), ft.i) + (2 * ft.bias - magic_bits);
+    let hb = &kb >> 1i64;
+    let pow2 = |biased: &UOp| bitcast(&(biased << ft.mbits as i64), ft.f);
+    let res = (&u * pow2(&hb)) * pow2(&sub(&kb, &hb));
     x.ne(x).where_(x, res)
 }
 

@@ -6,6 +6,7 @@
 //! - [`gemm_in_place`]: GEMM operands with separable indices, read in place through tables.
 //! - [`gated_loads`]: selects that repeat a gated load's gate, removed.
 //! - [`emulate`]: `float16`/`bfloat16` computed in `float32` on targets without half arithmetic.
+//! - [`late`]: subtraction and negation as their own ops, just before linearizing.
 //! - [`linearize`]: kernel AST -> flat program order with explicit loops and accumulators.
 //! - [`reassociate`]: index sums ordered by loop level, so loop-invariant parts are hoisted.
 //! - [`opt`]: kernel optimizations (upcast, unroll, 4-lane vectors), their heuristic and the
@@ -25,6 +26,7 @@ pub mod gated_loads;
 pub mod gemm;
 pub mod gemm_in_place;
 mod grid;
+pub mod late;
 pub mod linearize;
 pub mod opt;
 pub mod program;

@@ -159,7 +159,9 @@ pub fn vector_native(op: Ops, out: DType, srcs: &[DType], scalar_shift: bool) ->
     match op {
         Ops::Add | Ops::Sub | Ops::Mul => float || int,
         Ops::Max => float || s0.kind() == Scalar::Int32,
-        Ops::Neg | Ops::FDiv | Ops::Sqrt | Ops::Trunc | Ops::Recip | Ops::MulAcc => float,
+        Ops::Neg | Ops::FDiv | Ops::Sqrt | Ops::Trunc | Ops::Round | Ops::Recip | Ops::MulAcc => {
+            float
+        }
         Ops::And | Ops::Or | Ops::Xor => int || boolean,
         Ops::CmpEq | Ops::CmpNe => true,
         Ops::CmpLt => float || s0.kind() == Scalar::Int32,

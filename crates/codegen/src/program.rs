@@ -13,6 +13,9 @@ pub struct TargetCaps {
     pub transcendentals: bool,
     /// Native `float16`/`bfloat16` arithmetic (else it is computed in `float32`).
     pub half: bool,
+    /// A fused multiply-add: float `a*b + c` becomes one `MulAcc`, rounded once (as tinygrad's
+    /// C backends do, compiled with contraction for the host).
+    pub fma: bool,
 }
 
 /// A kernel as a flat, ordered list of UOps with explicit loops, plus what a launcher needs.
@@ -103,6 +106,10 @@ fn to_program_inner(
         }
     }
     let ast = crate::reassociate::reassociate_index_sums(&ast);
+    let mut ast = tinygrad_uop::graph_rewrite(&ast, crate::late::late_rules(), &mut (), false);
+    if caps.fma {
+        ast = tinygrad_uop::graph_rewrite(&ast, crate::late::fma_rules(), &mut (), false);
+    }
     let uops = linearize(&ast);
     let outer_size = uops
         .iter()

@@ -368,6 +368,8 @@ impl Renderer for PtxRenderer {
         TargetCaps {
             transcendentals: false,
             half: false,
+            // every sm_* has fma.rn (the separate ops are rendered .rn: never contracted)
+            fma: true,
         }
     }
 
@@ -1081,7 +1083,7 @@ impl Ctx {
             }
             Ops::Neg => self.line(&format!("not.pred {d}, {a};")),
             Ops::Mod => self.line(&format!("mov.pred {d}, 0;")),
-            Ops::Trunc => self.line(&format!("mov.pred {d}, {a};")),
+            Ops::Trunc | Ops::Round => self.line(&format!("mov.pred {d}, {a};")),
             Ops::MulAcc => {
                 self.line(&format!("and.pred {d}, {a}, {b};"));
                 self.line(&format!("or.pred {d}, {d}, {};", s[2]));
@@ -1115,6 +1117,7 @@ impl Ctx {
             Ops::Recip => self.line(&format!("rcp.rn.{t} {d}, {a};")),
             Ops::Sqrt => self.line(&format!("sqrt.rn.{t} {d}, {a};")),
             Ops::Trunc => self.line(&format!("cvt.rzi.{t}.{t} {d}, {a};")),
+            Ops::Round => self.line(&format!("cvt.rni.{t}.{t} {d}, {a};")),
             Ops::Max => {
                 // NaN propagates (PTX `max` would return the other operand).
                 let p = self.new_reg(Class::Pred);
@@ -1186,7 +1189,7 @@ impl Ctx {
             Ops::And => self.line(&format!("and.{bt} {d}, {a}, {b};")),
             Ops::Or => self.line(&format!("or.{bt} {d}, {a}, {b};")),
             Ops::Xor => self.line(&format!("xor.{bt} {d}, {a}, {b};")),
-            Ops::Trunc => self.line(&format!("mov.{bt} {d}, {a};")),
+            Ops::Trunc | Ops::Round => self.line(&format!("mov.{bt} {d}, {a};")),
             Ops::CmpLt => self.line(&format!("setp.lt.{t} {d}, {a}, {b};")),
             Ops::CmpNe => self.line(&format!("setp.ne.{t} {d}, {a}, {b};")),
             Ops::CmpEq => self.line(&format!("setp.eq.{t} {d}, {a}, {b};")),

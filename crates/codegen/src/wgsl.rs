@@ -208,6 +208,7 @@ impl Renderer for WgslRenderer {
         TargetCaps {
             transcendentals: false,
             half: false,
+            fma: false,
         }
     }
 
@@ -980,6 +981,8 @@ impl Ctx {
             Ops::Recip => format!("({one} / {a})"),
             Ops::Sqrt => format!("sqrt({a})"),
             Ops::Trunc => format!("trunc({a})"),
+            // WGSL's round() rounds half to even
+            Ops::Round => format!("round({a})"),
             Ops::Max => {
                 let nan = self.helper(if ty == Ty::F64 {
                     "isnan_f64"
@@ -1027,7 +1030,7 @@ impl Ctx {
             Ops::And => format!("({a} & {b})"),
             Ops::Or => format!("({a} | {b})"),
             Ops::Xor => format!("({a} ^ {b})"),
-            Ops::Trunc => a.clone(),
+            Ops::Trunc | Ops::Round => a.clone(),
             Ops::CmpLt => return Ok(format!("({a} < {b})")),
             Ops::CmpNe => return Ok(format!("({a} != {b})")),
             Ops::CmpEq => return Ok(format!("({a} == {b})")),
@@ -1097,7 +1100,7 @@ fn bool_alu(op: Ops, s: &[String]) -> Result<String, String> {
         Ops::CmpLt => format!("(!{a} & {b})"),
         Ops::Neg => format!("(!{a})"),
         Ops::Mod => "false".into(),
-        Ops::Trunc => a.clone(),
+        Ops::Trunc | Ops::Round => a.clone(),
         Ops::MulAcc => format!("(({a} & {b}) | {})", s[2]),
         op => return Err(format!("{op} on bool is not supported")),
     })

@@ -12,6 +12,7 @@
 use std::collections::HashMap;
 
 use tinygrad_codegen::decomp::{decomp_rules, xexp2, xlog2, xsin};
+use tinygrad_codegen::late::{fma_rules, late_rules};
 use tinygrad_dtype::{ConstValue, DType};
 use tinygrad_uop::{Arg, Ops, UOp, graph_rewrite};
 
@@ -289,9 +290,11 @@ fn f32_op(op: Ops, f: &dyn Fn(usize) -> f32) -> f32 {
             if f(0) > f(1) { f(0) } else { f(1) }
         }
         Ops::Trunc => f(0).trunc(),
+        Ops::Round => f(0).round_ties_even(),
         Ops::Sqrt => f(0).sqrt(),
         Ops::Neg => -f(0),
         Ops::Recip => 1.0 / f(0),
+        Ops::MulAcc => f(0).mul_add(f(1), f(2)),
         op => panic!("evaluator: float32 {op} not supported (not allowed in decompositions)"),
     }
 }
@@ -307,9 +310,11 @@ fn f64_op(op: Ops, f: &dyn Fn(usize) -> f64) -> f64 {
             if f(0) > f(1) { f(0) } else { f(1) }
         }
         Ops::Trunc => f(0).trunc(),
+        Ops::Round => f(0).round_ties_even(),
         Ops::Sqrt => f(0).sqrt(),
         Ops::Neg => -f(0),
         Ops::Recip => 1.0 / f(0),
+        Ops::MulAcc => f(0).mul_add(f(1), f(2)),
         op => panic!("evaluator: float64 {op} not supported (not allowed in decompositions)"),
     }
 }
@@ -415,6 +420,27 @@ impl Fun {
             prog: Prog::new(&f(&x), &x),
             vals: Vec::new(),
         }
+    }
+
+    /// The graph as a target with FMA runs it: the codegen's late rewrites (`Sub`, `Neg`), then
+    /// `a*b + c` contracted into `MulAcc` (evaluated with one rounding).
+    fn contracted(f: Decomp, dt: DType) -> Fun {
+        let x = input(dt);
+        let g = graph_rewrite(&f(&x), late_rules(), &mut (), false);
+        let g = graph_rewrite(&g, fma_rules(), &mut (), false);
+        assert!(
+            g.toposort().iter().any(|u| u.op() == Ops::MulAcc),
+            "contraction found nothing to fuse"
+        );
+        Fun {
+            prog: Prog::new(&g, &x),
+            vals: Vec::new(),
+        }
+    }
+
+    /// The plain graph and the contracted one, named.
+    fn both(f: Decomp, dt: DType) -> [(&'static str, Fun); 2] {
+        [("", Fun::new(f, dt)), (" (fma)", Fun::contracted(f, dt))]
     }
 
     fn f32(&mut self, x: f32) -> f32 {
@@ -589,26 +615,28 @@ fn measure_f32(
     std32: fn(f32) -> f32,
     limit: f64,
 ) {
-    let mut fun = Fun::new(f, DType::FLOAT32);
-    let mut w_exact = Worst::new(&format!("{name} float32 vs f64 libm"));
-    let mut w_std = Worst::new(&format!("{name} float32 vs f32 libm"));
-    for &x in xs {
-        let got = fun.f32(x) as f64;
-        w_exact.add(x as f64, got, exact(x as f64), F32);
-        w_std.add(x as f64, got, std32(x) as f64, F32);
+    for (form, mut fun) in Fun::both(f, DType::FLOAT32) {
+        let mut w_exact = Worst::new(&format!("{name}{form} float32 vs f64 libm"));
+        let mut w_std = Worst::new(&format!("{name}{form} float32 vs f32 libm"));
+        for &x in xs {
+            let got = fun.f32(x) as f64;
+            w_exact.add(x as f64, got, exact(x as f64), F32);
+            w_std.add(x as f64, got, std32(x) as f64, F32);
+        }
+        w_exact.check(limit);
+        // libm's float32 functions are themselves up to ~0.5 ulp off (or more).
+        w_std.check(limit + 1.0);
     }
-    w_exact.check(limit);
-    // libm's float32 functions are themselves up to ~0.5 ulp off (or more).
-    w_std.check(limit + 1.0);
 }
 
 fn measure_f64(name: &str, f: Decomp, xs: &[f64], std64: fn(f64) -> f64, limit: f64) {
-    let mut fun = Fun::new(f, DType::FLOAT64);
-    let mut w = Worst::new(&format!("{name} float64 vs f64 libm"));
-    for &x in xs {
-        w.add(x, fun.f64(x), std64(x), F64);
+    for (form, mut fun) in Fun::both(f, DType::FLOAT64) {
+        let mut w = Worst::new(&format!("{name}{form} float64 vs f64 libm"));
+        for &x in xs {
+            w.add(x, fun.f64(x), std64(x), F64);
+        }
+        w.check(limit);
     }
-    w.check(limit);
 }
 
 fn random_f32_bits(rng: &mut Rng, n: usize) -> Vec<f32> {
@@ -900,7 +928,7 @@ const ALLOWED: [Ops; 19] = [
     Ops::And,
     Ops::Or,
     Ops::Xor,
-    Ops::Trunc,
+    Ops::Round,
     Ops::Max,
     Ops::IDiv,
     Ops::Mod,

@@ -48,7 +48,13 @@ impl CpuDevice {
             .map_err(|e| unavailable(e.to_string()))?
             .finish(flags.clone())
             .map_err(|e| unavailable(e.to_string()))?;
-        let renderer = CraneliftRenderer::new(isa.frontend_config());
+        // aarch64 always has FMA; x86-64 says so in the ISA flags cranelift_native detected.
+        let fma = cfg!(target_arch = "aarch64")
+            || isa
+                .isa_flags()
+                .iter()
+                .any(|f| f.name == "has_fma" && f.as_bool() == Some(true));
+        let renderer = CraneliftRenderer::new(isa.frontend_config()).with_fma(fma);
         Ok(CpuDevice {
             renderer,
             flags,
@@ -68,9 +74,15 @@ impl CpuDevice {
             .declare_function(&prog.name, Linkage::Export, &self.renderer.signature())
             .map_err(|e| e.to_string())?;
         let mut ctx = Context::for_function(func);
+        // DEBUG=7: the machine code as Cranelift emitted it (tinygrad's level for assembly).
+        let disasm = crate::device::debug_level() >= 7;
+        ctx.set_disasm(disasm);
         module
             .define_function(id, &mut ctx)
             .map_err(|e| format!("{e:?}\n{source}"))?;
+        if disasm && let Some(code) = ctx.compiled_code().and_then(|c| c.vcode.as_ref()) {
+            eprintln!("{}: machine code\n{code}", prog.name);
+        }
         module.finalize_definitions().map_err(|e| e.to_string())?;
         let ptr = module.get_finalized_function(id);
         // SAFETY: `ptr` is the entry of a function just compiled with the kernel signature

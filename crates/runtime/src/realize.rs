@@ -1,6 +1,7 @@
 //! Running a schedule: each kernel AST is lowered, compiled (once per device and structure —
 //! the kernel cache) and launched on its buffers. `DEBUG=2` prints one line per kernel with its
-//! time, `DEBUG=4` the generated code, `DEBUG=5` the kernel AST, `DEBUG=6` the linear program.
+//! time, `DEBUG=4` the generated code, `DEBUG=5` the kernel AST, `DEBUG=6` the linear program,
+//! `DEBUG=7` the CPU's machine code.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -25,6 +25,7 @@ impl Device for RefDevice {
         TargetCaps {
             transcendentals: true,
             half: true,
+            fma: false,
         }
     }
 

@@ -463,6 +463,8 @@ mod imp {
             TargetCaps {
                 transcendentals: false,
                 half: false,
+                // WGSL's fma() may be emulated; contraction is left to the shader compiler.
+                fma: false,
             }
         }
 

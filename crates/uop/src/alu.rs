@@ -112,6 +112,7 @@ fn float_alu(op: Ops, dt: DType, x: f64, y: f64, z: f64) -> f64 {
         Ops::Sqrt => x.sqrt(),
         Ops::Recip => 1.0 / x,
         Ops::Trunc => x.trunc(),
+        Ops::Round => x.round_ties_even(),
         Ops::Pow => x.powf(y),
         Ops::MulAcc => x * y + z,
         Ops::Shl => x * y.exp2(),
@@ -194,7 +195,7 @@ fn int_alu(op: Ops, dt: DType, x: ConstValue, y: ConstValue, z: ConstValue) -> C
                 signed(sx >> uy.min(63))
             }
         }
-        Ops::Trunc => x,
+        Ops::Trunc | Ops::Round => x,
         Ops::Pow => {
             if !unsigned && sy < 0 {
                 // x^-e = 1 // x^e

@@ -15,7 +15,7 @@
 //!
 //! Conventions of the rules (tinygrad's): `max` splits the gradient evenly between equal
 //! operands; a `Max` reduction divides it evenly among the positions equal to the maximum;
-//! comparisons, bitwise and integer ops have no gradient; `Trunc` has a zero gradient;
+//! comparisons, bitwise and integer ops have no gradient; `Trunc` and `Round` have a zero gradient;
 //! `ContiguousBackward` makes the gradient flowing through it contiguous.
 
 use std::collections::{HashMap, HashSet};
@@ -205,7 +205,7 @@ pub fn pm_gradient() -> &'static PatternMatcher<UOp> {
             rule(&[Log2], |g, ret| one(fdiv(g, &mul_c(ret.s(0), LN_2)))),
             rule(&[Exp2], |g, ret| one(mul_c(&(g * ret), LN_2))),
             rule(&[Sqrt], |g, ret| one(fdiv(g, &mul_c(ret, 2.0)))),
-            rule(&[Trunc], |_, ret| one(zeros_like(ret.s(0)))),
+            rule(&[Trunc, Round], |_, ret| one(zeros_like(ret.s(0)))),
             rule(&[CmpLt, CmpNe, CmpEq], |_, _| none(2)),
             rule(&[IDiv, Mod, Shl, Shr, And, Or, Xor, Threefry], |_, _| {
                 none(2)

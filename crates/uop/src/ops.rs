@@ -34,7 +34,8 @@
 //! - `Noop`: one `src`, identity (used by rewrites).
 //!
 //! ALU (all elementwise; dtype = result type):
-//! unary `Exp2 Log2 Sin Sqrt Recip Neg Trunc`; binary `Add Mul IDiv Mod Max Shl Shr CmpLt CmpNe
+//! unary `Exp2 Log2 Sin Sqrt Recip Neg Trunc Round` (`Round`: to the nearest integer, ties to
+//! even); binary `Add Mul IDiv Mod Max Shl Shr CmpLt CmpNe
 //! CmpEq Xor Or And Sub FDiv Pow`; ternary `Where MulAcc`; `Threefry` (binary, uint64 random bits).
 //! Comparisons produce `bool`; `IDiv`/`Mod` truncate toward zero (C semantics).
 
@@ -91,6 +92,7 @@ pub enum Ops {
     Recip,
     Neg,
     Trunc,
+    Round,
     // binary ALU
     Add,
     Mul,
@@ -165,6 +167,7 @@ impl Ops {
             Recip,
             Neg,
             Trunc,
+            Round,
             Add,
             Mul,
             IDiv,
@@ -187,10 +190,10 @@ impl Ops {
         ]
     };
 
-    /// Unary ALU ops: `Exp2 Log2 Sin Sqrt Recip Neg Trunc`.
+    /// Unary ALU ops: `Exp2 Log2 Sin Sqrt Recip Neg Trunc Round`.
     pub const fn is_unary(self) -> bool {
         use Ops::*;
-        matches!(self, Exp2 | Log2 | Sin | Sqrt | Recip | Neg | Trunc)
+        matches!(self, Exp2 | Log2 | Sin | Sqrt | Recip | Neg | Trunc | Round)
     }
 
     /// Binary ALU ops.

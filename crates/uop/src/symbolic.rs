@@ -174,7 +174,7 @@ fn interval(u: &UOp, src_ok: bool) -> Option<(i128, i128)> {
                 (lo, hi)
             }
         }
-        Ops::Trunc | Ops::Noop if src_ok && !u.src().is_empty() => s(0),
+        Ops::Trunc | Ops::Round | Ops::Noop if src_ok && !u.src().is_empty() => s(0),
         Ops::Where => {
             let (cl, ch) = s(0);
             let (t, f) = (s(1), s(2));
@@ -888,6 +888,7 @@ pub fn symbolic_simple() -> &'static PatternMatcher {
             UPat::var("x").dtype(DType::BOOL).bin(Ops::Add, UPat::var("y").dtype(DType::BOOL)) => |x, y| x | y,
             UPat::var("x").dtype(DType::BOOL).max(UPat::var("y").dtype(DType::BOOL)) => |x, y| x | y,
             UPat::op(Ops::Trunc).src(vec![UPat::var("x")]) => |x| (!x.dtype().is_float()).then(|| x.clone()),
+            UPat::op(Ops::Round).src(vec![UPat::var("x")]) => |x| (!x.dtype().is_float()).then(|| x.clone()),
             // ** cast / bitcast **
             UPat::op(Ops::Cast).named("root").src(vec![UPat::cvar("c")]) =>
                 |root, c| Some(UOp::cnst(root.dtype(), c.arg().as_const()?)),

@@ -165,6 +165,11 @@ fn float_special_values() {
     assert_eq!(u(Ops::Exp2, 10.0), 1024.0);
     assert_eq!(u(Ops::Exp2, 1000.0), f64::INFINITY);
     assert_eq!(u(Ops::Trunc, -2.7), -2.0);
+    // ties to even, both signs
+    assert_eq!(u(Ops::Round, 2.5), 2.0);
+    assert_eq!(u(Ops::Round, 3.5), 4.0);
+    assert_eq!(u(Ops::Round, -2.5), -2.0);
+    assert_eq!(u(Ops::Round, -2.7), -3.0);
     assert_eq!(u(Ops::Neg, 2.5), -2.5);
     assert_eq!(u(Ops::Sin, 0.5), (0.5f64.sin() as f32) as f64);
 }

@@ -11,7 +11,8 @@
 //! out-of-bounds or misaligned access, reading a register never written, a runaway loop.
 //! Where PTX defines a result the hardware behaviour is modelled: `max.f32` returns the non-NaN
 //! operand, shift amounts clamp at the width, float -> int `cvt` saturates with NaN -> 0,
-//! narrow `ld`/`cvt` sign- or zero-extend by type, `.rn` conversions round to nearest even.
+//! narrow `ld`/`cvt` sign- or zero-extend by type, `.rn` conversions round to nearest even,
+//! `.rzi`/`.rni` round a float to an integral float (toward zero / to nearest even).
 
 use std::collections::HashMap;
 
@@ -655,6 +656,16 @@ impl Thread<'_> {
                 v & mask(db)
             }
             (false, true) | (true, true) => {
+                // float -> float of the same type with an integer rounding: .rzi truncates,
+                // .rni rounds to the nearest integer, ties to even
+                let to_int = |v: f64| -> Result<f64, String> {
+                    match rnd {
+                        "rzi" => Ok(v.trunc()),
+                        "rni" => Ok(v.round_ties_even()),
+                        "" | "rn" => Ok(v),
+                        other => Err(format!("cvt rounding .{other} not emulated: {op:?}")),
+                    }
+                };
                 // One rounding from the exact source value (an f64 holds every source but
                 // 64-bit integers above 2^53: convert those straight from the integer).
                 let exact_f32 = || -> f32 {
@@ -668,21 +679,17 @@ impl Thread<'_> {
                 match (dst, db) {
                     ("f16", _) => u64::from(f16::from_f32(exact_f32()).to_bits()),
                     ("bf16", _) => u64::from(bf16::from_f32(exact_f32()).to_bits()),
-                    (_, 32) => {
-                        if rnd == "rzi" {
-                            u64::from((as_f64(x) as f32).trunc().to_bits())
-                        } else {
-                            u64::from(exact_f32().to_bits())
-                        }
+                    (_, 32) if rnd == "rzi" || rnd == "rni" => {
+                        u64::from((to_int(as_f64(x))? as f32).to_bits())
                     }
+                    (_, 32) => u64::from(exact_f32().to_bits()),
                     _ => {
                         let v = match (sk, sb) {
                             ('s', 64) => sext(x, 64) as f64,
                             ('u', 64) => x as f64,
                             _ => as_f64(x),
                         };
-                        let v = if rnd == "rzi" { v.trunc() } else { v };
-                        v.to_bits()
+                        to_int(v)?.to_bits()
                     }
                 }
             }
