@@ -68,6 +68,7 @@ impl Renderer for CraneliftRenderer {
         TargetCaps {
             transcendentals: false,
             half: false,
+            fp8: false,
             fma: self.fma,
         }
     }
@@ -639,9 +640,7 @@ impl<'a> Ctx<'a> {
             Ops::And => self.i().band(a, b),
             Ops::Or => self.i().bor(a, b),
             Ops::Xor => self.i().bxor(a, b),
-            Ops::Shl => self.i().ishl(a, b),
-            Ops::Shr if unsigned => self.i().ushr(a, b),
-            Ops::Shr => self.i().sshr(a, b),
+            Ops::Shl | Ops::Shr => self.shift(u, a, b, unsigned),
             Ops::Where if u.dtype().count() > 1 => {
                 // lane mask select: the mask as the values' type, then a bitwise select
                 let vty = clif_type(u.dtype())?;
@@ -681,6 +680,43 @@ impl<'a> Ctx<'a> {
                 ));
             }
         })
+    }
+
+    /// `a << b` or `a >> b` with the IR's semantics for any amount: read as unsigned, amounts at
+    /// or above the width give 0 (or -1 for `>>` of a negative signed value). Cranelift's shifts
+    /// take the amount modulo the width, so a non-constant or too large amount is guarded.
+    fn shift(&mut self, u: &UOp, a: Value, b: Value, unsigned: bool) -> Value {
+        let ty = self.b.func.dfg.value_type(a);
+        let bits = i64::from(ty.lane_bits());
+        let shr = u.op() == Ops::Shr;
+        let amount = u.s(1).as_const().map(|c| c.as_u64());
+        if amount.is_some_and(|c| c < bits as u64) {
+            return match (shr, unsigned) {
+                (false, _) => self.i().ishl(a, b),
+                (true, true) => self.i().ushr(a, b),
+                (true, false) => self.i().sshr(a, b),
+            };
+        }
+        let bty = self.b.func.dfg.value_type(b);
+        if shr && !unsigned {
+            // an arithmetic shift by min(amount, width - 1) fills with the sign
+            let lim = self.i().iconst(bty, bits - 1);
+            let amt = self.i().umin(b, lim);
+            return self.i().sshr(a, amt);
+        }
+        let shifted = if shr {
+            self.i().ushr(a, b)
+        } else {
+            self.i().ishl(a, b)
+        };
+        let in_range = self.i().icmp_imm_s(IntCC::UnsignedLessThan, b, bits);
+        let zero = self.i().iconst(ty.lane_type(), 0);
+        let zero = if ty.is_vector() {
+            self.i().splat(ty, zero)
+        } else {
+            zero
+        };
+        self.i().select(in_range, shifted, zero)
     }
 
     /// `x // c` or `x % c` for a numerator known to be non-negative and a constant `c > 0` (see

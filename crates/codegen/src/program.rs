@@ -13,6 +13,9 @@ pub struct TargetCaps {
     pub transcendentals: bool,
     /// Native `float16`/`bfloat16` arithmetic (else it is computed in `float32`).
     pub half: bool,
+    /// Native fp8 (`fp8e4m3`, `fp8e5m2`) values (else they are `uint8` bits, computed in
+    /// `float32` and converted by integer arithmetic).
+    pub fp8: bool,
     /// A fused multiply-add: float `a*b + c` becomes one `MulAcc`, rounded once (as tinygrad's
     /// C backends do, compiled with contraction for the host).
     pub fma: bool,
@@ -70,6 +73,9 @@ fn prepare(ast: &UOp, caps: TargetCaps) -> UOp {
         ast =
             tinygrad_uop::graph_rewrite(&ast, crate::emulate::emulate_half_rules(), &mut (), false);
     }
+    if !caps.fp8 {
+        ast = crate::emulate::emulate_fp8(&ast);
+    }
     if !caps.transcendentals {
         ast = tinygrad_uop::graph_rewrite(&ast, crate::decomp::decomp_rules(), &mut (), false);
     }
@@ -96,6 +102,7 @@ fn to_program_inner(
             globals[slot] = u.dtype().base();
         }
     }
+
     let mut ast = prepare(ast, caps);
     let mut opts = KernelOpts::default();
     if let Some(choice) = opts_choice {

@@ -24,8 +24,9 @@
 //! - shifts by the width or more give 0 (or -1 for `>>` of a negative signed value);
 //! - gated loads and stores are predicated: a false gate never touches memory and a load yields
 //!   0;
-//! - `float` `+ - * /`, `sqrt` and reciprocal are IEEE round-to-nearest (`.rn`: no contraction
-//!   into FMA, no approximations); `max` propagates NaN; transcendentals arrive decomposed
+//! - `float` `+ - * /`, `sqrt` and reciprocal are IEEE round-to-nearest (`.rn`: never
+//!   contracted by ptxas, no approximations); `a*b + c` arrives as `MulAcc` (`caps().fma`,
+//!   `crate::late`) and is one `fma.rn`; `max` propagates NaN; transcendentals arrive decomposed
 //!   (`caps().transcendentals == false`), so `ex2.approx`/`lg2.approx`/`sin.approx`, whose
 //!   accuracy is below our tolerances, are never used;
 //! - `float16`/`bfloat16` stay 16-bit in memory and registers (`.b16`) and compute in `float32`
@@ -35,8 +36,10 @@
 //! Registers: `bool` is a predicate; 8/16/32-bit integers live in 32-bit registers, kept
 //! canonical (sign- or zero-extended from their width after every operation); 64-bit integers
 //! and `index` in 64-bit registers; `float32`/`float64` in `.f32`/`.f64` registers.
-//! `fp8`, vectors and the IR's GPU-specific ops (`Special`, `Barrier`, `Wmma`) are not
-//! rendered yet: they give a [`RenderError`].
+//! `fp8` arrives emulated (`caps().fp8 == false`: `uint8` bits, computed in `float32`, converted
+//! by integer arithmetic in `crate::emulate`, the same on every architecture). Vectors and the
+//! IR's GPU-specific ops (`Special`, `Barrier`, `Wmma`) are not rendered: they give a
+//! [`RenderError`].
 
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
@@ -368,6 +371,7 @@ impl Renderer for PtxRenderer {
         TargetCaps {
             transcendentals: false,
             half: false,
+            fp8: false,
             // every sm_* has fma.rn (the separate ops are rendered .rn: never contracted)
             fma: true,
         }

@@ -40,8 +40,8 @@
 //! `max` propagates NaN (NaN is tested on the bits, never with `x != x`, which a shader
 //! compiler may fold away), non-finite and subnormal float constants are written as bit
 //! patterns, and gated loads and stores never touch memory when the gate is off.
-//! `fp8` dtypes, vectors and the IR's GPU-specific ops (`Special`, `Barrier`, `Wmma`) give a
-//! [`RenderError`].
+//! `fp8` arrives emulated (`uint8` bits, computed in float32: `crate::emulate`); `fp8` values,
+//! vectors and the IR's GPU-specific ops (`Special`, `Barrier`, `Wmma`) give a [`RenderError`].
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt::Write as _;
@@ -208,6 +208,7 @@ impl Renderer for WgslRenderer {
         TargetCaps {
             transcendentals: false,
             half: false,
+            fp8: false,
             fma: false,
         }
     }
@@ -246,7 +247,14 @@ impl Renderer for WgslRenderer {
                 }
             }
         }
-        for (slot, dt) in prog.globals.iter().enumerate() {
+        // fp8 arrives emulated (`TargetCaps::fp8` is false): its buffers hold the uint8 bits the
+        // kernel reads and writes
+        let globals: Vec<DType> = prog
+            .globals
+            .iter()
+            .map(|d| if d.is_fp8() { DType::UINT8 } else { *d })
+            .collect();
+        for (slot, dt) in globals.iter().enumerate() {
             if dt.kind() == Scalar::Void {
                 continue;
             }
@@ -273,7 +281,7 @@ impl Renderer for WgslRenderer {
         }
         let mut out = String::new();
         let _ = writeln!(out, "// tinygrad-rs WGSL renderer: kernel {}", prog.name);
-        for (slot, dt) in prog.globals.iter().enumerate() {
+        for (slot, dt) in globals.iter().enumerate() {
             let elem = cx.storage_elem(slot, *dt).map_err(err)?;
             let _ = writeln!(
                 out,

@@ -25,6 +25,7 @@ impl Device for RefDevice {
         TargetCaps {
             transcendentals: true,
             half: true,
+            fp8: true,
             fma: false,
         }
     }

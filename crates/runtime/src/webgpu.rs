@@ -463,6 +463,7 @@ mod imp {
             TargetCaps {
                 transcendentals: false,
                 half: false,
+                fp8: false,
                 // WGSL's fma() may be emulated; contraction is left to the shader compiler.
                 fma: false,
             }

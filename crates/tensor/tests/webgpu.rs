@@ -214,6 +214,8 @@ fn webgpu_packed_outputs_from_many_invocations() {
         DType::INT16,
         DType::FLOAT16,
         DType::BFLOAT16,
+        DType::FP8E4M3,
+        DType::FP8E5M2,
     ] {
         let on = |dev: &str| Tensor::from_slice_on(&x, &[n], dev).cast(dt).to_f64_vec();
         let (got, want) = (on("WEBGPU"), on("REF"));

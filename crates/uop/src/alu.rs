@@ -10,7 +10,8 @@
 //!   and `Shr` of a non-negative value) or `-1` (`Shr` of a negative signed value). `Shr` is
 //!   arithmetic for signed dtypes and logical for unsigned ones.
 //! - **Floats**: computed in `f64`, then rounded to the dtype (so `float32` results are rounded
-//!   to `float32`, `MulAcc` rounds once after `x*y+z` in `f64`). IEEE special values as C:
+//!   to `float32`, `MulAcc` rounds once after `x*y+z` in `f64`); fp8 results are rounded to
+//!   `float32` first (fp8 arithmetic is `float32` arithmetic, as every backend runs it). IEEE special values as C:
 //!   `log2(0) = -inf`, `log2(<0) = nan`, `sqrt(<0) = nan`, `recip(±0) = ±inf`, `sin(±inf) = nan`,
 //!   `pow` is C's `pow`. `Max` propagates NaN. `IDiv` on floats is `trunc(x / y)`, `Mod` is C's
 //!   `fmod`. `And`/`Or`/`Xor` on floats act on the bit patterns; `Shl`/`Shr` on floats multiply
@@ -54,7 +55,14 @@ pub fn exec_alu(op: Ops, dtype: DType, src: &[ConstValue]) -> ConstValue {
     }
     if dt.is_float() {
         let f = |i: usize| a(i).cast(dt).as_f64();
-        return ConstValue::Float(float_alu(op, dt, f(0), f(1), f(2))).cast(dt);
+        let r = float_alu(op, dt, f(0), f(1), f(2));
+        // fp8 arithmetic is float32 arithmetic rounded to fp8 (what every backend runs)
+        let r = if dt.is_fp8() {
+            ConstValue::Float(r).cast(DType::FLOAT32).as_f64()
+        } else {
+            r
+        };
+        return ConstValue::Float(r).cast(dt);
     }
     if dt.is_bool() && op == Ops::Neg {
         return ConstValue::Bool(!a(0).as_bool());

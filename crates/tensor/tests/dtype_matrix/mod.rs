@@ -12,7 +12,7 @@ pub fn f32s(n: usize) -> Vec<f32> {
     (0..n).map(|i| i as f32 * 0.25 - 3.0).collect()
 }
 
-pub const DTYPES: [DType; 13] = [
+pub const DTYPES: [DType; 15] = [
     DType::BOOL,
     DType::INT8,
     DType::UINT8,
@@ -26,6 +26,8 @@ pub const DTYPES: [DType; 13] = [
     DType::BFLOAT16,
     DType::FLOAT32,
     DType::FLOAT64,
+    DType::FP8E4M3,
+    DType::FP8E5M2,
 ];
 
 /// Source values exercising signs, zero, fractions, large magnitudes and the special floats.
@@ -128,7 +130,8 @@ pub fn coverage_cases(device: &str) -> Vec<(String, Tensor)> {
 }
 
 /// Whether `got` matches `want` for dtype `dt`: NaN for NaN, exact for integers and infinities,
-/// else within 1e-5 (1e-2 for the halves) relative.
+/// else within 1e-5 (1e-2 for the halves, one fp8 step for fp8: a float32 result one ulp off
+/// can round to the neighbouring fp8 value) relative.
 pub fn same(got: &[f64], want: &[f64], dt: DType) -> bool {
     got.len() == want.len()
         && got.iter().zip(want).all(|(g, w)| {
@@ -140,6 +143,8 @@ pub fn same(got: &[f64], want: &[f64], dt: DType) -> bool {
             }
             let tol = match dt {
                 DType::FLOAT16 | DType::BFLOAT16 => 1e-2,
+                DType::FP8E4M3 => 0.125,
+                DType::FP8E5M2 => 0.25,
                 _ => 1e-5,
             };
             (g - w).abs() <= tol * (1.0 + w.abs())
