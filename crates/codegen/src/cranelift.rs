@@ -687,9 +687,26 @@ impl<'a> Ctx<'a> {
     /// take the amount modulo the width, so a non-constant or too large amount is guarded.
     fn shift(&mut self, u: &UOp, a: Value, b: Value, unsigned: bool) -> Value {
         let ty = self.b.func.dfg.value_type(a);
+        let lane = ty.lane_type();
         let bits = i64::from(ty.lane_bits());
         let shr = u.op() == Ops::Shr;
-        let amount = u.s(1).as_const().map(|c| c.as_u64());
+        // the amount is read in the shifted value's dtype (as `exec_alu` does): narrowed or
+        // widened to its lane type
+        let value_dt = u.s(0).dtype().scalar();
+        let amount = u
+            .s(1)
+            .as_const()
+            .map(|c| c.cast(value_dt).as_u64() & (u64::MAX >> (64 - bits)));
+        let bty = self.b.func.dfg.value_type(b);
+        let b = if bty.is_vector() {
+            b
+        } else if bty.bits() > lane.bits() {
+            self.i().ireduce(lane, b)
+        } else if bty.bits() < lane.bits() {
+            self.i().uextend(lane, b)
+        } else {
+            b
+        };
         if amount.is_some_and(|c| c < bits as u64) {
             return match (shr, unsigned) {
                 (false, _) => self.i().ishl(a, b),
@@ -697,10 +714,9 @@ impl<'a> Ctx<'a> {
                 (true, false) => self.i().sshr(a, b),
             };
         }
-        let bty = self.b.func.dfg.value_type(b);
         if shr && !unsigned {
             // an arithmetic shift by min(amount, width - 1) fills with the sign
-            let lim = self.i().iconst(bty, bits - 1);
+            let lim = self.i().iconst(lane, bits - 1);
             let amt = self.i().umin(b, lim);
             return self.i().sshr(a, amt);
         }

@@ -50,7 +50,8 @@
 //! `ln(1 + f) = f - f^2/2 + s*(f^2/2 + R(s^2))`, with `R` a near-minimax polynomial (degree 4 / 7
 //! in `s^2`). The leading part `f - f^2/2` is split into a short head (low mantissa bits cleared
 //! with `And`) whose product with a short head of `1/ln 2` is exact, and the exponent is added
-//! with its rounding error recovered (the fdlibm scheme, without FMA). Special values:
+//! with its rounding error recovered (the fdlibm scheme; it needs no FMA, and stays within its
+//! bound when the target contracts into FMAs). Special values:
 //! `log2(±0) = -inf`, `log2(x < 0) = NaN`, `log2(inf) = inf`, `log2(NaN) = NaN`.
 //!
 //! # sin

@@ -6,7 +6,7 @@
 //! `cast(op(cast(a, f32), ...))`, a reduction accumulates in `float32`, and casts between them
 //! and anything but `float32` go through `float32` (so a `float64 -> fp8` cast rounds twice;
 //! the second rounding only differs from a direct one for values within 2^-24 of an fp8
-//! midpoint). A renderer then only needs half <-> `float32` conversions; fp8 needs none:
+//! midpoint; finite values beyond float32's range are clamped first, so they saturate). A renderer then only needs half <-> `float32` conversions; fp8 needs none:
 //! [`emulate_fp8`] also turns its conversions into integer arithmetic on the bits
 //! ([`fp8_bits_to_f32`], [`f32_to_fp8_bits`]: exact, round to nearest even, saturating finite
 //! overflow as `tinygrad_dtype::fp8` does) and every remaining fp8 value into a `uint8`.
@@ -15,7 +15,7 @@ use std::sync::LazyLock;
 
 use tinygrad_dtype::fp8::{Fp8Format, f64_to_fp8};
 use tinygrad_dtype::{ConstValue, DType};
-use tinygrad_uop::{Arg, Ops, PatternMatcher, UOp, UPat, rules};
+use tinygrad_uop::{Arg, IntoUOp, Ops, PatternMatcher, UOp, UPat, rules};
 
 fn is_half(dt: DType) -> bool {
     matches!(dt.scalar(), DType::FLOAT16 | DType::BFLOAT16)
@@ -77,7 +77,17 @@ fn cast_via_f32(x: &UOp, is_half: fn(DType) -> bool) -> Option<UOp> {
     if !(half_from || half_to) || from == to {
         return None;
     }
-    Some(cast_to(to_f32(x.s(0)), x.dtype()))
+    let mut v = x.s(0).clone();
+    if is_fp8(to) && from == DType::FLOAT64 {
+        // a finite float64 beyond float32's range saturates in fp8 (float32 would make it inf,
+        // which fp8 keeps as inf or NaN): clamp it to float32's largest first
+        let lim = f64::from(f32::MAX);
+        let big = lim.into_uop(v.dtype()).lt(&v) & v.lt(f64::INFINITY);
+        let v1 = big.where_(lim, &v);
+        let small = v1.lt(-lim) & f64::NEG_INFINITY.into_uop(v.dtype()).lt(&v1);
+        v = small.where_(-lim, &v1);
+    }
+    Some(cast_to(to_f32(&v), x.dtype()))
 }
 
 /// A reduction over an emulated dtype accumulates in float32.
@@ -259,8 +269,9 @@ pub fn f32_to_fp8_bits(x: &UOp, fmt: Fp8Format) -> UOp {
         Fp8Format::E5M2 => (0x7fi64, 0x7ci64),
     };
     // NaN fails every compare above; infinity compares above max (saturates): both fixed here
-    let special = ax
-        .ne(&ax)
+    // (NaN told by its bits: a shader compiler may fold `x != x`)
+    let special = UOp::cnst(u32t, 0x7f80_0000u32)
+        .lt(&a)
         .where_(&UOp::cnst(u32t, nan), &UOp::cnst(u32t, inf));
     let is_special = a.lt(0x7f80_0000i64).ne(true);
     let out = is_special.where_(&special, &finite) | &sign;

@@ -5,8 +5,10 @@
 //! - [`gemm`]: matmul-shaped kernels split into packing kernels, a GEMM and an epilogue.
 //! - [`gemm_in_place`]: GEMM operands with separable indices, read in place through tables.
 //! - [`gated_loads`]: selects that repeat a gated load's gate, removed.
-//! - [`emulate`]: `float16`/`bfloat16` computed in `float32` on targets without half arithmetic.
-//! - [`late`]: subtraction and negation as their own ops, just before linearizing.
+//! - [`emulate`]: `float16`/`bfloat16` and fp8 computed in `float32` on targets without them
+//!   (fp8 as `uint8` bits with integer conversions).
+//! - [`late`]: subtraction and negation as their own ops and FMA contraction, just before
+//!   linearizing.
 //! - [`linearize`]: kernel AST -> flat program order with explicit loops and accumulators.
 //! - [`reassociate`]: index sums ordered by loop level, so loop-invariant parts are hoisted.
 //! - [`opt`]: kernel optimizations (upcast, unroll, 4-lane vectors), their heuristic and the

@@ -298,7 +298,8 @@ impl DType {
         }
     }
 
-    /// The smallest value of the dtype: `false`, the integer minimum, or `-inf` for floats.
+    /// The smallest value of the dtype: `false`, the integer minimum, `-inf` for floats (`-448`
+    /// for `fp8e4m3`, which has no infinities: `-inf` would become NaN).
     pub fn min(self) -> crate::ConstValue {
         use crate::ConstValue;
         let s = self.scalar();
@@ -309,12 +310,15 @@ impl DType {
         } else if s.is_int() {
             let bits = if s == DType::INDEX { 64 } else { s.bitsize() };
             ConstValue::Int(i64::MIN >> (64 - bits))
+        } else if s == DType::FP8E4M3 {
+            ConstValue::Float(-448.0)
         } else {
             ConstValue::Float(f64::NEG_INFINITY)
         }
     }
 
-    /// The largest value of the dtype: `true`, the integer maximum, or `+inf` for floats.
+    /// The largest value of the dtype: `true`, the integer maximum, `+inf` for floats (`448` for
+    /// `fp8e4m3`, which has no infinities).
     pub fn max(self) -> crate::ConstValue {
         use crate::ConstValue;
         let s = self.scalar();
@@ -324,6 +328,8 @@ impl DType {
             ConstValue::UInt(u64::MAX >> (64 - s.bitsize()))
         } else if s.is_int() {
             ConstValue::Int(i64::MAX >> (64 - s.bitsize()))
+        } else if s == DType::FP8E4M3 {
+            ConstValue::Float(448.0)
         } else {
             ConstValue::Float(f64::INFINITY)
         }

@@ -100,7 +100,8 @@ fn get_kernel_for(
     Ok(entry)
 }
 
-/// A rough count of ALU operations per launch: each ALU op times its enclosing loop sizes.
+/// A rough count of ALU operations per launch: each ALU op times its enclosing loop sizes (a
+/// fused multiply-add counts two).
 fn estimate_flops(uops: &[UOp]) -> f64 {
     let mut mult = vec![1.0f64];
     let mut total = 0.0;
@@ -114,7 +115,10 @@ fn estimate_flops(uops: &[UOp]) -> f64 {
             Ops::End => {
                 mult.pop();
             }
-            op if op.is_alu() && !u.dtype().is_int() => total += *mult.last().expect("scope"),
+            op if op.is_alu() && !u.dtype().is_int() => {
+                let n = if op == Ops::MulAcc { 2.0 } else { 1.0 };
+                total += n * *mult.last().expect("scope");
+            }
             _ => {}
         }
     }

@@ -418,7 +418,9 @@ fn normalize_sum(root: &UOp) -> Option<UOp> {
     Some(lin.build(dt))
 }
 
-/// `k*(x%c) + k*c*(x//c) -> k*x` (valid for any sign of `x` with truncating division).
+/// `k*(x%c) + k*c*(x//c) -> k*x` and `k*(x%c) + k*c*((x//c)%m) -> k*(x%(c*m))` (both valid
+/// for any sign of `x` with truncating division: every remainder has the sign of `x`). The
+/// second folds the binary digits of a ramp (`Tensor::nn_ramp`) back into its index.
 fn recombine_divmod(lin: &mut Lin, dt: DType) {
     if !lin.terms.iter().any(|(b, _)| b.op() == Ops::Mod) {
         return;
@@ -443,16 +445,118 @@ fn recombine_divmod(lin: &mut Lin, dt: DType) {
                 }
             }
         }
-        let Some((i, j)) = found else { return };
+        // (x%c) + c*((x//c)%m) -> x%(c*m)
+        let mut digit = None;
+        if found.is_none() {
+            'digits: for (i, (m, k1)) in lin.terms.iter().enumerate() {
+                if m.op() != Ops::Mod {
+                    continue;
+                }
+                let Some(c) = m.s(1).as_int().filter(|c| *c > 0) else {
+                    continue;
+                };
+                for (j, (d, k2)) in lin.terms.iter().enumerate() {
+                    let Some(mm) = (d.op() == Ops::Mod && d.s(0).op() == Ops::IDiv)
+                        .then(|| d.s(1).as_int())
+                        .flatten()
+                        .filter(|v| *v > 0)
+                    else {
+                        continue;
+                    };
+                    let inner = d.s(0);
+                    if inner.s(0) == m.s(0)
+                        && inner.s(1) == m.s(1)
+                        && k1.checked_mul(c).map(|v| wrap(dt, v)) == Some(*k2)
+                        && let Some(cm) = c.checked_mul(mm)
+                    {
+                        digit = Some((i, j, cm));
+                        break 'digits;
+                    }
+                }
+            }
+        }
+        let (i, j, merged) = match (found, digit) {
+            (Some((i, j)), _) => (i, j, None),
+            (None, Some((i, j, cm))) => (i, j, Some(cm)),
+            (None, None) => return,
+        };
         let (m, k1) = lin.terms[i].clone();
         let x = m.s(0).clone();
         let (a, b) = (i.max(j), i.min(j));
         lin.terms.remove(a);
         lin.terms.remove(b);
-        lin.add_scaled(&x, k1);
+        match merged {
+            None => lin.add_scaled(&x, k1),
+            Some(cm) => lin.add_scaled(&x.modulo(cm), k1),
+        }
         lin.k = wrap(dt, lin.k);
         lin.canonicalize(dt);
     }
+}
+
+/// `where(y < k, t, f)` with integer constants `t`, `f` and `y` in `[lo, hi]` with
+/// `lo < k <= hi < 2k - lo`: `[y >= k]` is `(y - lo) // (k - lo)`, so the select is
+/// `t + cast((y - lo) // (k - lo)) * (f - t)` — arithmetic, so that sums of such digits (a ramp
+/// built from padded constants) fold like index arithmetic.
+fn fold_where_bit(w: &UOp) -> Option<UOp> {
+    let dt = w.dtype();
+    if !is_sym_int(dt) || dt == DType::INDEX || dt.count() != 1 {
+        return None;
+    }
+    let (c, t, f) = (w.s(0), w.s(1), w.s(2));
+    let (t, f) = (t.as_int()?, f.as_int()?);
+    if c.op() != Ops::CmpLt {
+        return None;
+    }
+    let (y, k) = (c.s(0), c.s(1).as_int()?);
+    if !is_sym_int(y.dtype()) || y.dtype().count() != 1 {
+        return None;
+    }
+    let (lo, hi) = b128(y);
+    let (k128, span) = (k as i128, k as i128 - lo);
+    // (y - lo must not wrap in y's dtype either)
+    if !(lo < k128 && k128 <= hi && hi - lo < 2 * span && fits(y.dtype(), 0, hi - lo)) {
+        return None;
+    }
+    let span = span as i64;
+    let d = if lo == 0 { y.clone() } else { y - lo as i64 };
+    let d = if span == 1 { d } else { d.idiv(span) };
+    let diff = wrap(dt, f.wrapping_sub(t));
+    Some(d.cast(dt) * UOp::cnst(dt, diff) + UOp::cnst(dt, t))
+}
+
+/// An integer `cast(x) * c`, `cast(x) + c` or `cast(x) + cast(y)` (casts from the same integer
+/// dtype) as one cast of the arithmetic done in the source dtype, when no intermediate leaves
+/// either dtype's range (so neither side wraps).
+fn fold_cast_arith(root: &UOp) -> Option<UOp> {
+    let dt = root.dtype();
+    if !is_sym_int(dt) || dt == DType::INDEX || dt.count() != 1 {
+        return None;
+    }
+    let (a, b) = (root.s(0), root.s(1));
+    let (cast, other) = if a.op() == Ops::Cast { (a, b) } else { (b, a) };
+    if cast.op() != Ops::Cast {
+        return None;
+    }
+    let x = cast.s(0);
+    let sdt = x.dtype();
+    if !is_sym_int(sdt) || sdt.count() != 1 {
+        return None;
+    }
+    let y = match other.op() {
+        Ops::Const => UOp::cnst(sdt, other.as_int()?),
+        Ops::Cast if other.s(0).dtype() == sdt => other.s(0).clone(),
+        _ => return None,
+    };
+    let ((xl, xh), (yl, yh)) = (b128(x), b128(&y));
+    let (lo, hi) = match root.op() {
+        Ops::Add => (xl + yl, xh + yh),
+        _ if y.op() == Ops::Const => min_max(&[xl * yl, xh * yl]),
+        _ => return None,
+    };
+    // the cast must not have changed x's values either
+    (fits(sdt, lo, hi) && fits(dt, lo, hi) && fits(dt, xl, xh) && fits(dt, yl, yh))
+        .then(|| UOp::new(root.op(), sdt, vec![x.clone(), y], Arg::None).cast(dt))
 }
 
 /// Hermite's identity on unrolled aranges: `sum_{j<d} (u+k0+j)//d == u+k0` when every numerator
@@ -918,6 +1022,8 @@ pub fn symbolic() -> &'static PatternMatcher {
             UPat::var("x") | (UPat::var("x") & UPat::any()) => |x| not_float(x).then(|| x.clone()),
             // ** where **
             UPat::any().where_(UPat::var("v"), UPat::var("v")) => |v| v.clone(),
+            UPat::op(Ops::Where).named("w") => |w| fold_where_bit(w),
+            UPat::ops(&[Ops::Add, Ops::Mul]).named("x") => |x| fold_cast_arith(x),
             UPat::cvar("g").where_(UPat::var("t"), UPat::var("f")) =>
                 |g, t, f| Some(if g.arg().as_const()?.as_bool() { t.clone() } else { f.clone() }),
             UPat::var("c").dtype(DType::BOOL).ne(true).where_(UPat::var("t"), UPat::var("f")) => |c, t, f| c.where_(f, t),

@@ -691,3 +691,30 @@ fn fuzz_failure1() {
         + &v3;
     t(&e, "((((-v2)+v3)-(((v2+((v1+v3)//2))+1)//3))+2) [-2, 3]");
 }
+
+#[test]
+fn binary_digits_recombine() {
+    // (x%c) + c*((x//c)%m) -> x%(c*m), repeatedly: the digits of a ramp give the index back
+    let g = v("gidx", 0, 63);
+    let digits = sum(&[
+        &g % 2,
+        (g.idiv(2) % 2) * 2,
+        (g.idiv(4) % 2) * 4,
+        (g.idiv(8) % 2) * 8,
+        (g.idiv(16) % 2) * 16,
+        g.idiv(32) * 32,
+    ]);
+    t(&digits, "gidx [0, 63]");
+    // truncating division: also for negative values
+    let n = v("n", -50, 50);
+    t(
+        &(&n % 2 + (n.idiv(2) % 2) * 2 + n.idiv(4) * 4),
+        "n [-50, 50]",
+    );
+    t(&(&n % 3 + (n.idiv(3) % 5) * 3), "(n%15) [-14, 14]");
+    // a digit with the wrong weight stays
+    t(
+        &(&g % 2 + (g.idiv(2) % 2) * 4),
+        "((gidx%2)+(((gidx//2)%2)*4)) [0, 5]",
+    );
+}

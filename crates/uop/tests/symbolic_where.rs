@@ -157,3 +157,42 @@ fn relu_of_index() {
     t(&(&x * 2 + 1).maximum(0), "max(((x*2)+1), 0) [0, 9]");
     t(&(&x + 5).maximum(0), "(x+5) [1, 9]");
 }
+
+#[test]
+fn ramp_of_padded_digits_folds_to_the_index() {
+    // Tensor::nn_ramp: one `where(digit < 1, 0, 2^b)` per binary digit, summed in uint32
+    let g = v("gidx", 0, 15);
+    let u32t = DType::UINT32;
+    let digit = |d: UOp, w: u32| d.lt(1i64).where_(UOp::cnst(u32t, 0u32), UOp::cnst(u32t, w));
+    let ramp =
+        digit(g.idiv(8), 8) + digit(g.idiv(4) % 2, 4) + digit(g.idiv(2) % 2, 2) + digit(&g % 2, 1);
+    t(&ramp, "(uint32)gidx [0, 15]");
+    // a select between constants over a two-valued operand is arithmetic
+    let y = v("y", 3, 4);
+    t(
+        &y.lt(4i64).where_(
+            UOp::cnst(DType::INT32, 7i32),
+            UOp::cnst(DType::INT32, -2i32),
+        ),
+        "(int32)((y*-9)+34) [-2, 7]",
+    );
+}
+
+#[test]
+fn select_over_a_full_range_operand_stays() {
+    // y - lo would wrap in int32: the sign test of a loaded value keeps its select
+    let y = UOp::new(
+        tinygrad_uop::Ops::DefineVar,
+        DType::INT32,
+        vec![],
+        tinygrad_uop::Arg::Var("y".into(), i32::MIN as i64, i32::MAX as i64),
+    );
+    let s = y
+        .lt(0i32)
+        .where_(
+            UOp::cnst(DType::INT32, -1i32),
+            UOp::cnst(DType::INT32, 1i32),
+        )
+        .simplify();
+    assert_eq!(s.op(), tinygrad_uop::Ops::Where, "{s}");
+}
