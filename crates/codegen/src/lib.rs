@@ -9,6 +9,7 @@
 //!   (fp8 as `uint8` bits with integer conversions).
 //! - [`late`]: subtraction and negation as their own ops and FMA contraction, just before
 //!   linearizing.
+//! - [`merge_ranges`]: adjacent reduce ranges merged into one where the indexing allows.
 //! - [`linearize`]: kernel AST -> flat program order with explicit loops and accumulators.
 //! - [`reassociate`]: index sums ordered by loop level, so loop-invariant parts are hoisted.
 //! - [`opt`]: kernel optimizations (upcast, unroll, 4-lane vectors), their heuristic and the
@@ -30,6 +31,7 @@ pub mod gemm_in_place;
 mod grid;
 pub mod late;
 pub mod linearize;
+pub mod merge_ranges;
 pub mod opt;
 pub mod program;
 pub mod ptx;

@@ -63,8 +63,9 @@ pub fn beam_candidates(ast: &UOp, caps: TargetCaps, from: &KernelOpts) -> Vec<Ke
     crate::opt::beam_moves(&prepare(ast, caps), from)
 }
 
-/// The AST as opts see it: index arithmetic simplified, half precision emulated and
-/// transcendentals decomposed where the target lacks them.
+/// The AST as opts see it: index arithmetic simplified, half precision emulated,
+/// transcendentals decomposed where the target lacks them, and adjacent reduce ranges merged
+/// where the indexing allows.
 fn prepare(ast: &UOp, caps: TargetCaps) -> UOp {
     // Simplify index arithmetic (reshape's div/mod, pad's bounds, constant folding) first.
     let mut ast = tinygrad_uop::graph_rewrite(ast, tinygrad_uop::sym(), &mut (), false);
@@ -79,7 +80,7 @@ fn prepare(ast: &UOp, caps: TargetCaps) -> UOp {
     if !caps.transcendentals {
         ast = tinygrad_uop::graph_rewrite(&ast, crate::decomp::decomp_rules(), &mut (), false);
     }
-    ast
+    crate::merge_ranges::merge_reduce_ranges(&ast)
 }
 
 /// `opts`: `None` no opts, `Some(None)` the heuristic's, `Some(Some(o))` exactly `o`.
