@@ -468,6 +468,8 @@ fn recombine_divmod(lin: &mut Lin, dt: DType) {
                         && inner.s(1) == m.s(1)
                         && k1.checked_mul(c).map(|v| wrap(dt, v)) == Some(*k2)
                         && let Some(cm) = c.checked_mul(mm)
+                        // (the merged modulus must be a value of dt: no wrapped constant)
+                        && fits(dt, cm as i128, cm as i128)
                     {
                         digit = Some((i, j, cm));
                         break 'digits;
@@ -521,7 +523,12 @@ fn fold_where_bit(w: &UOp) -> Option<UOp> {
     let span = span as i64;
     let d = if lo == 0 { y.clone() } else { y - lo as i64 };
     let d = if span == 1 { d } else { d.idiv(span) };
-    let diff = wrap(dt, f.wrapping_sub(t));
+    // f - t must be a value of dt (else t + bit*(f - t) wraps where the select did not)
+    let diff = f as i128 - t as i128;
+    if !fits(dt, diff, diff) {
+        return None;
+    }
+    let diff = diff as i64;
     Some(d.cast(dt) * UOp::cnst(dt, diff) + UOp::cnst(dt, t))
 }
 
@@ -544,7 +551,14 @@ fn fold_cast_arith(root: &UOp) -> Option<UOp> {
         return None;
     }
     let y = match other.op() {
-        Ops::Const => UOp::cnst(sdt, other.as_int()?),
+        // (a constant that is no value of the source dtype would wrap there)
+        Ops::Const => {
+            let c = other.as_int()?;
+            if !fits(sdt, c as i128, c as i128) {
+                return None;
+            }
+            UOp::cnst(sdt, c)
+        }
         Ops::Cast if other.s(0).dtype() == sdt => other.s(0).clone(),
         _ => return None,
     };

@@ -718,3 +718,19 @@ fn binary_digits_recombine() {
         "((gidx%2)+(((gidx//2)%2)*4)) [0, 5]",
     );
 }
+
+#[test]
+fn digit_recombine_in_a_narrow_dtype() {
+    use tinygrad_uop::{Arg, DType, Ops};
+    // int8: 3 * 100 = 300 is no int8 (a wrapped modulus would be 44); the sum stays exact
+    let x = UOp::new(
+        Ops::DefineVar,
+        DType::INT8,
+        vec![],
+        Arg::Var("x".into(), -128, 127),
+    );
+    t(
+        &(&x % 3i64 + (x.idiv(3i64) % 100i64) * 3i64),
+        "((x%3)+((x//3)*3)) [-128, 127]",
+    );
+}

@@ -196,3 +196,30 @@ fn select_over_a_full_range_operand_stays() {
         .simplify();
     assert_eq!(s.op(), tinygrad_uop::Ops::Where, "{s}");
 }
+
+#[test]
+fn narrow_dtype_folds_do_not_wrap() {
+    use tinygrad_uop::{Arg, Ops};
+    let var = |dt: DType, lo: i64, hi: i64| {
+        UOp::new(Ops::DefineVar, dt, vec![], Arg::Var("x".into(), lo, hi))
+    };
+    // cast(x: uint8) * -1 in int32: -1 is no uint8, the product must stay in int32
+    let x = var(DType::UINT8, 0, 1);
+    t(&(x.cast(DType::INT32) * -1i32), "(-(int32)x) [-1, 0]");
+    // cast(x: int8) + 200 in int32: 200 is no int8
+    let y = var(DType::INT8, 0, 10);
+    t(
+        &(y.cast(DType::INT32) + 200i32),
+        "((int32)x+200) [200, 210]",
+    );
+    // a select between constants whose difference overflows int32 stays a select
+    let z = v("z", 0, 1);
+    let s = z
+        .lt(1i64)
+        .where_(
+            UOp::cnst(DType::INT32, 2_000_000_000i32),
+            UOp::cnst(DType::INT32, -2_000_000_000i32),
+        )
+        .simplify();
+    assert_eq!(s.op(), Ops::Where, "{s}");
+}
