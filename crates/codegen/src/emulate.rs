@@ -205,7 +205,16 @@ fn fp8_as_uint8(x: &UOp) -> Option<UOp> {
 }
 
 /// The exact float32 value of fp8 bits (`bits`: `uint8`, any vector width).
+///
+/// # Panics
+/// If `bits` is not `uint8`.
 pub fn fp8_bits_to_f32(bits: &UOp, fmt: Fp8Format) -> UOp {
+    assert_eq!(
+        bits.dtype().scalar(),
+        DType::UINT8,
+        "fp8_bits_to_f32: expected uint8 bits, got {}",
+        bits.dtype()
+    );
     let n = bits.dtype().count();
     let (u32t, f32t) = (DType::UINT32.vec(n), DType::FLOAT32.vec(n));
     let (mbits, bias): (i64, i64) = match fmt {
@@ -240,7 +249,16 @@ pub fn fp8_bits_to_f32(bits: &UOp, fmt: Fp8Format) -> UOp {
 /// The fp8 bits (`uint8`) of a float32 value, rounded to nearest even, finite overflow
 /// saturated to the largest finite value; NaN becomes NaN, infinity NaN in `e4m3` (which has
 /// none) and infinity in `e5m2` (`tinygrad_dtype::fp8::f64_to_fp8`, the reference).
+///
+/// # Panics
+/// If `x` is not `float32`.
 pub fn f32_to_fp8_bits(x: &UOp, fmt: Fp8Format) -> UOp {
+    assert_eq!(
+        x.dtype().scalar(),
+        DType::FLOAT32,
+        "f32_to_fp8_bits: expected a float32 value, got {}",
+        x.dtype()
+    );
     let n = x.dtype().count();
     let (u32t, f32t) = (DType::UINT32.vec(n), DType::FLOAT32.vec(n));
     let (mbits, bias, max_norm, max_val, min_norm): (i64, i64, i64, f32, f32) = match fmt {

@@ -4,25 +4,11 @@
 
 mod dtype_matrix;
 
-use dtype_matrix::{coverage_cases, same};
+use dtype_matrix::assert_device_matches_ref;
 
 #[test]
 fn cpu_matches_ref_on_every_dtype_and_op_class() {
-    let (on_cpu, on_ref) = (coverage_cases("CPU"), coverage_cases("REF"));
-    let mut failures = Vec::new();
-    for ((label, c), (_, r)) in on_cpu.iter().zip(&on_ref) {
-        assert_eq!(c.dtype(), r.dtype(), "{label}: dtype");
-        let (got, want) = (c.to_f64_vec(), r.to_f64_vec());
-        if !same(&got, &want, r.dtype()) {
-            failures.push(format!("{label}: CPU {got:?}\n    REF {want:?}"));
-        }
-    }
-    eprintln!(
-        "CPU vs REF: {} of {} cases match",
-        on_ref.len() - failures.len(),
-        on_ref.len()
-    );
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert_device_matches_ref("CPU");
 }
 
 /// The CPU's emulated fp8 conversions (integer arithmetic on the bits) against

@@ -11,7 +11,8 @@ mod dtype_matrix;
 mod ptx_check;
 
 use dtype_matrix::{
-    NOT_GROUPED, close_reduction, coverage_cases, f32s, grouped_reduction_cases, same,
+    NOT_GROUPED, assert_device_matches_ref, close_reduction, coverage_cases, f32s,
+    grouped_reduction_cases, same,
 };
 
 use tinygrad_codegen::ptx::{PtxRenderer, launch_dims};
@@ -361,20 +362,7 @@ fn cuda_matches_ref_on_every_dtype_and_op_class() {
     if cuda().is_none() {
         return;
     }
-    let (on_cuda, on_ref) = (coverage_cases("CUDA"), coverage_cases("REF"));
-    let mut failures = Vec::new();
-    for ((label, c), (_, r)) in on_cuda.iter().zip(&on_ref) {
-        let (got, want) = (c.to_f64_vec(), r.to_f64_vec());
-        if !same(&got, &want, r.dtype()) {
-            failures.push(format!("{label}: CUDA {got:?}\n    REF {want:?}"));
-        }
-    }
-    eprintln!(
-        "CUDA vs REF: {} of {} cases match",
-        on_ref.len() - failures.len(),
-        on_ref.len()
-    );
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert_device_matches_ref("CUDA");
 }
 
 #[test]

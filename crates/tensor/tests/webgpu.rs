@@ -12,7 +12,7 @@
 mod dtype_matrix;
 
 use dtype_matrix::{
-    NOT_GROUPED, close_reduction, coverage_cases, f32s, grouped_reduction_cases, same,
+    NOT_GROUPED, assert_device_matches_ref, close_reduction, f32s, grouped_reduction_cases, same,
 };
 use tinygrad_codegen::wgsl::{WgslRenderer, launch_dims};
 use tinygrad_codegen::{Program, Renderer, to_program};
@@ -183,20 +183,7 @@ fn webgpu_matches_ref_on_every_dtype_and_op_class() {
     if webgpu().is_none() {
         return;
     }
-    let (on_gpu, on_ref) = (coverage_cases("WEBGPU"), coverage_cases("REF"));
-    let mut failures = Vec::new();
-    for ((label, g), (_, r)) in on_gpu.iter().zip(&on_ref) {
-        let (got, want) = (g.to_f64_vec(), r.to_f64_vec());
-        if !same(&got, &want, r.dtype()) {
-            failures.push(format!("{label}: WEBGPU {got:?}\n    REF {want:?}"));
-        }
-    }
-    eprintln!(
-        "WEBGPU vs REF: {} of {} cases match",
-        on_ref.len() - failures.len(),
-        on_ref.len()
-    );
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert_device_matches_ref("WEBGPU");
 }
 
 #[test]

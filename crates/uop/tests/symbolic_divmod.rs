@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::{t, var as v};
+use common::{t, var as v, var_of};
 use tinygrad_uop::{AxisKind, UOp};
 
 fn sum(xs: &[UOp]) -> UOp {
@@ -721,14 +721,8 @@ fn binary_digits_recombine() {
 
 #[test]
 fn digit_recombine_in_a_narrow_dtype() {
-    use tinygrad_uop::{Arg, DType, Ops};
     // int8: 3 * 100 = 300 is no int8 (a wrapped modulus would be 44); the sum stays exact
-    let x = UOp::new(
-        Ops::DefineVar,
-        DType::INT8,
-        vec![],
-        Arg::Var("x".into(), -128, 127),
-    );
+    let x = var_of(tinygrad_uop::DType::INT8, "x", -128, 127);
     t(
         &(&x % 3i64 + (x.idiv(3i64) % 100i64) * 3i64),
         "((x%3)+((x//3)*3)) [-128, 127]",

@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{t, var as v};
+use common::{t, var as v, var_of};
 use tinygrad_uop::{DType, UOp};
 
 #[test]
@@ -181,12 +181,7 @@ fn ramp_of_padded_digits_folds_to_the_index() {
 #[test]
 fn select_over_a_full_range_operand_stays() {
     // y - lo would wrap in int32: the sign test of a loaded value keeps its select
-    let y = UOp::new(
-        tinygrad_uop::Ops::DefineVar,
-        DType::INT32,
-        vec![],
-        tinygrad_uop::Arg::Var("y".into(), i32::MIN as i64, i32::MAX as i64),
-    );
+    let y = var_of(DType::INT32, "y", i32::MIN as i64, i32::MAX as i64);
     let s = y
         .lt(0i32)
         .where_(
@@ -199,15 +194,12 @@ fn select_over_a_full_range_operand_stays() {
 
 #[test]
 fn narrow_dtype_folds_do_not_wrap() {
-    use tinygrad_uop::{Arg, Ops};
-    let var = |dt: DType, lo: i64, hi: i64| {
-        UOp::new(Ops::DefineVar, dt, vec![], Arg::Var("x".into(), lo, hi))
-    };
+    use tinygrad_uop::Ops;
     // cast(x: uint8) * -1 in int32: -1 is no uint8, the product must stay in int32
-    let x = var(DType::UINT8, 0, 1);
+    let x = var_of(DType::UINT8, "x", 0, 1);
     t(&(x.cast(DType::INT32) * -1i32), "(-(int32)x) [-1, 0]");
     // cast(x: int8) + 200 in int32: 200 is no int8
-    let y = var(DType::INT8, 0, 10);
+    let y = var_of(DType::INT8, "x", 0, 10);
     t(
         &(y.cast(DType::INT32) + 200i32),
         "((int32)x+200) [200, 210]",

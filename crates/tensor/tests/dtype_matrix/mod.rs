@@ -134,6 +134,27 @@ pub fn coverage_cases(device: &str) -> Vec<(String, Tensor)> {
     out
 }
 
+/// Runs [`coverage_cases`] on `device` and on `REF` and asserts every case matches ([`same`],
+/// and the same dtype), listing every mismatch; prints the count that matched.
+#[track_caller]
+pub fn assert_device_matches_ref(device: &str) {
+    let (on_dev, on_ref) = (coverage_cases(device), coverage_cases("REF"));
+    let mut failures = Vec::new();
+    for ((label, d), (_, r)) in on_dev.iter().zip(&on_ref) {
+        assert_eq!(d.dtype(), r.dtype(), "{label}: dtype on {device} and REF");
+        let (got, want) = (d.to_f64_vec(), r.to_f64_vec());
+        if !same(&got, &want, r.dtype()) {
+            failures.push(format!("{label}: {device} {got:?}\n    REF {want:?}"));
+        }
+    }
+    eprintln!(
+        "{device} vs REF: {} of {} cases match",
+        on_ref.len() - failures.len(),
+        on_ref.len()
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 /// Whether `got` matches `want` for dtype `dt`: NaN for NaN, exact for integers and infinities,
 /// else within 1e-5 (1e-2 for the halves, one fp8 step for fp8: a float32 result one ulp off
 /// can round to the neighbouring fp8 value) relative.

@@ -12,6 +12,16 @@ pub fn var(name: &str, lo: i64, hi: i64) -> UOp {
     UOp::variable(name, lo, hi)
 }
 
+/// A variable `name` of dtype `dt` (an integer type other than `index`) in `lo..=hi`.
+pub fn var_of(dt: DType, name: &str, lo: i64, hi: i64) -> UOp {
+    UOp::new(
+        Ops::DefineVar,
+        dt,
+        vec![],
+        tinygrad_uop::Arg::Var(name.into(), lo, hi),
+    )
+}
+
 /// `u.simplify()` rendered.
 pub fn simp(u: &UOp) -> String {
     u.simplify().to_string()
