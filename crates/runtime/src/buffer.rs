@@ -28,7 +28,17 @@ pub struct Buffer {
 
 impl Buffer {
     /// A new, not yet allocated buffer.
+    ///
+    /// # Panics
+    /// If `size` elements of `dtype` need more than `isize::MAX` bytes (the byte size would
+    /// wrap, and kernels would write past a small allocation).
     pub fn new(device: &str, dtype: DType, size: usize) -> Arc<Buffer> {
+        assert!(
+            tinygrad_uop::shape::checked_numel(&[size], dtype.itemsize()).is_some(),
+            "Buffer::new: {size} elements of {dtype} on {device} need more than {} bytes \
+             (isize::MAX)",
+            tinygrad_uop::shape::MAX_BYTES
+        );
         Arc::new(Buffer {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             device: device.into(),

@@ -72,7 +72,7 @@ pub struct Lowering<'a> {
     /// Number of iterations of the kernel's output loops.
     pub out_elems: usize,
     next_range: usize,
-    memo: HashMap<(UOp, Vec<UOp>, Option<UOp>, bool), UOp>,
+    memo: HashMap<Key, UOp>,
     /// Set when a reduce that must be realized is found.
     pub found: Option<UOp>,
     /// Where each reduce was inlined so far in this schedule: (kernel, index). Inlining the same
@@ -123,14 +123,46 @@ impl<'a> Lowering<'a> {
     }
 
     /// Lowers `node` evaluated at `idx` (one index per dimension) under `valid`.
+    ///
+    /// Iterative (an explicit stack of pending evaluations), so a graph of any depth lowers on a
+    /// small thread stack. Evaluations are expanded in the order a recursive walk would meet them
+    /// (sources left to right, each one's whole subgraph first), which keeps the numbering of
+    /// reduce ranges and the realize decisions the same as the recursive definition's.
     pub fn lower(&mut self, node: &UOp, idx: &[UOp], valid: Option<&UOp>, in_red: bool) -> UOp {
-        let key = (node.clone(), idx.to_vec(), valid.cloned(), in_red);
-        if let Some(v) = self.memo.get(&key) {
+        let root: Key = (node.clone(), idx.to_vec(), valid.cloned(), in_red);
+        if let Some(v) = self.memo.get(&root) {
             return v.clone();
         }
-        let v = self.lower_uncached(node, idx, valid, in_red);
-        self.memo.insert(key, v.clone());
-        v
+        let mut stack = vec![Task::Expand(root.clone())];
+        while let Some(task) = stack.pop() {
+            match task {
+                Task::Expand(key) => {
+                    if self.memo.contains_key(&key) {
+                        continue;
+                    }
+                    match self.step(&key) {
+                        Step::Done(v) => {
+                            self.memo.insert(key, v);
+                        }
+                        Step::Need(children, finish) => {
+                            let pending: Vec<Task> =
+                                children.iter().rev().cloned().map(Task::Expand).collect();
+                            stack.push(Task::Finish(key, children, finish));
+                            stack.extend(pending);
+                        }
+                    }
+                }
+                Task::Finish(key, children, finish) => {
+                    let vals: Vec<UOp> = children
+                        .iter()
+                        .map(|c| self.memo.get(c).expect("sources lowered first").clone())
+                        .collect();
+                    let v = finish.apply(&key.0, vals);
+                    self.memo.insert(key, v);
+                }
+            }
+        }
+        self.memo.get(&root).expect("lowered").clone()
     }
 
     fn load(&mut self, buf_node: &UOp, idx: UOp, valid: Option<&UOp>) -> UOp {
@@ -143,37 +175,44 @@ impl<'a> Lowering<'a> {
         UOp::new(Ops::Load, buf_node.dtype(), vec![index], Arg::None)
     }
 
-    fn lower_uncached(&mut self, n: &UOp, idx: &[UOp], valid: Option<&UOp>, in_red: bool) -> UOp {
+    /// One node's lowering: its value, or the evaluations of its sources it needs and how to
+    /// combine them.
+    fn step(&mut self, key: &Key) -> Step {
+        let (n, idx, valid, in_red) = (&key.0, key.1.as_slice(), key.2.as_ref(), key.3);
+        let pass = |new_idx: Vec<UOp>| {
+            Step::Need(
+                vec![(n.s(0).clone(), new_idx, valid.cloned(), in_red)],
+                Finish::Same,
+            )
+        };
         if self.found.is_some() {
-            return UOp::cnst(n.dtype(), 0i64);
+            return Step::Done(UOp::cnst(n.dtype(), 0i64));
         }
         if n.op() == Ops::Buffer {
-            return self.load(n, idx[0].clone(), valid);
+            return Step::Done(self.load(n, idx[0].clone(), valid));
         }
         if (self.realized)(n) {
             let shape = n.shape_vec();
             let lin = linearize(idx, &shape);
-            return self.load(n, lin, valid);
+            return Step::Done(self.load(n, lin, valid));
         }
         let shape_in = |i: usize| n.s(i).shape_vec();
         match n.op() {
-            Ops::Const => n.clone(),
+            Ops::Const => Step::Done(n.clone()),
             Ops::Contiguous | Ops::Detach | Ops::ContiguousBackward | Ops::Noop => {
-                self.lower(n.s(0), idx, valid, in_red)
+                pass(idx.to_vec())
             }
-            op if op.is_elementwise() => {
-                let src: Vec<UOp> = n
-                    .src()
+            op if op.is_elementwise() => Step::Need(
+                n.src()
                     .iter()
-                    .map(|s| self.lower(s, idx, valid, in_red))
-                    .collect();
-                n.with_src(src)
-            }
+                    .map(|s| (s.clone(), idx.to_vec(), valid.cloned(), in_red))
+                    .collect(),
+                Finish::Elementwise,
+            ),
             Ops::Reshape => {
                 let out_shape = n.shape_vec();
                 let in_shape = shape_in(0);
-                let new_idx = reshape_index(idx, &out_shape, &in_shape);
-                self.lower(n.s(0), &new_idx, valid, in_red)
+                pass(reshape_index(idx, &out_shape, &in_shape))
             }
             Ops::Permute => {
                 let order = n.arg().as_shape().expect("permute arg").to_vec();
@@ -181,7 +220,7 @@ impl<'a> Lowering<'a> {
                 for (i, &o) in order.iter().enumerate() {
                     new_idx[o] = idx[i].clone();
                 }
-                self.lower(n.s(0), &new_idx, valid, in_red)
+                pass(new_idx)
             }
             Ops::Expand => {
                 let in_shape = shape_in(0);
@@ -197,7 +236,7 @@ impl<'a> Lowering<'a> {
                         }
                     })
                     .collect();
-                self.lower(n.s(0), &new_idx, valid, in_red)
+                pass(new_idx)
             }
             Ops::Shrink => {
                 let b = n.arg().as_pairs().expect("shrink arg").to_vec();
@@ -206,7 +245,7 @@ impl<'a> Lowering<'a> {
                     .zip(&b)
                     .map(|(i, (s, _))| if *s == 0 { i.clone() } else { i + (*s as i64) })
                     .collect();
-                self.lower(n.s(0), &new_idx, valid, in_red)
+                pass(new_idx)
             }
             Ops::Flip => {
                 let axes = n.arg().as_shape().expect("flip arg").to_vec();
@@ -222,7 +261,7 @@ impl<'a> Lowering<'a> {
                         }
                     })
                     .collect();
-                self.lower(n.s(0), &new_idx, valid, in_red)
+                pass(new_idx)
             }
             Ops::Pad => {
                 let p = n.arg().as_pairs().expect("pad arg").to_vec();
@@ -241,21 +280,23 @@ impl<'a> Lowering<'a> {
                 }
                 let pad_valid = conds.into_iter().reduce(|a, c| a & c);
                 let Some(pv) = pad_valid else {
-                    return self.lower(n.s(0), &new_idx, valid, in_red);
+                    return pass(new_idx);
                 };
                 let inner_valid = match valid {
                     Some(v) => v & &pv,
                     None => pv.clone(),
                 };
-                let inner = self.lower(n.s(0), &new_idx, Some(&inner_valid), in_red);
-                pv.where_(inner, UOp::cnst(n.dtype(), 0i64))
+                Step::Need(
+                    vec![(n.s(0).clone(), new_idx, Some(inner_valid), in_red)],
+                    Finish::Gate(pv),
+                )
             }
             Ops::ReduceAxis => {
                 let here = (self.kernel, idx.to_vec());
                 let elsewhere = self.seen_reduces.get(n).is_some_and(|seen| *seen != here);
                 if elsewhere || self.must_realize_reduce(n, in_red) {
                     self.found = Some(n.clone());
-                    return UOp::cnst(n.dtype(), 0i64);
+                    return Step::Done(UOp::cnst(n.dtype(), 0i64));
                 }
                 self.seen_reduces.insert(n.clone(), here);
                 let Arg::Reduce(op, axes) = n.arg().clone() else {
@@ -263,7 +304,7 @@ impl<'a> Lowering<'a> {
                 };
                 let in_shape = shape_in(0);
                 if in_shape.contains(&0) {
-                    return reduce_identity(op, n.dtype());
+                    return Step::Done(reduce_identity(op, n.dtype()));
                 }
                 let mut new_idx = idx.to_vec();
                 let mut ranges = Vec::new();
@@ -277,15 +318,66 @@ impl<'a> Lowering<'a> {
                         ranges.push(r);
                     }
                 }
-                let val = self.lower(n.s(0), &new_idx, valid, true);
+                Step::Need(
+                    vec![(n.s(0).clone(), new_idx, valid.cloned(), true)],
+                    Finish::Reduce(op, ranges),
+                )
+            }
+            op => panic!("schedule: can't lower {op} into a kernel ({:?})", n.dtype()),
+        }
+    }
+}
+
+/// One evaluation of the lowering: a node at its indices, under its validity, and whether it is
+/// inside a reduction.
+type Key = (UOp, Vec<UOp>, Option<UOp>, bool);
+
+/// Pending work of [`Lowering::lower`].
+enum Task {
+    /// Lower this evaluation (unless it is memoized).
+    Expand(Key),
+    /// Its sources' evaluations are lowered: combine them.
+    Finish(Key, Vec<Key>, Finish),
+}
+
+/// What one node's lowering step found.
+enum Step {
+    /// The value, without lowering any source.
+    Done(UOp),
+    /// These evaluations first, then combine them.
+    Need(Vec<Key>, Finish),
+}
+
+/// How a node combines its sources' lowered values.
+enum Finish {
+    /// The one source's value (movement ops, contiguous).
+    Same,
+    /// The same ALU op on the lowered sources.
+    Elementwise,
+    /// Padding: `valid ? x : 0`.
+    Gate(UOp),
+    /// A reduction over these ranges (none: the value itself).
+    Reduce(Ops, Vec<UOp>),
+}
+
+impl Finish {
+    fn apply(self, node: &UOp, vals: Vec<UOp>) -> UOp {
+        match self {
+            Finish::Same => vals.into_iter().next().expect("one source"),
+            Finish::Elementwise => node.with_src(vals),
+            Finish::Gate(pv) => pv.where_(
+                vals.into_iter().next().expect("one source"),
+                UOp::cnst(node.dtype(), 0i64),
+            ),
+            Finish::Reduce(op, ranges) => {
+                let val = vals.into_iter().next().expect("one source");
                 if ranges.is_empty() {
                     return val;
                 }
                 let mut src = vec![val];
                 src.extend(ranges);
-                UOp::new(Ops::Reduce, n.dtype(), src, Arg::Op(op))
+                UOp::new(Ops::Reduce, node.dtype(), src, Arg::Op(op))
             }
-            op => panic!("schedule: can't lower {op} into a kernel ({:?})", n.dtype()),
         }
     }
 }

@@ -178,10 +178,47 @@ impl Tensor {
     /// ```
     ///
     /// # Panics
-    /// If the UOp builder rejects the operands (number of sources, dtypes).
+    /// If `op` is not an ALU op, the number of operands is wrong, their shapes differ, or their
+    /// dtypes break the op's contract (e.g. `Add` of int32 and float32, a non-bool `Where`
+    /// condition).
     pub fn alu(&self, op: Ops, rest: &[&Tensor]) -> Tensor {
+        let describe = || {
+            let all = std::iter::once(self).chain(rest.iter().copied());
+            all.map(|t| format!("{:?} {}", t.shape(), t.dtype()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let arity = op.alu_arity();
+        assert!(
+            arity == Some(rest.len() + 1),
+            "alu: {op} takes {} operands, got {} ({})",
+            arity.map_or_else(|| "no".to_string(), |a| a.to_string()),
+            rest.len() + 1,
+            describe()
+        );
+        // Operands of different shapes would be indexed with the first one's indices: a read
+        // past the end of the smaller buffer.
+        let shape = self.uop().shape();
+        for t in rest {
+            assert!(
+                t.uop().shape() == shape,
+                "alu: {op} needs operands of one shape (no broadcasting), got {}",
+                describe()
+            );
+            assert_eq!(
+                t.device(),
+                self.device(),
+                "alu: {op} of tensors on different devices ({} and {})",
+                self.device(),
+                t.device()
+            );
+        }
         let src: Vec<UOp> = rest.iter().map(|t| t.uop()).collect();
-        self.with_uop(self.uop().alu(op, &src))
+        let u = self.uop().alu(op, &src);
+        if let Err(e) = tinygrad_uop::verify::verify_alu(&u) {
+            panic!("alu: {op} of {}: {e}", describe());
+        }
+        self.with_uop(u)
     }
 
     fn float_unary(&self, op: Ops) -> Tensor {
@@ -1096,7 +1133,16 @@ impl Tensor {
     /// let b = Tensor::from_vec(vec![true, false]);
     /// assert_eq!(b.bitwise_not().to_vec::<bool>(), vec![false, true]);
     /// ```
+    ///
+    /// # Panics
+    /// On a float tensor (tinygrad: `RuntimeError`, torch: "not implemented for 'Float'").
     pub fn bitwise_not(&self) -> Tensor {
+        assert!(
+            !self.dtype().is_float(),
+            "bitwise_not: needs an integer or bool tensor, got {} of shape {:?}",
+            self.dtype(),
+            self.shape()
+        );
         if self.dtype().is_bool() {
             return self.logical_not();
         }

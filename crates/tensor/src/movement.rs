@@ -21,6 +21,47 @@ pub(crate) fn resolve_axis(axis: isize, ndim: usize, op: &str, shape: &[usize]) 
 
 impl Tensor {
     fn movement(&self, op: Ops, arg: Arg) -> Tensor {
+        // Every shape a tensor can take is created here (or by a buffer), so this is where an
+        // element count or byte size that overflows is stopped: in release builds it would wrap
+        // to a small buffer that the kernel then writes past.
+        let name = match op {
+            Ops::Reshape => Some("reshape"),
+            Ops::Expand => Some("expand"),
+            Ops::Pad => Some("pad"),
+            _ => None,
+        };
+        if let Some(name) = name {
+            let new_shape: Vec<usize> = match (op, &arg) {
+                (Ops::Pad, _) => {
+                    let pairs = arg.as_pairs().expect("pad arg");
+                    self.shape()
+                        .iter()
+                        .zip(pairs)
+                        .map(|(&d, &(b, a))| {
+                            d.checked_add(b)
+                                .and_then(|x| x.checked_add(a))
+                                .unwrap_or_else(|| {
+                                    panic!(
+                                        "pad: padding {pairs:?} of shape {:?} overflows usize",
+                                        self.shape()
+                                    )
+                                })
+                        })
+                        .collect()
+                }
+                _ => arg.as_shape().expect("movement shape arg").to_vec(),
+            };
+            if tinygrad_uop::shape::checked_numel(&new_shape, self.dtype().itemsize()).is_none() {
+                panic!(
+                    "{name}: shape {:?} ({}) can't become {new_shape:?}: more than {} bytes \
+                     (isize::MAX) of {}",
+                    self.shape(),
+                    self.dtype(),
+                    tinygrad_uop::shape::MAX_BYTES,
+                    self.dtype()
+                );
+            }
+        }
         self.with_uop(UOp::new(op, self.dtype(), vec![self.uop()], arg))
     }
 
@@ -142,6 +183,10 @@ impl Tensor {
         assert!(
             shape.len() >= old.len(),
             "expand: can't expand {old:?} to fewer dims {shape:?}"
+        );
+        assert!(
+            shape.iter().all(|&d| d >= -1),
+            "expand: negative size in {shape:?} (from {old:?}; only -1, keep the size, is allowed)"
         );
         let off = shape.len() - old.len();
         let new: Vec<usize> = shape

@@ -6,6 +6,7 @@ use std::sync::{Arc, RwLock};
 use tinygrad_dtype::{ConstValue, DType};
 use tinygrad_runtime::{Buffer, DeviceError, default_device, get_device, run_schedule};
 use tinygrad_schedule::{ScheduleItem, create_schedule, is_buffer_view};
+use tinygrad_uop::shape::numel_or_panic;
 use tinygrad_uop::{Arg, Ops, UOp};
 
 use crate::Element;
@@ -255,7 +256,7 @@ impl Tensor {
     /// assert_eq!(t.to_vec::<f32>(), vec![1.5, -2.0]);
     /// ```
     pub fn from_slice_on<T: Element>(data: &[T], shape: &[usize], device: &str) -> Tensor {
-        let n: usize = shape.iter().product();
+        let n = numel_or_panic("Tensor::from_slice", shape, T::DTYPE.itemsize());
         assert_eq!(
             data.len(),
             n,
@@ -277,8 +278,19 @@ impl Tensor {
     /// let t = Tensor::from_bytes(&bytes, DType::UINT16, &[3], "CPU");
     /// assert_eq!(t.to_vec::<u16>(), vec![1, 2, 258]);
     /// ```
+    ///
+    /// # Panics
+    /// If `bytes` is not exactly the size of `shape` in `dtype`, or the shape is too large to be
+    /// a buffer (its byte size exceeds `isize::MAX`).
     pub fn from_bytes(bytes: &[u8], dtype: DType, shape: &[usize], device: &str) -> Tensor {
-        let n: usize = shape.iter().product();
+        let n = numel_or_panic("Tensor::from_bytes", shape, dtype.itemsize());
+        assert_eq!(
+            bytes.len(),
+            n * dtype.itemsize(),
+            "Tensor::from_bytes: {} bytes for shape {shape:?} of {dtype} (needs {} bytes)",
+            bytes.len(),
+            n * dtype.itemsize()
+        );
         let buf = Buffer::new(device, dtype, n);
         buf.copy_in(bytes);
         let u = buf.uop();
@@ -366,6 +378,7 @@ impl Tensor {
         // goes through here
         let c = UOp::cnst(dtype, value.into());
         let shape = self.shape();
+        numel_or_panic("full_like", &shape, dtype.itemsize());
         if shape.is_empty() {
             return self.with_uop(c);
         }
@@ -435,7 +448,7 @@ impl Tensor {
     /// ```
     pub fn empty(shape: &[usize], dtype: DType) -> Tensor {
         let dev = default_device();
-        let n: usize = shape.iter().product();
+        let n = numel_or_panic("Tensor::empty", shape, dtype.itemsize());
         let u = Buffer::new(&dev, dtype, n).uop();
         Tensor::from_uop(
             if shape.len() == 1 {
@@ -713,16 +726,29 @@ impl Tensor {
     /// assert_eq!((b.to_vec::<i32>(), c.to_vec::<i32>()), (vec![1, 3, 5], vec![0, 4, 16]));
     /// ```
     pub fn try_realize_all(tensors: &[&Tensor]) -> Result<(), DeviceError> {
-        let todo: Vec<&Tensor> = tensors
+        Tensor::realize_snapshots(tensors).map(|_| ())
+    }
+
+    /// Realizes the graphs `tensors` stand for now and returns, for each, the buffer view that
+    /// holds its value.
+    ///
+    /// Each tensor's graph is read once (a snapshot). Another thread may assign to a tensor
+    /// while its snapshot is being computed: then the tensor keeps the newer graph (replacing it
+    /// by the older result would lose that assignment), and the caller still reads the value
+    /// that was realized from the returned view, never the newer, unrealized graph.
+    pub(crate) fn realize_snapshots(tensors: &[&Tensor]) -> Result<Vec<UOp>, DeviceError> {
+        let snaps: Vec<UOp> = tensors.iter().map(|t| t.uop()).collect();
+        let todo: Vec<(&Tensor, &UOp)> = tensors
             .iter()
             .copied()
-            .filter(|t| !is_buffer_view(&t.uop()))
+            .zip(&snaps)
+            .filter(|(_, u)| !is_buffer_view(u))
             .collect();
-        let Some(first) = todo.first() else {
-            return Ok(());
+        let Some((first, _)) = todo.first() else {
+            return Ok(snaps);
         };
         let devname = first.device().to_string();
-        for t in &todo {
+        for (t, _) in &todo {
             assert_eq!(
                 t.device(),
                 devname,
@@ -731,7 +757,7 @@ impl Tensor {
             );
         }
         let dev = get_device(&devname)?;
-        let outs: Vec<UOp> = todo.iter().map(|t| t.uop()).collect();
+        let outs: Vec<UOp> = todo.iter().map(|(_, u)| (*u).clone()).collect();
         let t0 = std::time::Instant::now();
         let sched = create_schedule(&outs, &mut |dt, n| Buffer::new(&devname, dt, n).uop());
         if tinygrad_runtime::device::debug_level() >= 2 {
@@ -742,15 +768,22 @@ impl Tensor {
             );
         }
         run_schedule(dev.as_ref(), &sched.items)?;
-        for (t, o) in todo.iter().zip(&outs) {
+        for (t, o) in &todo {
             let new = sched
                 .becomes
-                .get(o)
+                .get(*o)
                 .expect("every output is realized")
                 .clone();
-            *t.inner.uop.write().unwrap_or_else(|e| e.into_inner()) = new;
+            let mut cur = t.inner.uop.write().unwrap_or_else(|e| e.into_inner());
+            // Only if nobody assigned a new graph meanwhile (compare and swap).
+            if *cur == **o {
+                *cur = new;
+            }
         }
-        Ok(())
+        Ok(snaps
+            .iter()
+            .map(|u| sched.becomes.get(u).cloned().unwrap_or_else(|| u.clone()))
+            .collect())
     }
 
     /// The data as little-endian bytes (realizes first).
@@ -761,13 +794,11 @@ impl Tensor {
     /// assert_eq!(t.try_to_bytes().unwrap(), vec![1, 0, 2, 1]);
     /// ```
     pub fn try_to_bytes(&self) -> Result<Vec<u8>, DeviceError> {
-        self.try_realize()?;
-        let u = self.uop();
-        let mut b = u.clone();
+        let mut b = Tensor::realize_snapshots(&[self])?.remove(0);
         while b.op() == Ops::Reshape {
             b = b.s(0).clone();
         }
-        let buf = Buffer::of(&b).expect("a realized tensor is a buffer view");
+        let buf = Buffer::of(&b).expect("a realized snapshot is a buffer view");
         Ok(buf.to_bytes())
     }
 

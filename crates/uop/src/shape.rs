@@ -85,3 +85,46 @@ fn compute_shape(u: &UOp) -> Option<Arc<[usize]>> {
         _ => None,
     }
 }
+
+/// The largest byte size a shape may describe: what Rust can allocate and what a signed 64-bit
+/// (or pointer-sized) byte offset can reach.
+pub const MAX_BYTES: usize = isize::MAX as usize;
+
+/// The element count of `shape` with elements of `itemsize` bytes, or `None` when the shape is
+/// too large to ever be a buffer.
+///
+/// Zero-sized axes count as 1 for the check: a reduction over an empty axis gives the shape with
+/// that axis set to 1, so `[0, 2^32, 2^32]` is rejected too (its sum over axis 0 has 2^64
+/// elements). With this check every shape derived from an accepted one by reducing, and every
+/// buffer of one, has a byte size that fits in `isize`, so index arithmetic in 64 bits never
+/// wraps.
+///
+/// ```
+/// use tinygrad_uop::shape::checked_numel;
+/// assert_eq!(checked_numel(&[2, 3], 4), Some(6));
+/// assert_eq!(checked_numel(&[0, 3], 4), Some(0));
+/// assert_eq!(checked_numel(&[1 << 62], 4), None); // 2^64 bytes
+/// assert_eq!(checked_numel(&[0, 1 << 32, 1 << 32], 4), None);
+/// ```
+pub fn checked_numel(shape: &[usize], itemsize: usize) -> Option<usize> {
+    let mut bound = itemsize.max(1);
+    let mut numel = 1usize;
+    for &d in shape {
+        bound = bound.checked_mul(d.max(1))?;
+        numel = numel.saturating_mul(d);
+    }
+    (bound <= MAX_BYTES).then_some(numel)
+}
+
+/// [`checked_numel`], panicking with a message naming `op`, the shape and the dtype's size.
+///
+/// # Panics
+/// If the shape is too large (see [`checked_numel`]).
+pub fn numel_or_panic(op: &str, shape: &[usize], itemsize: usize) -> usize {
+    checked_numel(shape, itemsize).unwrap_or_else(|| {
+        panic!(
+            "{op}: shape {shape:?} is too large: its elements of {itemsize} bytes need more \
+             than {MAX_BYTES} bytes (isize::MAX)"
+        )
+    })
+}

@@ -412,6 +412,23 @@ fn check(u: &UOp, stage: Stage) -> Check {
     }
 }
 
+/// Checks one ALU node against its op's contract (number of sources, dtypes) without walking
+/// the graph below it: for frontends that build ALU nodes from user operands.
+///
+/// ```
+/// use tinygrad_uop::{Ops, UOp, verify::verify_alu};
+/// use tinygrad_dtype::DType;
+/// let (a, b) = (UOp::cnst(DType::INT32, 1i64), UOp::cnst(DType::FLOAT32, 1.0));
+/// assert!(verify_alu(&a.alu(Ops::Add, &[a.clone()])).is_ok());
+/// assert!(verify_alu(&a.alu(Ops::Add, &[b])).is_err());
+/// ```
+///
+/// # Errors
+/// A message saying which rule the node breaks.
+pub fn verify_alu(u: &UOp) -> Result<(), String> {
+    check_alu(u)
+}
+
 fn check_alu(u: &UOp) -> Check {
     let op = u.op();
     let arity = op.alu_arity().unwrap_or(0);

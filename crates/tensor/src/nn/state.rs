@@ -203,19 +203,25 @@ pub fn safe_load_bytes(
     load_bytes(bytes, "<bytes>", device)
 }
 
-/// Runs `f` on the file's bytes: memory-mapped, or read when mapping fails (an empty or special
-/// file).
+/// The largest header the format allows (the `safetensors` crate's limit).
+const MAX_HEADER_BYTES: u64 = 100_000_000;
+
+/// Runs `f` on the file's bytes: memory-mapped for a regular file, else read from the handle
+/// already opened (a FIFO or device can be opened only once, or gives different data the second
+/// time), bounded by the sizes its header declares (`/dev/zero` never ends).
 fn with_file_bytes<R>(
     p: &Path,
     name: &str,
     f: impl FnOnce(&[u8]) -> Result<R, SafetensorsError>,
 ) -> Result<R, SafetensorsError> {
     let file = File::open(p).map_err(|e| err(name, None, format!("cannot open: {e}")))?;
-    let len = file
+    let meta = file
         .metadata()
-        .map_err(|e| err(name, None, format!("cannot stat: {e}")))?
-        .len();
-    if len > 0 {
+        .map_err(|e| err(name, None, format!("cannot stat: {e}")))?;
+    if meta.is_dir() {
+        return Err(err(name, None, "is a directory"));
+    }
+    if meta.is_file() && meta.len() > 0 {
         // SAFETY: the mapping is read-only and lives only during `f`, which copies the tensors
         // out. Another process truncating or rewriting the file meanwhile could change or
         // invalidate the mapped bytes: as with every memory-mapped reader, the file must not be
@@ -224,8 +230,62 @@ fn with_file_bytes<R>(
             return f(&map);
         }
     }
-    let bytes = std::fs::read(p).map_err(|e| err(name, None, format!("cannot read: {e}")))?;
+    let bytes = read_bounded(file, name)?;
     f(&bytes)
+}
+
+/// Reads a safetensors stream from `file`: the header length, the header, then exactly the data
+/// bytes the header's offsets cover (plus one, so a longer stream is reported as padded).
+fn read_bounded(file: File, name: &str) -> Result<Vec<u8>, SafetensorsError> {
+    use std::io::Read;
+    let read_err = |e: std::io::Error| err(name, None, format!("cannot read: {e}"));
+    let mut r = file.take(8);
+    let mut bytes = Vec::new();
+    r.read_to_end(&mut bytes).map_err(read_err)?;
+    if bytes.len() < 8 {
+        return Ok(bytes); // the parser reports the truncation
+    }
+    let header_len = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes"));
+    if header_len > MAX_HEADER_BYTES {
+        return Err(err(
+            name,
+            None,
+            format!("bad header length {header_len} (more than {MAX_HEADER_BYTES} bytes)"),
+        ));
+    }
+    let mut r = r.into_inner().take(header_len);
+    r.read_to_end(&mut bytes).map_err(read_err)?;
+    if (bytes.len() as u64) < 8 + header_len {
+        return Ok(bytes);
+    }
+    // The data size is the largest end offset; a header that does not parse reads no data and
+    // is reported by the parser.
+    let data_len = serde_json::from_slice::<serde_json::Value>(&bytes[8..])
+        .ok()
+        .and_then(|v| {
+            v.as_object().map(|o| {
+                o.iter()
+                    .filter(|(k, _)| k.as_str() != "__metadata__")
+                    .filter_map(|(_, t)| t.get("data_offsets")?.get(1)?.as_u64())
+                    .max()
+                    .unwrap_or(0)
+            })
+        })
+        .unwrap_or(0);
+    let mut r = r.into_inner().take(data_len.saturating_add(1));
+    let mut data = Vec::new();
+    if let Ok(n) = usize::try_from(data_len) {
+        data.try_reserve_exact(n).map_err(|e| {
+            err(
+                name,
+                None,
+                format!("cannot allocate {data_len} bytes of data: {e}"),
+            )
+        })?;
+    }
+    r.read_to_end(&mut data).map_err(read_err)?;
+    bytes.extend_from_slice(&data);
+    Ok(bytes)
 }
 
 fn load_bytes(
@@ -258,6 +318,17 @@ fn load_bytes(
             )
         })?;
         let shape = view.shape().to_vec();
+        if tinygrad_uop::shape::checked_numel(&shape, dtype.itemsize()).is_none() {
+            return Err(err(
+                name,
+                Some(key),
+                format!(
+                    "shape {shape:?} of {dtype} is too large for a tensor (its sizes, zeros \
+                     counted as 1, exceed {} bytes)",
+                    tinygrad_uop::shape::MAX_BYTES
+                ),
+            ));
+        }
         let n = shape
             .iter()
             .try_fold(1usize, |a, &d| a.checked_mul(d))
@@ -337,6 +408,13 @@ fn entries(
     tensors: &BTreeMap<String, Tensor>,
     name: &str,
 ) -> Result<Vec<(String, Entry)>, SafetensorsError> {
+    if tensors.contains_key("__metadata__") {
+        return Err(err(
+            name,
+            Some("__metadata__"),
+            "the name is reserved for the file's metadata map: the file could not be loaded back",
+        ));
+    }
     // realize everything first, one schedule per device
     let mut devices: Vec<&str> = tensors.values().map(Tensor::device).collect();
     devices.sort_unstable();

@@ -1,0 +1,319 @@
+//! What a hostile user tries: sizes that overflow, operands that don't fit, deep graphs, hostile
+//! files, special values. Each case ends in a clear panic or `Err` naming the op and the shapes,
+//! or in the value torch gives — never a crash, a hang or a silent wrong value.
+//!
+//! Cases that would abort the process if the fix regressed (stack overflow, a wild write) run in
+//! a child process ([`in_child`]), so a regression is a failed test, not a dead test binary.
+
+use std::collections::BTreeMap;
+use std::process::Command;
+
+use tinygrad_tensor::nn::state::{safe_load, safe_load_bytes, safe_save, safe_save_bytes};
+use tinygrad_tensor::{DType, Ops, Tensor};
+
+/// Runs the (ignored) test `name` of this binary in a child process and returns whether it
+/// succeeded, with its output.
+fn in_child(name: &str) -> (bool, String) {
+    let exe = std::env::current_exe().expect("test binary path");
+    let out = Command::new(exe)
+        .args([
+            name,
+            "--exact",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .output()
+        .expect("spawn the test binary");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+/// Runs `child_name` (an ignored `#[test]`) in a child process
+/// and asserts that it panicked with `expected` in its message (not a signal, not an abort).
+fn assert_child_panics(child_name: &str, expected: &str) {
+    let (ok, out) = in_child(child_name);
+    assert!(!ok, "{child_name} should have panicked:\n{out}");
+    assert!(
+        out.contains("panicked") && out.contains(expected),
+        "{child_name}: expected a panic with `{expected}`, got:\n{out}"
+    );
+}
+
+/// Asserts that `f` panics with a message containing `expected`.
+fn assert_panics(expected: &str, f: impl FnOnce() + std::panic::UnwindSafe) {
+    let r = std::panic::catch_unwind(f);
+    let err = r.expect_err("expected a panic");
+    let msg = err
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| err.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default();
+    assert!(
+        msg.contains(expected),
+        "panic message `{msg}` does not contain `{expected}`"
+    );
+}
+
+// ---- 1. sizes that overflow usize ----------------------------------------------------------
+
+/// A test run only as a child process by its parent test (ignored in the normal run).
+macro_rules! child_case {
+    ($name:ident, $body:block) => {
+        #[test]
+        #[ignore = "run in a child process by its parent test"]
+        fn $name() $body
+    };
+}
+
+child_case!(child_empty_huge, {
+    let t = Tensor::empty(&[1 << 62], DType::FLOAT32);
+    (&t + 1.0).realize();
+});
+child_case!(child_expand_huge_contiguous, {
+    let t = Tensor::from_slice(&[1.0f32], &[1]).expand(&[1isize << 62]);
+    t.contiguous().realize();
+});
+child_case!(child_from_bytes_huge, {
+    let t = Tensor::from_bytes(&[], DType::FLOAT64, &[1 << 61], "CPU");
+    t.sum(0isize).realize();
+});
+child_case!(child_matmul_huge, {
+    let a = Tensor::zeros(&[1 << 40, 1], DType::FLOAT32);
+    let b = Tensor::zeros(&[1, 1 << 40], DType::FLOAT32);
+    a.matmul(&b).sum(None).realize();
+});
+child_case!(child_pad_overflow, {
+    let t = Tensor::from_slice(&[1.0f32], &[1]);
+    t.pad(&[(usize::MAX, 1)], 0.0).realize();
+});
+
+#[test]
+fn overflowing_sizes_panic_with_the_op_and_shape() {
+    assert_child_panics(
+        "child_empty_huge",
+        "Tensor::empty: shape [4611686018427387904] is too large",
+    );
+    assert_child_panics(
+        "child_expand_huge_contiguous",
+        "expand: shape [1] (float32) can't become [4611686018427387904]",
+    );
+    assert_child_panics(
+        "child_from_bytes_huge",
+        "Tensor::from_bytes: shape [2305843009213693952] is too large",
+    );
+    assert_child_panics("child_matmul_huge", "expand: shape [1099511627776, 1, 1]");
+    assert_child_panics("child_pad_overflow", "pad: padding");
+}
+
+#[test]
+fn from_bytes_checks_the_byte_length() {
+    assert_panics(
+        "Tensor::from_bytes: 4 bytes for shape [2] of float32",
+        || {
+            let _ = Tensor::from_bytes(&[0u8; 4], DType::FLOAT32, &[2], "CPU");
+        },
+    );
+}
+
+#[test]
+fn buffer_new_rejects_overflowing_byte_sizes() {
+    assert_panics(
+        "Buffer::new: 4611686018427387904 elements of float32",
+        || {
+            let _ = tinygrad_runtime::Buffer::new("CPU", DType::FLOAT32, 1 << 62);
+        },
+    );
+}
+
+#[test]
+fn zero_sized_shapes_still_count_the_other_axes() {
+    // [0, 2^32, 2^32]: no elements, but its sum over axis 0 would have 2^64.
+    assert_panics("is too large", || {
+        let _ = Tensor::empty(&[0, 1 << 32, 1 << 32], DType::FLOAT32);
+    });
+    // a legitimately empty tensor is fine
+    let e = Tensor::zeros(&[0, 3], DType::FLOAT32);
+    assert_eq!(e.sum(0isize).to_vec::<f32>(), vec![0.0; 3]);
+}
+
+// ---- 2. Tensor::alu checks its operands ----------------------------------------------------
+
+#[test]
+fn alu_rejects_operands_of_other_shapes() {
+    assert_panics(
+        "alu: ADD needs operands of one shape (no broadcasting), got [1000000] int32, [2] int32",
+        || {
+            let a = Tensor::arange(0, 1_000_000, 1);
+            let _ = a.alu(Ops::Add, &[&Tensor::arange(0, 2, 1)]);
+        },
+    );
+}
+
+#[test]
+fn alu_rejects_mixed_dtypes() {
+    assert_panics("alu: ADD of [3] int32, [3] float32", || {
+        let a = Tensor::arange(0, 3, 1);
+        let _ = a.alu(Ops::Add, &[&a.float()]);
+    });
+    assert_panics("alu: WHERE", || {
+        let a = Tensor::arange(0, 3, 1);
+        let _ = a.alu(Ops::Where, &[&a, &a]);
+    });
+    assert_panics("alu: ADD takes 2 operands, got 1", || {
+        let _ = Tensor::arange(0, 3, 1).alu(Ops::Add, &[]);
+    });
+}
+
+// ---- 5. accepted nonsense ------------------------------------------------------------------
+
+#[test]
+fn bitwise_not_of_floats_is_an_error() {
+    assert_panics(
+        "bitwise_not: needs an integer or bool tensor, got float32",
+        || {
+            let _ = Tensor::from_vec(vec![1.0f32]).bitwise_not();
+        },
+    );
+    assert_eq!(
+        Tensor::from_vec(vec![0i32, -1])
+            .bitwise_not()
+            .to_vec::<i32>(),
+        vec![-1, 0]
+    );
+}
+
+#[test]
+fn expand_rejects_negative_sizes_other_than_minus_one() {
+    assert_panics("expand: negative size in [-2, 3]", || {
+        let _ = Tensor::zeros(&[1, 3], DType::FLOAT32).expand(&[-2, 3]);
+    });
+}
+
+// ---- 6. files ------------------------------------------------------------------------------
+
+#[test]
+fn saving_a_tensor_named_metadata_is_an_error() {
+    let sd = BTreeMap::from([(
+        "__metadata__".to_string(),
+        Tensor::from_slice(&[1.0f32], &[1]),
+    )]);
+    let e = safe_save_bytes(&sd, None).unwrap_err();
+    assert_eq!(e.tensor.as_deref(), Some("__metadata__"));
+    assert!(e.message.contains("reserved"), "{e}");
+}
+
+/// A safetensors file of one tensor with a handwritten header.
+fn safetensors_bytes(header: &str, data_len: usize) -> Vec<u8> {
+    let mut b = (header.len() as u64).to_le_bytes().to_vec();
+    b.extend_from_slice(header.as_bytes());
+    b.extend(std::iter::repeat_n(0u8, data_len));
+    b
+}
+
+#[test]
+fn safetensors_shapes_too_large_are_rejected() {
+    let h = r#"{"x":{"dtype":"F32","shape":[0,4294967296,4294967296],"data_offsets":[0,0]}}"#;
+    let e = safe_load_bytes(&safetensors_bytes(h, 0), "CPU").unwrap_err();
+    assert_eq!(e.tensor.as_deref(), Some("x"), "{e}");
+    assert!(e.message.contains("too large"), "{e}");
+}
+
+#[cfg(unix)]
+#[test]
+fn safe_load_of_dev_zero_ends_with_an_error() {
+    // zeros: header length 0, then the read must stop (it used to read until killed)
+    let e = safe_load("/dev/zero").unwrap_err();
+    assert!(e.path.contains("/dev/zero"), "{e}");
+}
+
+#[cfg(unix)]
+#[test]
+fn safe_load_reads_a_fifo_once() {
+    let dir = std::env::temp_dir().join(format!("tg_fifo_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("w.safetensors");
+    let _ = std::fs::remove_file(&fifo);
+    let st = Command::new("mkfifo").arg(&fifo).status();
+    if !st.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: mkfifo unavailable");
+        return;
+    }
+    let sd = BTreeMap::from([("w".to_string(), Tensor::from_slice(&[1.5f32, -2.0], &[2]))]);
+    let bytes = safe_save_bytes(&sd, None).unwrap();
+    let writer_path = fifo.clone();
+    let writer = std::thread::spawn(move || std::fs::write(&writer_path, bytes));
+    let back = safe_load(&fifo).expect("a FIFO loads");
+    writer.join().unwrap().unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(back["w"].to_vec::<f32>(), vec![1.5, -2.0]);
+}
+
+#[test]
+fn safe_save_then_load_round_trips_through_a_file() {
+    let path = std::env::temp_dir().join(format!("tg_robust_rt_{}.st", std::process::id()));
+    let sd = BTreeMap::from([("a".to_string(), Tensor::from_slice(&[3i64, -4], &[1, 2]))]);
+    safe_save(&sd, &path).unwrap();
+    let back = safe_load(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(back["a"].to_vec::<i64>(), vec![3, -4]);
+}
+
+// ---- 3. deep graphs ------------------------------------------------------------------------
+
+/// Runs `f` on a thread with a 2 MiB stack (Rust's default for spawned threads).
+fn on_small_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(f)
+        .expect("spawn")
+        .join()
+        .expect("the deep graph's thread panicked")
+}
+
+/// The issue's 1,000,000-op chain in release builds (`cargo test --release`, ~30 s each);
+/// 200,000 (already 50x what overflowed the old recursive lowering) in debug builds.
+const DEEP: usize = if cfg!(debug_assertions) {
+    200_000
+} else {
+    1_000_000
+};
+
+child_case!(child_deep_chain_realizes, {
+    let v = on_small_stack(|| {
+        let mut x = Tensor::from_slice(&[0.0f32, 1.0], &[2]);
+        for _ in 0..DEEP {
+            x = &x + 1.0;
+        }
+        x.to_vec::<f32>()
+    });
+    assert_eq!(v, vec![DEEP as f32, DEEP as f32 + 1.0]);
+});
+
+child_case!(child_deep_chain_differentiates, {
+    let g = on_small_stack(|| {
+        let w = Tensor::from_slice(&[2.0f32], &[1]).requires_grad(true);
+        let mut x = w.clone();
+        for _ in 0..DEEP {
+            x = &x * 1.0;
+        }
+        x.sum(None).backward();
+        w.grad().expect("w has a gradient").to_vec::<f32>()
+    });
+    assert_eq!(g, vec![1.0]);
+});
+
+#[test]
+fn deep_graphs_do_not_overflow_the_stack() {
+    for name in [
+        "child_deep_chain_realizes",
+        "child_deep_chain_differentiates",
+    ] {
+        let (ok, out) = in_child(name);
+        assert!(ok, "{name} failed:\n{out}");
+    }
+}
