@@ -47,6 +47,9 @@ pub fn linearize(idx: &[UOp], shape: &[usize]) -> UOp {
 /// The identity element of a reduction.
 pub fn reduce_identity(op: Ops, dt: DType) -> UOp {
     match op {
+        // -0.0 for floats: the exact identity (`-0.0 + x == x` for every x, `+0.0 + -0.0` is
+        // `+0.0`), so a sum or a one-hot gather of `-0.0` keeps its sign, as in torch
+        Ops::Add if dt.base().is_float() => UOp::cnst(dt, -0.0),
         Ops::Add => UOp::cnst(dt, 0i64),
         Ops::Mul => UOp::cnst(dt, 1i64),
         Ops::Max => UOp::cnst(dt, dt.min()),
@@ -304,7 +307,12 @@ impl<'a> Lowering<'a> {
                 };
                 let in_shape = shape_in(0);
                 if in_shape.contains(&0) {
-                    return Step::Done(reduce_identity(op, n.dtype()));
+                    // an empty sum is +0.0, as torch's
+                    let empty = match op {
+                        Ops::Add => UOp::cnst(n.dtype(), 0i64),
+                        _ => reduce_identity(op, n.dtype()),
+                    };
+                    return Step::Done(empty);
                 }
                 let mut new_idx = idx.to_vec();
                 let mut ranges = Vec::new();

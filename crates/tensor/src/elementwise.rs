@@ -843,7 +843,9 @@ impl Tensor {
     /// ```
     pub fn pow(&self, exponent: impl IntoOperand) -> Tensor {
         let (x, y) = self.broadcasted(exponent, "pow");
-        let int_result = x.dtype().is_int();
+        if x.dtype().is_int() {
+            return x.int_pow(&y);
+        }
         let dt = least_upper_float(x.dtype());
         let (xf, yf) = (x.cast(dt), y.cast(dt));
         let mag = (xf.abs().log2() * &yf).exp2();
@@ -853,12 +855,38 @@ impl Tensor {
         let signed = neg.logical_and(&y_odd).where_(&mag.neg(), &mag);
         let nan = xf.const_like(f64::NAN, dt);
         let res = neg.logical_and(&y_int.logical_not()).where_(&nan, &signed);
-        let res = yf.eq(0).where_(&xf.const_like(1i64, dt), &res);
-        if int_result {
-            res.round().cast(x.dtype())
-        } else {
-            res
+        yf.eq(0).where_(&xf.const_like(1i64, dt), &res)
+    }
+
+    /// Integer `x ^ y` (both of one integer dtype), exact in the dtype's wrapping arithmetic
+    /// (as torch): binary exponentiation, one squaring per bit of the exponent's dtype. A
+    /// negative exponent gives `1 / x^|y|` truncated: `1` for `x = 1`, `+-1` for `x = -1`, else 0.
+    fn int_pow(&self, y: &Tensor) -> Tensor {
+        let dt = self.dtype();
+        let one = self.const_like(1i64, dt);
+        let (mut result, mut base) = (one.clone(), self.clone());
+        let bits = dt.bitsize() as usize - usize::from(!dt.is_unsigned());
+        for bit in 0..bits {
+            let set = y
+                .bitwise_and(self.const_like(ConstValue::UInt(1u64 << bit), dt))
+                .ne(0);
+            result = set.where_(&(&result * &base), &result);
+            if bit + 1 < bits {
+                base = &base * &base;
+            }
         }
+        if dt.is_unsigned() {
+            return result;
+        }
+        let odd = y.bitwise_and(1).ne(0);
+        let minus_one_pow = odd.where_(&self.const_like(-1i64, dt), &one);
+        let negative = self.eq(1).where_(
+            &one,
+            &self
+                .eq(-1)
+                .where_(&minus_one_pow, &self.const_like(0i64, dt)),
+        );
+        y.lt(0).where_(&negative, &result)
     }
 
     /// Elementwise maximum.

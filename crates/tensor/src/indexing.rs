@@ -611,12 +611,15 @@ impl Tensor {
             .map(|k| (0, if k == d { shape[k] } else { ishape[k] }))
             .collect();
         let x = self.shrink(&bounds).unsqueeze(-1).transpose(-1, d as isize);
-        index
-            .unsqueeze(-1)
-            .idx_one_hot(shape[d], -1)
-            .where_(&x, 0)
-            .sum(-1isize)
-            .cast(self.dtype())
+        let hot = index.unsqueeze(-1).idx_one_hot(shape[d], -1);
+        // -0.0 where not selected: the sum then is exactly the selected value, sign of zero
+        // included
+        let picked = if self.dtype().is_float() {
+            hot.where_(&x, -0.0)
+        } else {
+            hot.where_(&x, 0)
+        };
+        picked.sum(-1isize).cast(self.dtype())
     }
 
     /// `value` where the bool `mask` is true, `self` elsewhere (`mask.where(value, self)`; all

@@ -10,8 +10,10 @@
 //! - `sort`/`argsort`/`topk` are stable for ties in both directions: equal elements keep their
 //!   original relative order (the k-th equal element of the output is the k-th equal element of
 //!   the input);
-//! - NaN has no defined place in `sort` (comparisons with NaN are false): values are unspecified
-//!   and a NaN's index is 0; `cummax`/`cummin` index a NaN as `n` (the length of the axis).
+//! - `sort`/`argsort`/`topk` order floats as torch: NaN above `+inf` (last ascending, first
+//!   descending), `-0.0` equal to `0.0` (stable between them, each keeping its sign); the
+//!   output is always a permutation of the input. `cummax`/`cummin` index a NaN as `n` (the
+//!   length of the axis).
 //!   `logcumsumexp` gives NaN from the first `+inf` or leading `-inf` on (it subtracts the running
 //!   max), where numpy gives `inf`/`-inf`.
 
@@ -240,6 +242,24 @@ impl Tensor {
         self.sort_impl(dim, descending, "sort")
     }
 
+    /// An integer key with the order torch sorts floats in: the IEEE order, with `-0.0` equal
+    /// to `0.0` and every NaN equal and above `+inf`. Integers compare without the NaN that
+    /// breaks a sorting network of `maximum`/`minimum` (it spreads to every output).
+    fn float_sort_key(&self) -> Tensor {
+        let kdt = match self.dtype().itemsize() {
+            1 => DType::INT8,
+            2 => DType::INT16,
+            4 => DType::INT32,
+            _ => DType::INT64,
+        };
+        // -0.0 -> 0.0 (by a select: `x + 0.0` may be folded away)
+        let x = self.eq(0).where_(&Tensor::zeros_like(self), self);
+        let bits = x.bitcast(kdt);
+        // negative floats: flip the magnitude bits, so larger magnitudes sort lower
+        let key = bits.lt(0).where_(&bits.bitwise_xor(kdt.max()), &bits);
+        self.isnan().where_(kdt.max(), &key)
+    }
+
     fn sort_impl(&self, dim: isize, descending: bool, name: &str) -> (Tensor, Tensor) {
         let shape = self.shape();
         let d = resolve_axis(dim, shape.len(), name, &shape);
@@ -250,6 +270,12 @@ impl Tensor {
                 self.clone(),
                 Tensor::zeros_on(&shape, DType::INT32, self.device()),
             );
+        }
+        if self.dtype().is_float() {
+            // sort the keys; the values are the input's at the sorted indices (so a -0.0 keeps
+            // its sign and a NaN its payload)
+            let (_, idx) = self.float_sort_key().sort_impl(dim, descending, name);
+            return (self.gather(d as isize, &idx), idx);
         }
         // pad to a power of two with values that sort last, one axis of 2 per bit
         let n_stages = (usize::BITS - (orig_len - 1).leading_zeros()) as usize;

@@ -235,17 +235,16 @@ impl Tensor {
         let shape = self.shape();
         let n: usize = axes.iter().map(|&a| shape[a]).product();
         let dt = least_upper_float(self.dtype());
-        let s = self.cast(dt).sum_impl(
-            Axis::Some(axes.iter().map(|&a| a as isize).collect()),
-            keepdim,
-            Ops::Add,
-            "mean",
-        );
-        if n == 0 {
+        // summed and divided in the accumulation dtype, then cast (tinygrad): a float16 count
+        // of more than 65504 elements would be inf
+        let acc = sum_acc_dtype(dt);
+        let s = self.cast(dt).cast(acc).reduce_op(Ops::Add, &axes, keepdim);
+        let m = if n == 0 {
             s * f64::NAN
         } else {
             s.div(n as f64)
-        }
+        };
+        m.cast(dt)
     }
 
     /// Mean over `axis` (in a float dtype; NaN for empty reductions).
@@ -279,14 +278,14 @@ impl Tensor {
         let n: usize = axes.iter().map(|&a| shape[a]).product();
         let ax = Axis::Some(axes.iter().map(|&a| a as isize).collect());
         let x = self.cast(least_upper_float(self.dtype()));
-        let dev = &x - &x.mean_impl(ax.clone(), true);
-        let ss = (&dev * &dev).sum_impl(ax, keepdim, Ops::Add, "var");
+        let dev = &x - &x.mean_impl(ax, true);
+        // the sum of squares and its division in the accumulation dtype, as the mean's
+        let acc = sum_acc_dtype(x.dtype());
+        let ss = (&dev * &dev).cast(acc).reduce_op(Ops::Add, &axes, keepdim);
+        // max(0, n - correction), as tinygrad and torch: a correction of at least n divides by
+        // zero (inf, or NaN for a zero sum of squares)
         let denom = n.saturating_sub(correction);
-        if denom == 0 {
-            ss * f64::NAN
-        } else {
-            ss.div(denom as f64)
-        }
+        ss.div(denom as f64).cast(x.dtype())
     }
 
     /// Variance over `axis` with Bessel's `correction` (tinygrad's default is 1).
@@ -444,9 +443,21 @@ impl Tensor {
         };
         let shape = self.shape();
         let a = resolve_axis(axis, shape.len(), "argmax", &shape);
+        if shape.is_empty() {
+            return Tensor::zeros_on(&[], DType::INT32, self.device());
+        }
         let n = shape[a];
+        assert!(
+            n > 0,
+            "argmax/argmin: axis {axis} of shape {shape:?} is empty (no index to return)"
+        );
         // first index of the maximum: max over (n - i) where x == max, then n - that
-        let is_max = self.eq(&self.max_keepdim(a as isize));
+        let mut is_max = self.eq(&self.max_keepdim(a as isize));
+        if self.dtype().is_float() {
+            // NaN is the maximum (torch, numpy): the first NaN where a row has one
+            let nan = self.isnan();
+            is_max = nan.any_keepdim(a as isize).where_(&nan, &is_max);
+        }
         let mut ramp_shape = vec![1isize; shape.len()];
         ramp_shape[a] = n as isize;
         let ramp = Tensor::index_ramp(n)

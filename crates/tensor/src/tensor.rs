@@ -542,6 +542,16 @@ impl Tensor {
         } else {
             tinygrad_dtype::default_float()
         };
+        if all_int {
+            let int = |c: ConstValue| match c {
+                ConstValue::Int(v) => v as i128,
+                ConstValue::UInt(v) => v as i128,
+                ConstValue::Bool(b) => b as i128,
+                ConstValue::Float(f) => f as i128,
+            };
+            return Tensor::arange_int(int(start), int(stop), int(step), dtype)
+                .on_device(&default_device());
+        }
         Tensor::arange_dtype(start.as_f64(), stop.as_f64(), step.as_f64(), dtype)
     }
 
@@ -572,6 +582,18 @@ impl Tensor {
 
     fn arange_impl(start: f64, stop: f64, step: f64, dtype: DType) -> Tensor {
         assert!(step != 0.0, "Tensor::arange: step must not be zero");
+        let integral = |x: f64| x.fract() == 0.0 && x.abs() < 2f64.powi(63);
+        if !dtype.is_float() && integral(start) && integral(step) && stop.is_finite() {
+            // exact: an integer arange computed in floats rounds past 2^24 (float32)
+            let stop = if integral(stop) {
+                stop as i128
+            } else if step > 0.0 {
+                stop.ceil() as i128
+            } else {
+                stop.floor() as i128
+            };
+            return Tensor::arange_int(start as i128, stop, step as i128, dtype);
+        }
         let n = ((stop - start) / step).ceil().max(0.0) as usize;
         if n == 0 {
             return Tensor::zeros(&[0], dtype);
@@ -587,12 +609,40 @@ impl Tensor {
             .cast(dtype)
     }
 
-    /// `[0, 1, ..., n-1]` as int32 (a reduce over a padded triangle of ones, as tinygrad builds
-    /// ranges without any data).
+    /// An integer arange computed in integers: `start + i * step` in int64, cast to `dtype`.
+    fn arange_int(start: i128, stop: i128, step: i128, dtype: DType) -> Tensor {
+        assert!(step != 0, "Tensor::arange: step must not be zero");
+        let span = stop - start;
+        // ceil(span / step), exactly
+        let n = if (span > 0) == (step > 0) && span != 0 {
+            (span.abs() + step.abs() - 1) / step.abs()
+        } else {
+            0
+        };
+        let n = usize::try_from(n).unwrap_or_else(|_| {
+            panic!("Tensor::arange: ({start}, {stop}, {step}) has {n} elements, too many")
+        });
+        if n == 0 {
+            return Tensor::zeros(&[0], dtype);
+        }
+        let (start, step) = (start as i64, step as i64);
+        let idx = Tensor::index_ramp(n).cast(DType::INT64);
+        let v = if step == 1 { idx } else { idx * step };
+        let v = if start == 0 { v } else { v + start };
+        v.cast(dtype)
+    }
+
+    /// `[0, 1, ..., n-1]` as int32, or int64 when `n - 1` does not fit in int32 (a sum of padded
+    /// constants, as tinygrad builds ranges without any data).
     pub(crate) fn index_ramp(n: usize) -> Tensor {
         // a sum of one padded constant per binary digit: O(log n) work per element, fuses into
         // its consumer (a cumsum of ones would be an n x n reduce)
-        Tensor::nn_ramp(n, DType::INT32, &default_device())
+        let dtype = if n > i32::MAX as usize {
+            DType::INT64
+        } else {
+            DType::INT32
+        };
+        Tensor::nn_ramp(n, dtype, &default_device())
     }
 
     /// `steps` evenly spaced values from `start` to `end` inclusive (default float dtype).

@@ -317,3 +317,140 @@ fn deep_graphs_do_not_overflow_the_stack() {
         assert!(ok, "{name} failed:\n{out}");
     }
 }
+
+// ---- 5. silent wrong answers ---------------------------------------------------------------
+
+#[test]
+fn integer_arange_is_exact_past_float32() {
+    let t = Tensor::arange(16_777_217, 16_777_220, 1);
+    assert_eq!(t.to_vec::<i32>(), vec![16_777_217, 16_777_218, 16_777_219]);
+    let base = (1i64 << 40) + 1;
+    let t = Tensor::arange_dtype(base as f64, (base + 3) as f64, 1.0, DType::INT64);
+    assert_eq!(t.to_vec::<i64>(), vec![base, base + 1, base + 2]);
+    let t = Tensor::arange(10, -5, -4);
+    assert_eq!(t.to_vec::<i32>(), vec![10, 6, 2, -2]);
+    assert_eq!(Tensor::arange(3, 3, 1).shape(), vec![0]);
+}
+
+#[test]
+fn index_ramp_is_64_bit_past_2_31_elements() {
+    // element 2.5e9 of a 3e9-element arange (only that element is computed: a shrink)
+    let t = Tensor::arange_dtype(0.0, 3e9, 1.0, DType::INT64);
+    let v = t.shrink(&[(2_500_000_000, 2_500_000_002)]);
+    assert_eq!(v.to_vec::<i64>(), vec![2_500_000_000, 2_500_000_001]);
+}
+
+#[test]
+fn sort_with_nan_is_a_permutation_with_nan_last() {
+    let t = Tensor::from_vec(vec![2.0f32, f32::NAN, 1.0, -0.0, 0.0, f32::NEG_INFINITY]);
+    let (v, i) = t.sort(0, false);
+    let v = v.to_vec::<f32>();
+    assert_eq!(i.to_vec::<i32>(), vec![5, 3, 4, 2, 0, 1]);
+    assert_eq!(v[..5], [f32::NEG_INFINITY, 0.0, 0.0, 1.0, 2.0]);
+    assert!(v[1].is_sign_negative() && v[2].is_sign_positive(), "{v:?}");
+    assert!(v[5].is_nan());
+    // descending: NaN first (torch)
+    let (v, i) = t.sort(0, true);
+    assert_eq!(i.to_vec::<i32>(), vec![1, 0, 2, 3, 4, 5]);
+    assert!(v.to_vec::<f32>()[0].is_nan());
+    assert_eq!(t.argsort(0, false).to_vec::<i32>(), vec![5, 3, 4, 2, 0, 1]);
+    let (tv, ti) = t.topk(2, 0, true, true);
+    assert!(tv.to_vec::<f32>()[0].is_nan());
+    assert_eq!(ti.to_vec::<i32>(), vec![1, 0]);
+}
+
+#[test]
+fn argmax_treats_nan_as_the_maximum() {
+    let t = Tensor::from_vec(vec![1.0f32, f32::NAN, 3.0, f32::NAN]);
+    assert_eq!(t.argmax(None).item::<i32>(), 1);
+    assert_eq!(t.argmin(None).item::<i32>(), 1);
+    let t = Tensor::from_slice(&[1.0f32, 5.0, 3.0, f32::NAN, 0.0, 2.0], &[2, 3]);
+    assert_eq!(t.argmax(Some(1)).to_vec::<i32>(), vec![1, 0]);
+    assert_panics("argmax/argmin: axis 0 of shape [0] is empty", || {
+        let _ = Tensor::zeros(&[0], DType::FLOAT32).argmax(Some(0));
+    });
+}
+
+#[test]
+fn mean_and_var_of_many_float16_values() {
+    let n = 70_000;
+    let t = Tensor::ones(&[n], DType::FLOAT16);
+    assert_eq!(t.mean(None).cast(DType::FLOAT32).item::<f32>(), 1.0);
+    let t = Tensor::arange_dtype(0.0, n as f64, 1.0, DType::FLOAT32)
+        .lt(n as f64 / 2.0)
+        .cast(DType::FLOAT16); // half ones, half zeros: var 0.25 (correction 0)
+    let v = t.var(None, 0).cast(DType::FLOAT32).item::<f32>();
+    assert!((v - 0.25).abs() < 1e-3, "{v}");
+}
+
+#[test]
+fn var_with_correction_of_at_least_n_divides_by_zero() {
+    let t = Tensor::from_vec(vec![1.0f32, 2.0]);
+    assert_eq!(t.var(None, 2).item::<f32>(), f32::INFINITY);
+    assert!(
+        Tensor::from_vec(vec![1.0f32])
+            .var(None, 1)
+            .item::<f32>()
+            .is_nan()
+    );
+}
+
+#[test]
+fn integer_pow_is_exact() {
+    let t = Tensor::from_vec(vec![3i32, -3, 2, 1, -1, 0]);
+    // 3^40 wraps in int32 as torch computes it
+    let wrap = |b: i32, e: u32| b.wrapping_pow(e);
+    assert_eq!(
+        t.pow(40).to_vec::<i32>(),
+        [3, -3, 2, 1, -1, 0].map(|b| wrap(b, 40)).to_vec()
+    );
+    let x = Tensor::from_vec(vec![7i64, 11, -13]);
+    assert_eq!(
+        x.pow(7).to_vec::<i64>(),
+        vec![823_543, 19_487_171, -62_748_517]
+    );
+    let e = Tensor::from_vec(vec![0i32, 1, 5, -1, -2, -1]);
+    assert_eq!(
+        Tensor::from_vec(vec![5i32, 5, 2, 1, -1, 4])
+            .pow(&e)
+            .to_vec::<i32>(),
+        vec![1, 5, 32, 1, 1, 0]
+    );
+    assert_eq!(
+        Tensor::from_vec(vec![200u8, 3]).pow(2).to_vec::<u8>(),
+        vec![200u8.wrapping_pow(2), 9]
+    );
+}
+
+#[test]
+fn float_to_int_casts_are_the_same_on_cpu_and_ref() {
+    let vals = [
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        3e9,
+        -3e9,
+        2.9,
+        -2.9,
+        1e20,
+    ];
+    for dt in [
+        DType::INT32,
+        DType::INT8,
+        DType::UINT8,
+        DType::INT64,
+        DType::UINT32,
+    ] {
+        let on = |dev: &str| {
+            Tensor::from_slice_on(&vals, &[vals.len()], dev)
+                .cast(dt)
+                .to_f64_vec()
+        };
+        assert_eq!(on("CPU"), on("REF"), "{dt}");
+    }
+    // the documented rule: truncate, saturate to 64 bits, wrap
+    let t = Tensor::from_vec(vals.to_vec())
+        .cast(DType::INT32)
+        .to_vec::<i32>();
+    assert_eq!(t, vec![-1, 0, 0, -1_294_967_296, 1_294_967_296, 2, -2, -1]);
+}

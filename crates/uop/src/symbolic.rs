@@ -645,12 +645,19 @@ fn fold_unrolled_divs(lin: &mut Lin, dt: DType) {
     }
 }
 
+/// Products with more factors than this are left as they are: flattening a product that shares
+/// sub-products (repeated squaring, `x^(2^k)`) would build a chain of `2^k` factors.
+const MAX_PRODUCT_FACTORS: usize = 64;
+
 fn normalize_mul(root: &UOp) -> Option<UOp> {
     let dt = root.dtype();
     let mut factors: Vec<UOp> = Vec::new();
     let mut c: i64 = 1;
     let mut stack = vec![root];
     while let Some(u) = stack.pop() {
+        if factors.len() + stack.len() > MAX_PRODUCT_FACTORS {
+            return None;
+        }
         if u.op() == Ops::Mul && u.dtype() == dt {
             stack.push(u.s(1));
             stack.push(u.s(0));

@@ -126,3 +126,19 @@ fn int8_mul_wraps() {
     let e = UOp::cnst(DType::INT8, 100) * UOp::cnst(DType::INT8, 3);
     assert_eq!(e.simplify().as_int(), Some(44));
 }
+
+/// Repeated squaring (`x^(2^40)` as 40 shared squarings) simplifies at once: flattening the
+/// product would build a chain of 2^40 factors (it hung integer `pow`).
+#[test]
+fn repeated_squaring_does_not_flatten_exponentially() {
+    let x = v("a", 0, 8);
+    let mut p = x.clone();
+    for _ in 0..40 {
+        p = &p * &p;
+    }
+    let s = p.simplify();
+    assert!(s.toposort().len() <= 200, "{} nodes", s.toposort().len());
+    // small products are still normalized: a*a*a*a in canonical order
+    let q = (&x * &x) * (&x * &x);
+    assert_eq!(q.simplify(), ((&x * &x) * &x * &x).simplify());
+}
