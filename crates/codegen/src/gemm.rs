@@ -91,6 +91,9 @@ pub struct GemmPlan {
     pub c_slot: usize,
     /// The element dtype of each of the original kernel's slots.
     pub globals: Vec<DType>,
+    /// The least size of each original slot's buffer ([`crate::program::slot_extents`] of the
+    /// kernel as scheduled).
+    pub extents: Vec<usize>,
     /// `A` read in place (no packing) when its index is separable (see
     /// [`crate::gemm_in_place`]); `pack_a` still describes it, for launchers that pack.
     pub a_in_place: Option<InPlaceOperand>,
@@ -302,6 +305,7 @@ pub fn plan_gemm(ast: &UOp, tile: GemmTile, min_flops: f64) -> Option<GemmPlan> 
         .into_iter()
         .filter(|n| n.op() == Ops::DefineGlobal)
         .collect();
+    let original_ast = ast;
     // Simplified first: index arithmetic of views often mentions ranges it doesn't depend on
     // (`(k*25 + r) // 800` with `k*25 + r < 800`), which would hide which operand uses them.
     let ast = &tinygrad_uop::graph_rewrite(ast, tinygrad_uop::sym(), &mut (), false);
@@ -450,6 +454,11 @@ pub fn plan_gemm(ast: &UOp, tile: GemmTile, min_flops: f64) -> Option<GemmPlan> 
         b_slots,
         epilogue,
         c_slot,
+        extents: {
+            let mut e = crate::program::slot_extents(original_ast);
+            e.resize(globals.len().max(e.len()), 0);
+            e
+        },
         globals,
         a_in_place,
     })

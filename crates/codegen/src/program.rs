@@ -32,6 +32,10 @@ pub struct Program {
     pub uops: Vec<UOp>,
     /// The element dtype of each global buffer slot (slot 0 is the output).
     pub globals: Vec<DType>,
+    /// The least number of elements each global slot's buffer must have: what the kernel's
+    /// ungated loads and stores can reach ([`slot_extents`]). Launchers check their buffers
+    /// against it before running native code.
+    pub extents: Vec<usize>,
     /// The size of the outermost output loop (what a launcher may split across threads), if the
     /// kernel has any output loop.
     pub outer_size: Option<usize>,
@@ -83,6 +87,50 @@ fn prepare(ast: &UOp, caps: TargetCaps) -> UOp {
     crate::merge_ranges::merge_reduce_ranges(&ast)
 }
 
+/// For each global slot of a kernel AST (as scheduled: `Index(DefineGlobal(slot), i)`, gated
+/// `Index(.., i, valid)`), the least buffer size its ungated accesses need: the largest value
+/// the index can take plus one, from the index's bounds ([`UOp::vmax`]); `usize::MAX` where an
+/// index may be negative or its bounds are unknown (no buffer is large enough: a launcher
+/// refuses). Gated accesses are skipped: renderers perform them only where the gate holds.
+///
+/// ```
+/// use tinygrad_codegen::program::slot_extents;
+/// use tinygrad_dtype::{AddrSpace, DType};
+/// use tinygrad_uop::{Arg, AxisKind, Ops, UOp};
+/// let g = |slot: i64| UOp::new(Ops::DefineGlobal, DType::FLOAT32.ptr(AddrSpace::Global),
+///     vec![], Arg::Int(slot));
+/// let r = UOp::range(8, 0, AxisKind::Loop);
+/// let load = UOp::new(Ops::Load, DType::FLOAT32,
+///     vec![UOp::new(Ops::Index, g(1).dtype(), vec![g(1), &r * 2i64 + 1i64], Arg::None)], Arg::None);
+/// let store = UOp::new(Ops::Store, DType::VOID,
+///     vec![UOp::new(Ops::Index, g(0).dtype(), vec![g(0), r.clone()], Arg::None), load], Arg::None);
+/// let ast = UOp::new(Ops::Sink, DType::VOID, vec![store], Arg::None);
+/// assert_eq!(slot_extents(&ast), vec![8, 16]);
+/// ```
+pub fn slot_extents(ast: &UOp) -> Vec<usize> {
+    let mut extents: Vec<usize> = Vec::new();
+    for u in ast.toposort() {
+        if u.op() != Ops::Index || u.src().len() != 2 || u.s(0).op() != Ops::DefineGlobal {
+            continue;
+        }
+        let Arg::Int(slot) = u.s(0).arg() else {
+            continue;
+        };
+        let slot = *slot as usize;
+        if extents.len() <= slot {
+            extents.resize(slot + 1, 0);
+        }
+        let (lo, hi) = u.s(1).bounds();
+        let need = if lo < 0 || hi == i64::MAX {
+            usize::MAX
+        } else {
+            hi as usize + 1
+        };
+        extents[slot] = extents[slot].max(need);
+    }
+    extents
+}
+
 /// `opts`: `None` no opts, `Some(None)` the heuristic's, `Some(Some(o))` exactly `o`.
 fn to_program_inner(
     ast: &UOp,
@@ -104,6 +152,8 @@ fn to_program_inner(
         }
     }
 
+    let mut extents = slot_extents(ast);
+    extents.resize(globals.len().max(extents.len()), 0);
     let mut ast = prepare(ast, caps);
     let mut opts = KernelOpts::default();
     if let Some(choice) = opts_choice {
@@ -130,6 +180,7 @@ fn to_program_inner(
         ast,
         uops,
         globals,
+        extents,
         outer_size,
         opts,
     }

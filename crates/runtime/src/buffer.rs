@@ -81,6 +81,35 @@ impl Buffer {
         g
     }
 
+    /// Allocates the memory now if it is not yet (zeroed, or for a writer that overwrites every
+    /// element, possibly a reused allocation), so that a failure is an `Err` here instead of a
+    /// panic in the middle of a kernel launch.
+    ///
+    /// # Errors
+    /// [`DeviceError::OutOfMemory`](crate::DeviceError::OutOfMemory) when the allocator refuses.
+    pub fn try_allocate(&self, for_overwrite: bool) -> Result<(), crate::DeviceError> {
+        let mut g = self.mem.lock().unwrap_or_else(|e| e.into_inner());
+        if g.is_some() {
+            return Ok(());
+        }
+        let words = self.nbytes().div_ceil(8);
+        let pooled = if for_overwrite {
+            crate::buffer_pool::take(words)
+        } else {
+            None
+        };
+        let mem = match pooled {
+            Some(m) => m,
+            None => try_zeroed_words(words).map_err(|e| crate::DeviceError::OutOfMemory {
+                device: self.device.to_string(),
+                bytes: self.nbytes(),
+                message: format!("{} {} elements: {e}", self.size, self.dtype),
+            })?,
+        };
+        *g = Some(mem);
+        Ok(())
+    }
+
     /// Copies `bytes` (exactly [`Self::nbytes`]) into the buffer.
     ///
     /// # Panics
@@ -158,18 +187,23 @@ pub struct BufferRef(pub Arc<Buffer>);
 /// # Panics
 /// If the memory cannot be allocated.
 pub(crate) fn zeroed_words(words: usize, buf: &Buffer) -> HostMem {
-    let mut v: HostMem = Vec::new();
-    if let Err(e) = v.try_reserve_exact(words) {
+    try_zeroed_words(words).unwrap_or_else(|e| {
         panic!(
             "{}: cannot allocate {} bytes for a buffer of {} {} elements: {e}",
             buf.device,
             buf.nbytes(),
             buf.size,
             buf.dtype
-        );
-    }
+        )
+    })
+}
+
+/// `words` zeroed 8-byte words, or the allocator's error.
+fn try_zeroed_words(words: usize) -> Result<HostMem, String> {
+    let mut v: HostMem = Vec::new();
+    v.try_reserve_exact(words).map_err(|e| e.to_string())?;
     v.resize(words, 0);
-    v
+    Ok(v)
 }
 
 impl Opaque for BufferRef {

@@ -51,15 +51,19 @@ pub fn pooled_bytes() -> usize {
 /// # Panics
 /// If a fresh allocation fails (the message names the size, see `zeroed_words`).
 pub fn alloc_uninit(words: usize, buf: &crate::Buffer) -> HostMem {
-    if words * 8 >= MIN_POOLED_BYTES {
-        let mut p = pool().lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(mem) = p.free.get_mut(&words).and_then(Vec::pop) {
-            p.bytes -= words * 8;
-            REUSED.fetch_add(1, Ordering::Relaxed);
-            return mem;
-        }
+    take(words).unwrap_or_else(|| crate::buffer::zeroed_words(words, buf))
+}
+
+/// A pooled allocation of exactly `words` words (stale contents), if the pool has one.
+pub(crate) fn take(words: usize) -> Option<HostMem> {
+    if words * 8 < MIN_POOLED_BYTES {
+        return None;
     }
-    crate::buffer::zeroed_words(words, buf)
+    let mut p = pool().lock().unwrap_or_else(|e| e.into_inner());
+    let mem = p.free.get_mut(&words).and_then(Vec::pop)?;
+    p.bytes -= words * 8;
+    REUSED.fetch_add(1, Ordering::Relaxed);
+    Some(mem)
 }
 
 /// Gives a freed allocation back for reuse (or to the OS, when small or the pool is full).

@@ -22,9 +22,6 @@ pub(crate) type KernelFn = unsafe extern "C" fn(*const *mut u8, i64, i64);
 pub struct CpuDevice {
     renderer: CraneliftRenderer,
     flags: settings::Flags,
-    /// Modules of compiled kernels are kept alive (their code must not be freed while a kernel
-    /// can still run); the kernel cache above makes each compile once.
-    modules: Mutex<Vec<JITModule>>,
 }
 
 impl CpuDevice {
@@ -55,14 +52,10 @@ impl CpuDevice {
                 .iter()
                 .any(|f| f.name == "has_fma" && f.as_bool() == Some(true));
         let renderer = CraneliftRenderer::new(isa.frontend_config()).with_fma(fma);
-        Ok(CpuDevice {
-            renderer,
-            flags,
-            modules: Mutex::new(Vec::new()),
-        })
+        Ok(CpuDevice { renderer, flags })
     }
 
-    fn jit(&self, prog: &Program) -> Result<(KernelFn, String), String> {
+    fn jit(&self, prog: &Program) -> Result<(KernelFn, String, JITModule), String> {
         let func = self.renderer.render(prog).map_err(|e| e.message)?;
         let source = func.display().to_string();
         let isa = cranelift_native::builder()
@@ -87,21 +80,24 @@ impl CpuDevice {
         let ptr = module.get_finalized_function(id);
         // SAFETY: `ptr` is the entry of a function just compiled with the kernel signature
         // `(i64, i64, i64)` under the host calling convention, which is `KernelFn`'s ABI. The
-        // module owning the code is kept alive in `self.modules` for the life of the device.
+        // module owning the code is returned with it and owned by the `CpuKernel` that holds
+        // `f`, which frees the code only when it is dropped.
         let f: KernelFn = unsafe { std::mem::transmute::<*const u8, KernelFn>(ptr) };
-        self.modules
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(module);
-        Ok((f, source))
+        Ok((f, source, module))
     }
 }
 
 pub(crate) struct CpuKernel {
+    /// The compiled code of `f` (freed when the kernel is dropped: the kernel cache is bounded,
+    /// and BEAM search compiles many candidates). A `Mutex` only to be `Sync`: it is touched
+    /// only by `drop`.
+    module: Mutex<Option<JITModule>>,
     f: KernelFn,
     source: String,
     outer: Option<usize>,
     globals: Vec<(tinygrad_dtype::DType, usize)>,
+    /// The least size of each slot's buffer (`Program::extents`).
+    extents: Vec<usize>,
     /// Estimated operations per launch (decides whether to use the thread pool).
     work: f64,
 }
@@ -134,16 +130,18 @@ fn estimate_work(prog: &Program) -> f64 {
 impl CpuDevice {
     /// JIT-compiles `prog` into a kernel of this device.
     pub(crate) fn compile_cpu(&self, prog: &Program) -> Result<CpuKernel, DeviceError> {
-        let (f, source) = self.jit(prog).map_err(|message| DeviceError::Compile {
+        let (f, source, module) = self.jit(prog).map_err(|message| DeviceError::Compile {
             kernel: prog.name.clone(),
             message,
         })?;
         let globals = prog.globals.iter().map(|d| (*d, d.itemsize())).collect();
         Ok(CpuKernel {
+            module: Mutex::new(Some(module)),
             f,
             source,
             outer: prog.outer_size,
             globals,
+            extents: prog.extents.clone(),
             work: estimate_work(prog),
         })
     }
@@ -190,19 +188,36 @@ pub(crate) struct LockedBuffers<'a> {
 /// Locks each distinct buffer of `bufs` once (a kernel may read and write the same buffer),
 /// checking them against the kernel's `globals`. The output (slot 0) is overwritten entirely,
 /// so unless it is also read it may take a reused allocation instead of fresh zeroed memory.
+///
+/// # Panics
+/// If the number of buffers, a dtype, or a buffer's size (below the slot's extent: what the
+/// kernel's index arithmetic can reach) does not fit the kernel: native code must never run on
+/// buffers it would read or write past.
 pub(crate) fn lock_buffers<'a>(
     bufs: &'a [Arc<Buffer>],
     globals: &[tinygrad_dtype::DType],
+    extents: &[usize],
 ) -> LockedBuffers<'a> {
     assert_eq!(
         bufs.len(),
         globals.len(),
         "kernel launch: wrong number of buffers"
     );
-    for (b, dt) in bufs.iter().zip(globals) {
+    for (slot, (b, dt)) in bufs.iter().zip(globals).enumerate() {
         assert_eq!(
             b.dtype, *dt,
             "kernel launch: buffer {b:?} bound to a {dt} slot"
+        );
+        let need = extents.get(slot).copied().unwrap_or(usize::MAX);
+        assert!(
+            b.size >= need,
+            "kernel launch: slot {slot} reaches {} elements, but its buffer {b:?} has {}",
+            if need == usize::MAX {
+                "an unbounded or negative number of".to_string()
+            } else {
+                need.to_string()
+            },
+            b.size
         );
     }
     let mut order: Vec<usize> = (0..bufs.len()).collect();
@@ -285,13 +300,31 @@ impl CpuKernel {
     }
 }
 
+impl Drop for CpuKernel {
+    fn drop(&mut self) {
+        let module = self
+            .module
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(module) = module {
+            // SAFETY: the module holds only this kernel's code. `f` is called only through
+            // `&self` (`launch`, `run_range`; `entry()` hands it to `GemmKernel::run`, which
+            // calls it while it borrows the kernel), and those calls return (the pool's tasks
+            // finish) before the borrow ends; `drop` has `&mut self`, so no call is running
+            // and none can start afterwards.
+            unsafe { module.free_memory() };
+        }
+    }
+}
+
 impl Kernel for CpuKernel {
     fn launch(&self, bufs: &[Arc<Buffer>]) {
-        let locked = lock_buffers(bufs, &self.slot_dtypes());
-        // SAFETY: `locked` holds every buffer's memory locked (at least `size * itemsize`
-        // bytes of the slot's dtype, checked by `lock_buffers`) until it is dropped after the
-        // run. The generated code only indexes within the buffers' shapes (the scheduler's
-        // index math) and gates loads outside them.
+        let locked = lock_buffers(bufs, &self.slot_dtypes(), &self.extents);
+        // SAFETY: `locked` holds every buffer's memory locked until it is dropped after the
+        // run; `lock_buffers` checked each buffer's dtype and that its size covers every index
+        // the kernel's ungated accesses can reach (the index bounds); gated accesses are only
+        // performed where their gate (the scheduler's in-bounds condition) holds.
         unsafe { self.run_range(&locked.addrs, 0, self.outer_len()) };
         drop(locked);
     }

@@ -31,6 +31,15 @@ pub enum DeviceError {
         /// The compiler's or renderer's message.
         message: String,
     },
+    /// Memory for a buffer could not be allocated.
+    OutOfMemory {
+        /// The device.
+        device: String,
+        /// The bytes asked for.
+        bytes: usize,
+        /// The buffer's elements and the allocator's message (`"1024 float32 elements: .."`).
+        message: String,
+    },
     /// A kernel cannot run on its buffers (a buffer over the device's limits).
     Launch {
         /// The kernel's name.
@@ -56,6 +65,14 @@ impl fmt::Display for DeviceError {
             DeviceError::Compile { kernel, message } => {
                 write!(f, "kernel {kernel} failed to compile: {message}")
             }
+            DeviceError::OutOfMemory {
+                device,
+                bytes,
+                message,
+            } => write!(
+                f,
+                "{device}: cannot allocate {bytes} bytes for a buffer of {message}"
+            ),
             DeviceError::Launch { kernel, message } if kernel.is_empty() => {
                 write!(f, "a kernel cannot be launched: {message}")
             }
@@ -141,6 +158,12 @@ pub fn get_device(name: &str) -> Result<Arc<dyn Device>, DeviceError> {
             name: name.to_string(),
         }),
     }
+}
+
+/// Whether `name` names a device of this library (case-insensitive), available or not: what
+/// a tensor's device may be.
+pub fn is_device_name(name: &str) -> bool {
+    DEVICE_NAMES.iter().any(|d| d.eq_ignore_ascii_case(name))
 }
 
 /// The default device: `DEV` from the environment, else `CPU`.

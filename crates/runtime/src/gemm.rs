@@ -343,7 +343,7 @@ impl GemmKernel {
     fn run(&self, bufs: &[Arc<Buffer>], scratch: &mut Scratch) {
         let p = &self.plan;
         let (mr, nr, kb) = (p.tile.mr, p.tile.nr, p.kb);
-        let locked = lock_buffers(bufs, &p.globals);
+        let locked = lock_buffers(bufs, &p.globals, &p.extents);
         let addrs = &locked.addrs;
         let kp = kb * p.n_kb;
         let k_chunk = p.k_chunk;

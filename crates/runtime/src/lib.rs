@@ -32,4 +32,6 @@ pub use buffer::{Buffer, BufferRef};
 pub use device::{
     DEVICE_NAMES, Device, DeviceError, Kernel, debug_level, default_device, get_device,
 };
-pub use realize::{compile_count, get_kernel, run_schedule};
+pub use realize::{
+    compile_count, get_kernel, kernel_cache_capacity, kernel_cache_len, run_schedule,
+};

@@ -15,12 +15,69 @@ use tinygrad_uop::{Ops, UOp};
 use crate::Buffer;
 use crate::device::{Device, DeviceError, Kernel, debug_level};
 
-/// Compiled kernels by device, kernel AST and beam width (0: the heuristic's opts).
-type Cache = Mutex<HashMap<(&'static str, UOp, usize), (Arc<dyn Kernel>, String, f64)>>;
+/// A compiled kernel, its name and its flop estimate per launch.
+type Entry = (Arc<dyn Kernel>, String, f64);
 
-fn cache() -> &'static Cache {
-    static CACHE: OnceLock<Cache> = OnceLock::new();
-    CACHE.get_or_init(|| Mutex::new(HashMap::new()))
+/// Compiled kernels by device, kernel AST and beam width (0: the heuristic's opts), at most
+/// `cap` of them: when full, the least recently used tenth is evicted (its compiled code is
+/// freed once no schedule holds the kernel). Without a bound, a program whose graphs differ
+/// only in a constant (a learning rate written as a Rust scalar) compiles and keeps a kernel
+/// per value.
+struct KernelCache {
+    map: HashMap<(&'static str, UOp, usize), (Entry, u64)>,
+    tick: u64,
+    cap: usize,
+}
+
+impl KernelCache {
+    fn get(&mut self, key: &(&'static str, UOp, usize)) -> Option<Entry> {
+        self.tick += 1;
+        let tick = self.tick;
+        self.map.get_mut(key).map(|(e, used)| {
+            *used = tick;
+            e.clone()
+        })
+    }
+
+    fn insert(&mut self, key: (&'static str, UOp, usize), entry: Entry) {
+        if self.map.len() >= self.cap {
+            let keep = self.cap - self.cap.div_ceil(10);
+            let mut ticks: Vec<u64> = self.map.values().map(|(_, t)| *t).collect();
+            let nth = self.map.len() - keep - 1;
+            let (_, &mut cut, _) = ticks.select_nth_unstable(nth);
+            self.map.retain(|_, (_, t)| *t > cut);
+        }
+        self.tick += 1;
+        self.map.insert(key, (entry, self.tick));
+    }
+}
+
+/// The kernel cache's capacity: `KERNEL_CACHE_SIZE` (kernels, at least 1), default 4096.
+pub fn kernel_cache_capacity() -> usize {
+    static CAP: OnceLock<usize> = OnceLock::new();
+    *CAP.get_or_init(|| {
+        std::env::var("KERNEL_CACHE_SIZE")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or(4096)
+            .max(1)
+    })
+}
+
+/// How many compiled kernels the kernel cache holds now (for tests and tools).
+pub fn kernel_cache_len() -> usize {
+    cache().lock().unwrap_or_else(|e| e.into_inner()).map.len()
+}
+
+fn cache() -> &'static Mutex<KernelCache> {
+    static CACHE: OnceLock<Mutex<KernelCache>> = OnceLock::new();
+    CACHE.get_or_init(|| {
+        Mutex::new(KernelCache {
+            map: HashMap::new(),
+            tick: 0,
+            cap: kernel_cache_capacity(),
+        })
+    })
 }
 
 static COMPILES: AtomicUsize = AtomicUsize::new(0);
@@ -49,7 +106,7 @@ fn get_kernel_for(
     let beam = beam.filter(|(_, w)| *w > 0 && dev.optimizes());
     let key = (dev.name(), ast.clone(), beam.map_or(0, |(_, w)| w));
     if let Some(k) = cache().lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
-        return Ok(k.clone());
+        return Ok(k);
     }
     if debug_level() >= 5 {
         eprintln!("kernel AST:\n{}", ast.pretty());
@@ -138,6 +195,12 @@ pub fn run_schedule(dev: &dyn Device, items: &[ScheduleItem]) -> Result<(), Devi
                 Buffer::of(b).unwrap_or_else(|| panic!("schedule item bound to a non-buffer {b:?}"))
             })
             .collect();
+        // Allocate first, so that running out of memory is an `Err` (the output is overwritten
+        // whole unless the kernel also reads it).
+        for (i, b) in bufs.iter().enumerate() {
+            let read = bufs[1..].iter().any(|o| o.id() == b.id());
+            b.try_allocate(i == 0 && !read)?;
+        }
         let (kernel, name, flops) = get_kernel_for(dev, &item.ast, Some((&bufs, width)))?;
         for b in &bufs {
             dev.check_buffer(b.dtype, b.size).map_err(|e| match e {

@@ -286,6 +286,7 @@ fn compile_goes_through_the_renderer() {
         ast: out.uop(),
         uops: vec![],
         globals: vec![dt],
+        extents: vec![4],
         outer_size: Some(4),
         opts: Default::default(),
     };

@@ -20,6 +20,7 @@
 
 use std::collections::HashSet;
 
+use tinygrad_dtype::DType;
 use tinygrad_schedule::is_buffer_view;
 use tinygrad_uop::{Arg, Ops, UOp};
 
@@ -73,6 +74,10 @@ impl Tensor {
         if vshape != shape {
             u = value.broadcast_to(&shape).uop();
         }
+        if let Some(view) = &self.inner.view {
+            self.assign_through_view(view, &Tensor::from_uop(u, self.device()));
+            return self;
+        }
         if !has_buffer(&u) {
             // A graph of constants only is shared by every equal graph (hash-consing): give the
             // value a buffer of its own, so gradients and later assignments stay this tensor's.
@@ -120,6 +125,81 @@ impl Tensor {
         );
         *self.inner.uop.write().unwrap_or_else(|e| e.into_inner()) = value.uop();
         self
+    }
+}
+
+impl Tensor {
+    /// Writes `value` (this view's shape) into the view's base: the base's new value is its
+    /// old one with the view's elements replaced (each movement op undone in reverse: reshape
+    /// back, the inverse permutation, the same flip, a shrink padded back into place and
+    /// selected where it lies), and this view then reads the base's new value. As in torch,
+    /// an expanded view cannot be assigned (its elements alias one another).
+    fn assign_through_view(&self, view: &crate::tensor::View, value: &Tensor) {
+        if view.ops.iter().any(|(op, _)| *op == Ops::Expand) {
+            panic!(
+                "assign: the tensor (shape {:?}) is an expanded view of a tensor of shape {:?}: \
+                 its elements alias each other, so it cannot be assigned (as in torch); assign \
+                 to the base or to a contiguous copy",
+                self.shape(),
+                view.base.shape()
+            );
+        }
+        let device = self.device();
+        let plain = |u: UOp| Tensor::from_uop(u, device);
+        // the base and each intermediate view, as of now
+        let mut levels = vec![view.base.uop()];
+        for (op, arg) in &view.ops {
+            let prev = levels.last().expect("the base");
+            levels.push(UOp::new(*op, prev.dtype(), vec![prev.clone()], arg.clone()));
+        }
+        let mut new = value.clone();
+        for (i, (op, arg)) in view.ops.iter().enumerate().rev() {
+            let prev = plain(levels[i].clone());
+            let prev_shape = prev.shape();
+            new = match op {
+                Ops::Reshape => new.reshape_exact(&prev_shape),
+                Ops::Permute => {
+                    let order = arg.as_shape().expect("permute arg");
+                    let mut inverse = vec![0isize; order.len()];
+                    for (i, &o) in order.iter().enumerate() {
+                        inverse[o] = i as isize;
+                    }
+                    new.permute(&inverse)
+                }
+                Ops::Flip => {
+                    let axes: Vec<isize> = arg
+                        .as_shape()
+                        .expect("flip arg")
+                        .iter()
+                        .map(|&a| a as isize)
+                        .collect();
+                    new.flip(&axes)
+                }
+                Ops::Shrink => {
+                    let bounds = arg.as_pairs().expect("shrink arg");
+                    let pads: Vec<(usize, usize)> = bounds
+                        .iter()
+                        .zip(&prev_shape)
+                        .map(|(&(b, e), &d)| (b, d - e))
+                        .collect();
+                    let inside =
+                        Tensor::full_on(&new.shape(), true, DType::BOOL, device).pad(&pads, false);
+                    inside.where_(&new.pad(&pads, 0), &prev)
+                }
+                op => unreachable!("{op} is not a view op"),
+            };
+        }
+        view.base.assign(&new);
+        view.base
+            .inner
+            .written_through
+            .store(true, std::sync::atomic::Ordering::Release);
+        // this view reads the base's new value
+        let mut u = view.base.uop();
+        for (op, arg) in &view.ops {
+            u = UOp::new(*op, u.dtype(), vec![u], arg.clone());
+        }
+        *self.inner.uop.write().unwrap_or_else(|e| e.into_inner()) = u;
     }
 }
 

@@ -62,7 +62,15 @@ impl Tensor {
                 );
             }
         }
-        self.with_uop(UOp::new(op, self.dtype(), vec![self.uop()], arg))
+        let u = UOp::new(op, self.dtype(), vec![self.uop()], arg.clone());
+        match op {
+            // views in torch's sense: an assignment to them writes through (a zero pad is a
+            // new tensor, as torch's `pad`)
+            Ops::Reshape | Ops::Permute | Ops::Shrink | Ops::Flip | Ops::Expand => {
+                self.with_view_uop(u, op, arg)
+            }
+            _ => self.with_uop(u),
+        }
     }
 
     pub(crate) fn reshape_exact(&self, shape: &[usize]) -> Tensor {

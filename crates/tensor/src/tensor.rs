@@ -16,6 +16,18 @@ pub(crate) struct Inner {
     device: Arc<str>,
     /// `requires_grad` and `.grad`, see `autograd`.
     pub(crate) autograd: crate::autograd::GradState,
+    /// For a view made by movement ops (reshape, permute, shrink, flip, expand): the tensor it
+    /// views and the ops from it, so an assignment to the view writes through to it.
+    pub(crate) view: Option<View>,
+    /// Set when an assignment through a view gave this tensor a new graph: realizing any of its
+    /// views then realizes it too, so its graph does not grow with every such assignment.
+    pub(crate) written_through: std::sync::atomic::AtomicBool,
+}
+
+/// What a view tensor views: its base tensor and the movement ops (op, argument) from it.
+pub(crate) struct View {
+    pub(crate) base: Tensor,
+    pub(crate) ops: Vec<(Ops, Arg)>,
 }
 
 /// A lazy tensor: operations build a graph; [`Tensor::realize`] (or reading data) compiles and
@@ -35,12 +47,23 @@ impl Tensor {
     /// let u = Tensor::from_uop(t.uop(), t.device());
     /// assert_eq!(u.to_vec::<i32>(), vec![2, 4, 6]);
     /// ```
+    ///
+    /// # Panics
+    /// If `device` names no device of this library (an unknown name is reported where the
+    /// tensor is made, not when it is first realized).
     pub fn from_uop(uop: UOp, device: &str) -> Tensor {
+        assert!(
+            tinygrad_runtime::device::is_device_name(device),
+            "Tensor: unknown device {device:?} (devices: {})",
+            tinygrad_runtime::DEVICE_NAMES.join(", ")
+        );
         Tensor {
             inner: Arc::new(Inner {
                 uop: RwLock::new(uop),
                 device: device.into(),
                 autograd: Default::default(),
+                view: None,
+                written_through: Default::default(),
             }),
         }
     }
@@ -67,6 +90,35 @@ impl Tensor {
                 uop: RwLock::new(crate::autograd::track(uop)),
                 device: self.inner.device.clone(),
                 autograd: Default::default(),
+                view: None,
+                written_through: Default::default(),
+            }),
+        }
+    }
+
+    /// [`Tensor::with_uop`] for a movement op's result: a view of this tensor's base.
+    pub(crate) fn with_view_uop(&self, uop: UOp, op: Ops, arg: Arg) -> Tensor {
+        let view = match &self.inner.view {
+            Some(v) => {
+                let mut ops = v.ops.clone();
+                ops.push((op, arg));
+                View {
+                    base: v.base.clone(),
+                    ops,
+                }
+            }
+            None => View {
+                base: self.clone(),
+                ops: vec![(op, arg)],
+            },
+        };
+        Tensor {
+            inner: Arc::new(Inner {
+                uop: RwLock::new(crate::autograd::track(uop)),
+                device: self.inner.device.clone(),
+                autograd: Default::default(),
+                view: Some(view),
+                written_through: Default::default(),
             }),
         }
     }
@@ -365,7 +417,9 @@ impl Tensor {
         device: &str,
     ) -> Tensor {
         let c = UOp::cnst(dtype, value.into());
-        Tensor::from_uop(c, device).broadcast_scalar_to(shape)
+        // a new tensor, not a view of the scalar: it can be assigned to
+        let t = Tensor::from_uop(c, device).broadcast_scalar_to(shape);
+        Tensor::from_uop(t.uop(), device)
     }
 
     /// The same lazy graph on `device`. Only for graphs built from constants (no buffers).
@@ -787,6 +841,22 @@ impl Tensor {
     /// by the older result would lose that assignment), and the caller still reads the value
     /// that was realized from the returned view, never the newer, unrealized graph.
     pub(crate) fn realize_snapshots(tensors: &[&Tensor]) -> Result<Vec<UOp>, DeviceError> {
+        // bases written through one of these views are realized with them
+        let bases: Vec<&Tensor> = tensors
+            .iter()
+            .filter_map(|t| t.inner.view.as_ref().map(|v| &v.base))
+            .filter(|b| {
+                b.inner
+                    .written_through
+                    .swap(false, std::sync::atomic::Ordering::AcqRel)
+            })
+            .collect();
+        if !bases.is_empty() {
+            let mut all: Vec<&Tensor> = tensors.to_vec();
+            all.extend(bases);
+            let snaps = Tensor::realize_snapshots(&all)?;
+            return Ok(snaps[..tensors.len()].to_vec());
+        }
         let snaps: Vec<UOp> = tensors.iter().map(|t| t.uop()).collect();
         let todo: Vec<(&Tensor, &UOp)> = tensors
             .iter()

@@ -45,8 +45,8 @@ fn assert_child_panics(child_name: &str, expected: &str) {
 }
 
 /// Asserts that `f` panics with a message containing `expected`.
-fn assert_panics(expected: &str, f: impl FnOnce() + std::panic::UnwindSafe) {
-    let r = std::panic::catch_unwind(f);
+fn assert_panics(expected: &str, f: impl FnOnce()) {
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
     let err = r.expect_err("expected a panic");
     let msg = err
         .downcast_ref::<String>()
@@ -453,4 +453,221 @@ fn float_to_int_casts_are_the_same_on_cpu_and_ref() {
         .cast(DType::INT32)
         .to_vec::<i32>();
     assert_eq!(t, vec![-1, 0, 0, -1_294_967_296, 1_294_967_296, 2, -2, -1]);
+}
+
+// ---- 1. (cont.) kernels never run on buffers smaller than they index ------------------------
+
+#[test]
+fn a_kernel_launched_on_too_small_buffers_panics_instead_of_running() {
+    use tinygrad_runtime::{Buffer, get_device, get_kernel};
+    // the kernel of `x + 1` over 1024 elements, launched on 16-element buffers
+    let x = Tensor::from_slice(&[0.0f32; 1024], &[1024]);
+    let sched = Tensor::schedule(&[&(&x + 1.0)]);
+    let dev = get_device("CPU").unwrap();
+    let (kernel, _, _) = get_kernel(dev.as_ref(), &sched[0].ast).unwrap();
+    let small = vec![
+        Buffer::new("CPU", DType::FLOAT32, 16),
+        Buffer::new("CPU", DType::FLOAT32, 16),
+    ];
+    assert_panics("slot 0 reaches 1024 elements", move || {
+        kernel.launch(&small)
+    });
+}
+
+// ---- 7. allocation failures and unknown devices --------------------------------------------
+
+#[test]
+fn try_realize_returns_out_of_memory_as_an_err() {
+    // 4 TB of float32: more than any machine this runs on lets a process reserve
+    let t = Tensor::zeros(&[1_000_000_000_000], DType::FLOAT32);
+    let e = t.try_realize().map(|_| ()).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            tinygrad_runtime::DeviceError::OutOfMemory {
+                bytes: 4_000_000_000_000,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(
+        e.to_string()
+            .contains("cannot allocate 4000000000000 bytes"),
+        "{e}"
+    );
+}
+
+#[test]
+fn an_unknown_device_is_reported_when_the_tensor_is_made() {
+    assert_panics("Tensor: unknown device \"NOSUCH\"", || {
+        let _ = Tensor::zeros_on(&[2], DType::FLOAT32, "NOSUCH");
+    });
+    assert_panics("unknown device \"GPU9\"", || {
+        let _ = Tensor::from_slice_on(&[1.0f32], &[1], "GPU9");
+    });
+}
+
+// ---- 8. the kernel cache is bounded --------------------------------------------------------
+
+child_case!(child_kernel_cache_is_bounded, {
+    assert_eq!(tinygrad_runtime::kernel_cache_capacity(), 50);
+    let x = Tensor::from_slice(&[1.0f32, 2.0], &[2]);
+    for i in 0..200 {
+        // a new constant is a new kernel
+        let v = (&x * (i as f64 + 0.5)).to_vec::<f32>();
+        assert_eq!(v, vec![i as f32 + 0.5, 2.0 * (i as f32 + 0.5)]);
+        assert!(tinygrad_runtime::kernel_cache_len() <= 50);
+    }
+    // a scalar tensor operand instead of a constant compiles once for every value
+    let before = tinygrad_runtime::compile_count();
+    for i in 0..20 {
+        let lr = Tensor::from_slice(&[i as f32], &[1]);
+        let _ = (&x * &lr).to_vec::<f32>();
+    }
+    assert!(tinygrad_runtime::compile_count() - before <= 1);
+});
+
+#[test]
+fn the_kernel_cache_is_bounded_by_kernel_cache_size() {
+    let exe = std::env::current_exe().expect("test binary path");
+    let out = Command::new(exe)
+        .args([
+            "child_kernel_cache_is_bounded",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env("KERNEL_CACHE_SIZE", "50")
+        .output()
+        .expect("spawn");
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+// ---- mutation test: corrupted safetensors files are errors, never panics ----------------------
+
+/// A small deterministic generator (xorshift), so the mutations are the same in every run.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+}
+
+#[test]
+fn mutated_safetensors_files_load_or_fail_cleanly() {
+    let sd = BTreeMap::from([
+        (
+            "a".to_string(),
+            Tensor::from_slice(&[1.5f32, -2.0, 3.0, 4.0], &[2, 2]),
+        ),
+        ("b".to_string(), Tensor::from_slice(&[7i64, -8], &[2])),
+        (
+            "c".to_string(),
+            Tensor::from_slice(&[true, false, true], &[3]),
+        ),
+    ]);
+    let good = safe_save_bytes(&sd, None).unwrap();
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let (mut loaded, mut refused) = (0, 0);
+    for case in 0..3000 {
+        let mut b = good.clone();
+        match case % 4 {
+            // flip a byte
+            0 => {
+                let i = rng.below(b.len());
+                b[i] ^= 1 << rng.below(8);
+            }
+            // overwrite a header byte with a JSON-significant character
+            1 => {
+                let i = 8 + rng.below(b.len() - 8);
+                b[i] = b"{}[],:\"0123456789-e"[rng.below(19)];
+            }
+            // truncate
+            2 => b.truncate(rng.below(b.len())),
+            // append or duplicate a span
+            _ => {
+                let i = rng.below(b.len());
+                let j = (i + rng.below(16)).min(b.len());
+                let span = b[i..j].to_vec();
+                b.splice(i..i, span);
+            }
+        }
+        let r = std::panic::catch_unwind(|| safe_load_bytes(&b, "CPU"));
+        match r {
+            Ok(Ok(tensors)) => {
+                loaded += 1;
+                for t in tensors.values() {
+                    assert_eq!(t.try_to_bytes().unwrap().len(), t.nbytes());
+                }
+            }
+            Ok(Err(e)) => {
+                refused += 1;
+                assert!(!e.message.is_empty());
+            }
+            Err(_) => panic!("case {case}: the loader panicked on {b:?}"),
+        }
+    }
+    // both outcomes happen (flipped data bytes still load)
+    assert!(
+        loaded > 0 && refused > 0,
+        "loaded {loaded}, refused {refused}"
+    );
+}
+
+// ---- 5. (cont.) writes through views -------------------------------------------------------
+
+#[test]
+fn assign_to_a_shrunk_view_writes_through() {
+    let x = Tensor::from_slice(&[0i32, 1, 2, 3, 4, 5], &[2, 3]);
+    let v = x.shrink(&[(0, 2), (1, 3)]);
+    v.assign(&Tensor::from_slice(&[10i32, 11, 12, 13], &[2, 2]));
+    assert_eq!(x.to_vec::<i32>(), vec![0, 10, 11, 3, 12, 13]);
+    assert_eq!(v.to_vec::<i32>(), vec![10, 11, 12, 13]);
+    // again, through the realized base (the graph does not grow)
+    v.assign(&(&v * 2));
+    assert_eq!(x.to_vec::<i32>(), vec![0, 20, 22, 3, 24, 26]);
+}
+
+#[test]
+fn assign_to_a_transposed_or_reshaped_view_writes_through() {
+    let x = Tensor::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]);
+    x.t()
+        .assign(&Tensor::from_slice(&[1.0f32, 4.0, 2.0, 5.0, 3.0, 6.0], &[3, 2]).neg());
+    assert_eq!(x.to_vec::<f32>(), vec![-1.0, -2.0, -3.0, -4.0, -5.0, -6.0]);
+    // a view of a view: a row of the flattened, flipped tensor
+    let row = x.flip(&[1]).reshape(&[6]).shrink(&[(0, 3)]);
+    row.assign(&Tensor::from_slice(&[7.0f32, 8.0, 9.0], &[3]));
+    assert_eq!(x.to_vec::<f32>(), vec![9.0, 8.0, 7.0, -4.0, -5.0, -6.0]);
+}
+
+#[test]
+fn setitem_on_a_slice_view_writes_through() {
+    use tinygrad_tensor::Idx;
+    let x = Tensor::zeros(&[3, 4], DType::INT32);
+    let rows = x.shrink(&[(1, 3), (0, 4)]);
+    rows.setitem(&[Idx::all(), Idx::Int(2)], 5);
+    assert_eq!(x.to_vec::<i32>(), vec![0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 5, 0]);
+}
+
+#[test]
+fn assign_to_an_expanded_view_is_an_error() {
+    let x = Tensor::from_slice(&[1.0f32, 2.0], &[1, 2]);
+    let e = x.expand(&[3, 2]);
+    assert_panics("is an expanded view of a tensor of shape [1, 2]", || {
+        e.assign(&Tensor::zeros(&[3, 2], DType::FLOAT32));
+    });
+    assert_eq!(x.to_vec::<f32>(), vec![1.0, 2.0]);
 }
