@@ -9,13 +9,15 @@ SECONDS_PER_TARGET="${1:-60}"
 export RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 \
 -Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \
 -Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing -Cdebug-assertions -Coverflow-checks"
-cargo build --release --bins
+# an explicit --target keeps the instrumentation flags off build scripts and proc macros
+HOST=$(rustc -vV | sed -n 's/^host: //p')
+cargo build --release --bins --target "$HOST"
 for target in safetensors_load shape_ops; do
     scratch="target/corpus-$target"
     mkdir -p "$scratch"
     echo "fuzzing $target for ${SECONDS_PER_TARGET}s"
     # -rss_limit_mb: a hostile input must not make the loader allocate beyond its size
-    "target/release/$target" "$scratch" "corpus/$target" \
+    "target/$HOST/release/$target" "$scratch" "corpus/$target" \
         -max_total_time="$SECONDS_PER_TARGET" -rss_limit_mb=2048 -timeout=20 \
         -print_final_stats=1 2>&1 | tail -12
 done

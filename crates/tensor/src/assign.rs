@@ -14,6 +14,12 @@
 //! - tensors derived lazily from the old value before the assignment keep computing from the
 //!   old value (the graph stays functional: no write-after-read hazards to order).
 //!
+//! Assigning to a view — a `reshape`, `permute`/`t`, `shrink`/slice or `flip` of a tensor,
+//! directly or through several — writes through to the tensor it views, as in torch and
+//! tinygrad: the base's new value is its old one with the view's elements replaced, and
+//! realizing the view realizes the base with it. An expanded view cannot be assigned (its
+//! elements alias each other). A zero `pad` and every other op make a new tensor.
+//!
 //! As in tinygrad, no gradient flows through an assignment: the new value is detached. A value
 //! made of constants only (`Tensor::zeros(..)`) is computed at once into a buffer of its own:
 //! equal constant graphs are one shared node, and the tensor must not share its identity.

@@ -285,7 +285,14 @@ impl Tensor {
         // max(0, n - correction), as tinygrad and torch: a correction of at least n divides by
         // zero (inf, or NaN for a zero sum of squares)
         let denom = n.saturating_sub(correction);
-        ss.div(denom as f64).cast(x.dtype())
+        let v = if denom == 0 {
+            // ss / 0 without a division (not every target divides by zero as IEEE says):
+            // inf, or NaN where ss is 0
+            ss * f64::INFINITY
+        } else {
+            ss.div(denom as f64)
+        };
+        v.cast(x.dtype())
     }
 
     /// Variance over `axis` with Bessel's `correction` (tinygrad's default is 1).
