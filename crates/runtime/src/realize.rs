@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
+use tinygrad_codegen::program::slot_extents;
 use tinygrad_codegen::{to_program_with, to_program_with_opts};
 use tinygrad_schedule::ScheduleItem;
 use tinygrad_uop::{Ops, UOp};
@@ -15,8 +16,9 @@ use tinygrad_uop::{Ops, UOp};
 use crate::Buffer;
 use crate::device::{Device, DeviceError, Kernel, debug_level};
 
-/// A compiled kernel, its name and its flop estimate per launch.
-type Entry = (Arc<dyn Kernel>, String, f64);
+/// A compiled kernel, its name, its flop estimate per launch and the least size of each slot's
+/// buffer ([`tinygrad_codegen::program::slot_extents`]), checked before every launch.
+type Entry = (Arc<dyn Kernel>, String, f64, Arc<[usize]>);
 
 /// Compiled kernels by device, kernel AST and beam width (0: the heuristic's opts), at most
 /// `cap` of them: when full, the least recently used tenth is evicted (its compiled code is
@@ -93,7 +95,7 @@ pub fn get_kernel(
     dev: &dyn Device,
     ast: &UOp,
 ) -> Result<(Arc<dyn Kernel>, String, f64), DeviceError> {
-    get_kernel_for(dev, ast, None)
+    get_kernel_for(dev, ast, None).map(|(k, name, flops, _)| (k, name, flops))
 }
 
 /// [`get_kernel`]; with `beam = Some((bufs, width))` and a device that takes kernel opts, the
@@ -102,7 +104,7 @@ fn get_kernel_for(
     dev: &dyn Device,
     ast: &UOp,
     beam: Option<(&[Arc<Buffer>], usize)>,
-) -> Result<(Arc<dyn Kernel>, String, f64), DeviceError> {
+) -> Result<Entry, DeviceError> {
     let beam = beam.filter(|(_, w)| *w > 0 && dev.optimizes());
     let key = (dev.name(), ast.clone(), beam.map_or(0, |(_, w)| w));
     if let Some(k) = cache().lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
@@ -112,7 +114,8 @@ fn get_kernel_for(
         eprintln!("kernel AST:\n{}", ast.pretty());
     }
     if let Some(compiled) = dev.compile_ast(ast) {
-        let entry = compiled?;
+        let (kernel, name, flops) = compiled?;
+        let entry = (kernel, name, flops, slot_extents(ast).into());
         COMPILES.fetch_add(1, Ordering::Relaxed);
         if debug_level() >= 4 {
             eprintln!("{}", entry.0.source());
@@ -149,7 +152,12 @@ fn get_kernel_for(
         eprintln!("{}", kernel.source());
     }
     let flops = estimate_flops(&prog.uops);
-    let entry = (kernel, prog.name.clone(), flops);
+    let entry = (
+        kernel,
+        prog.name.clone(),
+        flops,
+        prog.extents.clone().into(),
+    );
     cache()
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -201,7 +209,25 @@ pub fn run_schedule(dev: &dyn Device, items: &[ScheduleItem]) -> Result<(), Devi
             let read = bufs[1..].iter().any(|o| o.id() == b.id());
             b.try_allocate(i == 0 && !read)?;
         }
-        let (kernel, name, flops) = get_kernel_for(dev, &item.ast, Some((&bufs, width)))?;
+        let (kernel, name, flops, extents) = get_kernel_for(dev, &item.ast, Some((&bufs, width)))?;
+        // Every device (the CPU checks again at launch; a GPU would read out of bounds): each
+        // buffer covers what the kernel's index arithmetic reaches.
+        for (slot, b) in bufs.iter().enumerate() {
+            let need = extents.get(slot).copied().unwrap_or(0);
+            if b.size < need {
+                return Err(DeviceError::Launch {
+                    kernel: name.clone(),
+                    message: if need == usize::MAX {
+                        format!("slot {slot}'s index may be negative or is unbounded ({b:?})")
+                    } else {
+                        format!(
+                            "slot {slot} reaches {need} elements, but its buffer {b:?} has {}",
+                            b.size
+                        )
+                    },
+                });
+            }
+        }
         for b in &bufs {
             dev.check_buffer(b.dtype, b.size).map_err(|e| match e {
                 DeviceError::Launch { message, .. } => DeviceError::Launch {

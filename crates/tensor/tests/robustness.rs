@@ -671,3 +671,22 @@ fn assign_to_an_expanded_view_is_an_error() {
     });
     assert_eq!(x.to_vec::<f32>(), vec![1.0, 2.0]);
 }
+
+#[test]
+fn run_schedule_refuses_buffers_smaller_than_the_kernel_reaches_on_every_device() {
+    use tinygrad_runtime::{Buffer, get_device, run_schedule};
+    for dev_name in ["REF", "CPU"] {
+        let x = Tensor::from_slice_on(&[0.0f32; 256], &[256], dev_name);
+        let mut item = Tensor::schedule(&[&(&x * 3.0)]).remove(0);
+        item.bufs = vec![
+            Buffer::new(dev_name, DType::FLOAT32, 256).uop(),
+            Buffer::new(dev_name, DType::FLOAT32, 8).uop(), // the input, too small
+        ];
+        let dev = get_device(dev_name).unwrap();
+        let e = run_schedule(dev.as_ref(), &[item]).unwrap_err();
+        assert!(
+            e.to_string().contains("slot 1 reaches 256 elements"),
+            "{dev_name}: {e}"
+        );
+    }
+}
