@@ -128,6 +128,8 @@ fn get_kernel_for(
     }
     let prog = match beam {
         Some((bufs, width)) => {
+            // BEAM times candidates on `bufs`: they must fit before anything runs
+            check_extents(&slot_extents(ast), bufs, "beam search")?;
             let opts = crate::beam::best_opts(dev, ast, bufs, width);
             to_program_with_opts(ast, dev.caps(), &opts)
         }
@@ -163,6 +165,27 @@ fn get_kernel_for(
         .unwrap_or_else(|e| e.into_inner())
         .insert(key, entry.clone());
     Ok(entry)
+}
+
+/// Whether each buffer covers its slot's extent (what the kernel's index arithmetic reaches).
+fn check_extents(extents: &[usize], bufs: &[Arc<Buffer>], kernel: &str) -> Result<(), DeviceError> {
+    for (slot, b) in bufs.iter().enumerate() {
+        let need = extents.get(slot).copied().unwrap_or(0);
+        if b.size < need {
+            return Err(DeviceError::Launch {
+                kernel: kernel.to_string(),
+                message: if need == usize::MAX {
+                    format!("slot {slot}'s index may be negative or is unbounded ({b:?})")
+                } else {
+                    format!(
+                        "slot {slot} reaches {need} elements, but its buffer {b:?} has {}",
+                        b.size
+                    )
+                },
+            });
+        }
+    }
+    Ok(())
 }
 
 /// A rough count of ALU operations per launch: each ALU op times its enclosing loop sizes (a
@@ -212,22 +235,7 @@ pub fn run_schedule(dev: &dyn Device, items: &[ScheduleItem]) -> Result<(), Devi
         let (kernel, name, flops, extents) = get_kernel_for(dev, &item.ast, Some((&bufs, width)))?;
         // Every device (the CPU checks again at launch; a GPU would read out of bounds): each
         // buffer covers what the kernel's index arithmetic reaches.
-        for (slot, b) in bufs.iter().enumerate() {
-            let need = extents.get(slot).copied().unwrap_or(0);
-            if b.size < need {
-                return Err(DeviceError::Launch {
-                    kernel: name.clone(),
-                    message: if need == usize::MAX {
-                        format!("slot {slot}'s index may be negative or is unbounded ({b:?})")
-                    } else {
-                        format!(
-                            "slot {slot} reaches {need} elements, but its buffer {b:?} has {}",
-                            b.size
-                        )
-                    },
-                });
-            }
-        }
+        check_extents(&extents, &bufs, &name)?;
         for b in &bufs {
             dev.check_buffer(b.dtype, b.size).map_err(|e| match e {
                 DeviceError::Launch { message, .. } => DeviceError::Launch {

@@ -80,8 +80,10 @@ impl Tensor {
         if vshape != shape {
             u = value.broadcast_to(&shape).uop();
         }
-        if let Some(view) = &self.inner.view {
-            self.assign_through_view(view, &Tensor::from_uop(u, self.device()));
+        if let Some(view) = &self.inner.view
+            && let Some(base) = view.base()
+        {
+            self.assign_through_view(&base, &view.ops, &Tensor::from_uop(u, self.device()));
             return self;
         }
         if !has_buffer(&u) {
@@ -140,26 +142,26 @@ impl Tensor {
     /// back, the inverse permutation, the same flip, a shrink padded back into place and
     /// selected where it lies), and this view then reads the base's new value. As in torch,
     /// an expanded view cannot be assigned (its elements alias one another).
-    fn assign_through_view(&self, view: &crate::tensor::View, value: &Tensor) {
-        if view.ops.iter().any(|(op, _)| *op == Ops::Expand) {
+    fn assign_through_view(&self, base: &Tensor, ops: &[(Ops, Arg)], value: &Tensor) {
+        if ops.iter().any(|(op, _)| *op == Ops::Expand) {
             panic!(
                 "assign: the tensor (shape {:?}) is an expanded view of a tensor of shape {:?}: \
                  its elements alias each other, so it cannot be assigned (as in torch); assign \
                  to the base or to a contiguous copy",
                 self.shape(),
-                view.base.shape()
+                base.shape()
             );
         }
         let device = self.device();
         let plain = |u: UOp| Tensor::from_uop(u, device);
         // the base and each intermediate view, as of now
-        let mut levels = vec![view.base.uop()];
-        for (op, arg) in &view.ops {
+        let mut levels = vec![base.uop()];
+        for (op, arg) in ops {
             let prev = levels.last().expect("the base");
             levels.push(UOp::new(*op, prev.dtype(), vec![prev.clone()], arg.clone()));
         }
         let mut new = value.clone();
-        for (i, (op, arg)) in view.ops.iter().enumerate().rev() {
+        for (i, (op, arg)) in ops.iter().enumerate().rev() {
             let prev = plain(levels[i].clone());
             let prev_shape = prev.shape();
             new = match op {
@@ -195,14 +197,13 @@ impl Tensor {
                 op => unreachable!("{op} is not a view op"),
             };
         }
-        view.base.assign(&new);
-        view.base
-            .inner
+        base.assign(&new);
+        base.inner
             .written_through
             .store(true, std::sync::atomic::Ordering::Release);
         // this view reads the base's new value
-        let mut u = view.base.uop();
-        for (op, arg) in &view.ops {
+        let mut u = base.uop();
+        for (op, arg) in ops {
             u = UOp::new(*op, u.dtype(), vec![u], arg.clone());
         }
         *self.inner.uop.write().unwrap_or_else(|e| e.into_inner()) = u;

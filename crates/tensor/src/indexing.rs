@@ -782,9 +782,11 @@ impl Tensor {
             .flat_map(|(&r, &b)| [r as isize, b as isize])
             .collect();
         let fin: Vec<usize> = repeats.iter().zip(&base).map(|(&r, &b)| r * b).collect();
+        // a new tensor (torch's `repeat` copies), not an expanded view of `self`
         self.reshape_exact(&new_shape)
             .expand(&expand)
             .reshape_exact(&fin)
+            .fresh()
     }
 
     /// Splits along `dim` into pieces: with one size, equal pieces of that size (the last one

@@ -694,7 +694,8 @@ impl Tensor {
         let mut out = shp[..d].to_vec();
         out.push(shp[d] * repeats as isize);
         out.extend(&shp[d + 1..]);
-        x.reshape(&with_one).expand(&expanded).reshape(&out)
+        // a new tensor (torch's copies), not an expanded view of `self`
+        x.reshape(&with_one).expand(&expanded).reshape(&out).fresh()
     }
 
     /// A square matrix with `self` (1-D) on its diagonal and zeros elsewhere — tinygrad's

@@ -77,7 +77,8 @@ impl Tensor {
         let shape = self.shape();
         let axes: Vec<usize> = axes.to_vec();
         let r = if axes.is_empty() {
-            self.clone()
+            // a new tensor, as torch's: assigning to the result must not write into `self`
+            self.fresh()
         } else {
             self.with_uop(UOp::new(
                 Ops::ReduceAxis,
@@ -95,7 +96,7 @@ impl Tensor {
             .filter(|(i, _)| !axes.contains(i))
             .map(|(_, &d)| d)
             .collect();
-        r.reshape_exact(&out)
+        r.reshape_exact(&out).fresh()
     }
 
     fn sum_impl(&self, axis: Axis, keepdim: bool, op: Ops, name: &str) -> Tensor {

@@ -97,6 +97,8 @@ impl Tensor {
             self.set_basic(&parsed, &value)
         };
         if crate::autograd::needs_grad(self) || crate::autograd::needs_grad(&value) {
+            // differentiable: this tensor takes the new graph (on a view, its base is not
+            // written: an assignment, which writes through, would cut the gradient)
             self.replace(&new);
         } else {
             self.assign(&new.detach());

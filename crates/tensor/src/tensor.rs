@@ -25,9 +25,19 @@ pub(crate) struct Inner {
 }
 
 /// What a view tensor views: its base tensor and the movement ops (op, argument) from it.
+/// The base is held weakly: a view must not keep a temporary's graph and buffers alive after
+/// it has been realized (a base nobody holds can't be seen, so assigning to the view is then a
+/// plain assignment).
 pub(crate) struct View {
-    pub(crate) base: Tensor,
+    pub(crate) base: std::sync::Weak<Inner>,
     pub(crate) ops: Vec<(Ops, Arg)>,
+}
+
+impl View {
+    /// The base tensor, if anybody still holds it.
+    pub(crate) fn base(&self) -> Option<Tensor> {
+        self.base.upgrade().map(|inner| Tensor { inner })
+    }
 }
 
 /// A lazy tensor: operations build a graph; [`Tensor::realize`] (or reading data) compiles and
@@ -96,6 +106,12 @@ impl Tensor {
         }
     }
 
+    /// The same value as a new tensor that is no view (what a compound op returns, like torch's
+    /// `repeat` or a reduction: assigning to it must not write into its input).
+    pub(crate) fn fresh(&self) -> Tensor {
+        self.with_uop(self.uop())
+    }
+
     /// [`Tensor::with_uop`] for a movement op's result: a view of this tensor's base.
     pub(crate) fn with_view_uop(&self, uop: UOp, op: Ops, arg: Arg) -> Tensor {
         let view = match &self.inner.view {
@@ -108,7 +124,7 @@ impl Tensor {
                 }
             }
             None => View {
-                base: self.clone(),
+                base: Arc::downgrade(&self.inner),
                 ops: vec![(op, arg)],
             },
         };
@@ -842,9 +858,9 @@ impl Tensor {
     /// that was realized from the returned view, never the newer, unrealized graph.
     pub(crate) fn realize_snapshots(tensors: &[&Tensor]) -> Result<Vec<UOp>, DeviceError> {
         // bases written through one of these views are realized with them
-        let bases: Vec<&Tensor> = tensors
+        let bases: Vec<Tensor> = tensors
             .iter()
-            .filter_map(|t| t.inner.view.as_ref().map(|v| &v.base))
+            .filter_map(|t| t.inner.view.as_ref().and_then(View::base))
             .filter(|b| {
                 b.inner
                     .written_through
@@ -853,7 +869,7 @@ impl Tensor {
             .collect();
         if !bases.is_empty() {
             let mut all: Vec<&Tensor> = tensors.to_vec();
-            all.extend(bases);
+            all.extend(bases.iter());
             let snaps = Tensor::realize_snapshots(&all)?;
             return Ok(snaps[..tensors.len()].to_vec());
         }

@@ -690,3 +690,33 @@ fn run_schedule_refuses_buffers_smaller_than_the_kernel_reaches_on_every_device(
         );
     }
 }
+
+#[test]
+fn compound_results_are_new_tensors_not_views() {
+    // torch's repeat and reductions copy: assigning to their result leaves the input alone
+    let x = Tensor::from_slice(&[1i32, 2], &[2]);
+    let r = x.repeat(&[2]);
+    r.assign(&Tensor::from_slice(&[0i32, 0, 0, 0], &[4]));
+    assert_eq!(
+        (x.to_vec::<i32>(), r.to_vec::<i32>()),
+        (vec![1, 2], vec![0; 4])
+    );
+    let s = x.sum(tinygrad_tensor::Axis::Some(vec![]));
+    s.assign(&Tensor::from_slice(&[5i32, 6], &[2]));
+    assert_eq!(
+        (x.to_vec::<i32>(), s.to_vec::<i32>()),
+        (vec![1, 2], vec![5, 6])
+    );
+}
+
+#[test]
+fn assigning_to_a_view_of_a_dropped_base_is_a_plain_assignment() {
+    let v = {
+        let base = Tensor::from_slice(&[1.0f32; 64], &[8, 8]) * 3.0;
+        base.shrink(&[(0, 2), (0, 8)])
+    };
+    v.realize();
+    // the realized view is its own buffer; assigning to it is a plain assignment now
+    v.assign(&Tensor::zeros(&[2, 8], DType::FLOAT32));
+    assert_eq!(v.to_vec::<f32>(), vec![0.0; 16]);
+}
