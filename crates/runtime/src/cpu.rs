@@ -203,22 +203,14 @@ pub(crate) fn lock_buffers<'a>(
         globals.len(),
         "kernel launch: wrong number of buffers"
     );
-    for (slot, (b, dt)) in bufs.iter().zip(globals).enumerate() {
+    for (b, dt) in bufs.iter().zip(globals) {
         assert_eq!(
             b.dtype, *dt,
             "kernel launch: buffer {b:?} bound to a {dt} slot"
         );
-        let need = extents.get(slot).copied().unwrap_or(usize::MAX);
-        assert!(
-            b.size >= need,
-            "kernel launch: slot {slot} reaches {} elements, but its buffer {b:?} has {}",
-            if need == usize::MAX {
-                "an unbounded or negative number of".to_string()
-            } else {
-                need.to_string()
-            },
-            b.size
-        );
+    }
+    if let Err(e) = crate::realize::check_extents(extents, bufs, "") {
+        panic!("kernel launch: {e}");
     }
     let mut order: Vec<usize> = (0..bufs.len()).collect();
     order.sort_by_key(|&i| bufs[i].id());

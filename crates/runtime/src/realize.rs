@@ -167,8 +167,13 @@ fn get_kernel_for(
     Ok(entry)
 }
 
-/// Whether each buffer covers its slot's extent (what the kernel's index arithmetic reaches).
-fn check_extents(extents: &[usize], bufs: &[Arc<Buffer>], kernel: &str) -> Result<(), DeviceError> {
+/// Whether each buffer covers its slot's extent (what the kernel's index arithmetic reaches):
+/// the one check `run_schedule`, BEAM and the CPU launchers share.
+pub(crate) fn check_extents(
+    extents: &[usize],
+    bufs: &[Arc<Buffer>],
+    kernel: &str,
+) -> Result<(), DeviceError> {
     for (slot, b) in bufs.iter().enumerate() {
         let need = extents.get(slot).copied().unwrap_or(0);
         if b.size < need {

@@ -720,3 +720,29 @@ fn assigning_to_a_view_of_a_dropped_base_is_a_plain_assignment() {
     v.assign(&Tensor::zeros(&[2, 8], DType::FLOAT32));
     assert_eq!(v.to_vec::<f32>(), vec![0.0; 16]);
 }
+
+#[cfg(unix)]
+#[test]
+fn a_stream_claiming_huge_data_is_a_truncation_error() {
+    let dir = std::env::temp_dir().join(format!("tg_fifo_big_{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("big.safetensors");
+    let _ = std::fs::remove_file(&fifo);
+    if !Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        eprintln!("skipped: mkfifo unavailable");
+        return;
+    }
+    // 2^40 bytes of data claimed, 4 given
+    let h = r#"{"x":{"dtype":"U8","shape":[1099511627776],"data_offsets":[0,1099511627776]}}"#;
+    let bytes = safetensors_bytes(h, 4);
+    let writer_path = fifo.clone();
+    let writer = std::thread::spawn(move || std::fs::write(&writer_path, bytes));
+    let e = safe_load(&fifo).unwrap_err();
+    writer.join().unwrap().unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(!e.message.contains("cannot allocate"), "{e}");
+}

@@ -274,15 +274,9 @@ fn read_bounded(file: File, name: &str) -> Result<Vec<u8>, SafetensorsError> {
         .unwrap_or(0);
     let mut r = r.into_inner().take(data_len.saturating_add(1));
     let mut data = Vec::new();
-    if let Ok(n) = usize::try_from(data_len) {
-        data.try_reserve_exact(n).map_err(|e| {
-            err(
-                name,
-                None,
-                format!("cannot allocate {data_len} bytes of data: {e}"),
-            )
-        })?;
-    }
+    // reserve what the header claims up to 64 MiB (a short stream with a huge claim is then a
+    // truncation error, not an allocation failure); beyond that the buffer grows as data comes
+    let _ = data.try_reserve_exact(usize::try_from(data_len).unwrap_or(0).min(1 << 26));
     r.read_to_end(&mut data).map_err(read_err)?;
     bytes.extend_from_slice(&data);
     Ok(bytes)
