@@ -2,7 +2,7 @@
 //! broadcasting and tinygrad's dtype promotion (Rust literals promote like Python scalars).
 
 use tinygrad_dtype::{ConstValue, DType, least_upper_dtype, least_upper_float, promote_with_const};
-use tinygrad_uop::{Arg, Ops, UOp};
+use tinygrad_uop::{Arg, Ops, UOp, custom_gradient};
 
 use crate::Tensor;
 
@@ -603,6 +603,13 @@ impl Tensor {
         if self.dtype().is_unsigned() || self.dtype().is_bool() {
             return self.clone();
         }
+        if self.dtype().is_float() {
+            // `x - x` at zero (and NaN): a +0 for -0 as torch, and the gradient there is 0
+            // (torch's sign(0)), not the 1 of picking x
+            let zero_or_nan = self - self;
+            let neg_or_zero = self.lt(0).where_(&self.neg(), &zero_or_nan);
+            return self.gt(0).where_(self, &neg_or_zero);
+        }
         self.lt(0).where_(&self.neg(), self)
     }
 
@@ -651,7 +658,14 @@ impl Tensor {
     /// ```
     pub fn sigmoid(&self) -> Tensor {
         let x = self.cast(least_upper_float(self.dtype()));
-        (((&x * (-std::f64::consts::LOG2_E)).exp2()) + 1).reciprocal()
+        // `1 / (1 + e^-x)` overflows e^-x for x << 0, and its gradient is then 0 * inf = NaN
+        // (torch: 0). The stable form exponentiates -|x| only: e = e^-|x| <= 1, and sigmoid is
+        // `1 / (1 + e)` for x >= 0, `e / (1 + e)` below. -|x| is a `where`, not `abs`, so that
+        // the gradient at 0 is the x >= 0 branch's (abs'(0) is 0).
+        let pos = x.ge(0);
+        let e = (pos.where_(&x.neg(), &x) * std::f64::consts::LOG2_E).exp2();
+        let r = (&e + 1).reciprocal();
+        pos.where_(&r, &(&e * &r))
     }
 
     /// Hyperbolic tangent, as `2*sigmoid(2x) - 1`.
@@ -841,21 +855,113 @@ impl Tensor {
     /// assert!(v[0].is_nan());
     /// assert!((v[1] - 1.4142135).abs() < 1e-5 && (v[2] - 5.196152).abs() < 1e-5, "{v:?}");
     /// ```
+    ///
+    /// A constant integer exponent is exact (repeated multiplication: `(-3.0)^3 = -27`, as
+    /// torch). The gradient is torch's: `y x^(y-1)` (0 where `y = 0`, NaN for a negative base
+    /// with a fractional exponent, inf at `0^0.3`) and `x^y ln x` (0 where `x = 0`, `y >= 0`).
+    ///
+    /// # Panics
+    /// If an integer tensor is raised to a negative integer constant (as tinygrad and torch:
+    /// "Integers to negative integer powers are not allowed"; a tensor exponent is allowed).
     pub fn pow(&self, exponent: impl IntoOperand) -> Tensor {
+        let exponent = exponent.into_operand();
+        let const_exp = match &exponent {
+            Operand::Const(c) => Some(c.clone()),
+            Operand::Tensor(_) => None,
+        };
+        if let Some(c) = &const_exp {
+            assert!(
+                !(self.dtype().is_int() && c.default_dtype().is_int() && c.as_f64() < 0.0),
+                "pow: integers to negative integer powers are not allowed: {} tensor of shape \
+                 {:?} ** {}",
+                self.dtype(),
+                self.shape(),
+                c.as_f64()
+            );
+        }
         let (x, y) = self.broadcasted(exponent, "pow");
         if x.dtype().is_int() {
             return x.int_pow(&y);
         }
         let dt = least_upper_float(x.dtype());
         let (xf, yf) = (x.cast(dt), y.cast(dt));
-        let mag = (xf.abs().log2() * &yf).exp2();
-        let y_int = yf.eq(&yf.trunc());
-        let y_odd = y_int.logical_and(&(&yf * 0.5).ne(&(&yf * 0.5).trunc()));
-        let neg = xf.lt(0);
+        let c = const_exp.map(|c| c.as_f64());
+        let value = Tensor::pow_value(&xf.detach(), &yf.detach(), c);
+        if !Tensor::is_grad_enabled() {
+            return value;
+        }
+        // the derived gradient of the formula above is NaN or 0 where torch's is not (0^0,
+        // 0^0.3, a negative base with a fractional exponent): torch's formula instead
+        let (xu, yu, out) = (xf.uop(), yf.uop(), value.uop());
+        let dev = self.device().to_string();
+        let inputs = if c.is_some() {
+            vec![xu.clone()]
+        } else {
+            vec![xu.clone(), yu.clone()]
+        };
+        let node = custom_gradient(&value.uop(), &inputs, "pow", move |g, _| {
+            let (g, x, y) = (
+                Tensor::from_uop(g.clone(), &dev),
+                Tensor::from_uop(xu.clone(), &dev),
+                Tensor::from_uop(yu.clone(), &dev),
+            );
+            let x_pow = match c {
+                Some(c) => x.pow(c - 1.0),
+                None => x.pow(&(&y - 1)),
+            };
+            let dx = y.eq(0).where_(0.0, &(&y * &x_pow));
+            let mut grads = vec![None, Some((&g * &dx).uop())];
+            if c.is_none() {
+                let out = Tensor::from_uop(out.clone(), &dev);
+                let no_grad = x.eq(0).logical_and(&y.ge(0));
+                let dy = no_grad.where_(0.0, &(&out * &x.log()));
+                grads.push(Some((&g * &dy).uop()));
+            }
+            grads
+        });
+        value.with_uop(node)
+    }
+
+    /// The value of a float `x ^ y` (operands detached, broadcast, one float dtype): for a
+    /// constant integer exponent by repeated squaring (exact where the result is), else
+    /// `2^(y*log2|x|)` with the sign fixed for odd integer exponents, NaN for a negative base
+    /// with a fractional exponent (but `(-inf)^0.3 = inf`, as C's `pow`), and `x^0 = 1`.
+    fn pow_value(x: &Tensor, y: &Tensor, c: Option<f64>) -> Tensor {
+        let dt = x.dtype();
+        if let Some(c) = c {
+            if c == 0.0 {
+                return x.const_like(1i64, dt);
+            }
+            if c.fract() == 0.0 && c.abs() <= 1024.0 {
+                let mut n = c.abs() as u64;
+                let (mut acc, mut base): (Option<Tensor>, Tensor) = (None, x.clone());
+                while n > 0 {
+                    if n & 1 == 1 {
+                        acc = Some(match acc {
+                            None => base.clone(),
+                            Some(a) => &a * &base,
+                        });
+                    }
+                    n >>= 1;
+                    if n > 0 {
+                        base = &base * &base;
+                    }
+                }
+                let p = acc.expect("a non-zero exponent has a set bit");
+                return if c < 0.0 { p.reciprocal() } else { p };
+            }
+        }
+        let mag = (x.abs().log2() * y).exp2();
+        let y_int = y.eq(&y.trunc());
+        let y_odd = y_int.logical_and(&(y * 0.5).ne(&(y * 0.5).trunc()));
+        let neg = x.lt(0);
         let signed = neg.logical_and(&y_odd).where_(&mag.neg(), &mag);
-        let nan = xf.const_like(f64::NAN, dt);
-        let res = neg.logical_and(&y_int.logical_not()).where_(&nan, &signed);
-        yf.eq(0).where_(&xf.const_like(1i64, dt), &res)
+        let nan = x.const_like(f64::NAN, dt);
+        let frac_of_neg = neg
+            .logical_and(&y_int.logical_not())
+            .logical_and(&x.ne(f64::NEG_INFINITY));
+        let res = frac_of_neg.where_(&nan, &signed);
+        y.eq(0).where_(&x.const_like(1i64, dt), &res)
     }
 
     /// Integer `x ^ y` (both of one integer dtype), exact in the dtype's wrapping arithmetic
@@ -938,19 +1044,22 @@ impl Tensor {
             "clip: at least one of min or max is required"
         );
         let mut r = self.clone();
+        if self.dtype().is_float() {
+            // `where(x <= lo, lo, x)`, not `maximum`: the gradient is 0 at a bound as in torch
+            // (2.15; `maximum` splits a tie 0.5/0.5); NaN compares false and passes through
+            if let Some(lo) = min {
+                r = r.le(lo).where_(lo, &r);
+            }
+            if let Some(hi) = max {
+                r = r.ge(hi).where_(hi, &r);
+            }
+            return r;
+        }
         if let Some(lo) = min {
-            r = if self.dtype().is_float() {
-                r.maximum(lo)
-            } else {
-                r.maximum(lo as i64)
-            };
+            r = r.maximum(lo as i64);
         }
         if let Some(hi) = max {
-            r = if self.dtype().is_float() {
-                r.minimum(hi)
-            } else {
-                r.minimum(hi as i64)
-            };
+            r = r.minimum(hi as i64);
         }
         r
     }

@@ -4,6 +4,8 @@
 //! `[-1, 1]`), `fmod`, `copysign`, `logaddexp`, `clamp`, and the closeness tests `isclose` /
 //! `allclose`.
 
+use tinygrad_uop::custom_gradient;
+
 use crate::Tensor;
 use crate::elementwise::IntoOperand;
 
@@ -139,16 +141,35 @@ impl Tensor {
     /// let s = Tensor::from_slice(&[-1.0f32, 1.0, -0.0], &[3]);
     /// assert_eq!(t.copysign(&s).to_vec::<f32>(), vec![-1.0, 2.0, -3.0]);
     /// ```
+    ///
+    /// The gradient with respect to `self` is torch's, `result / self` with 0 where `self` is
+    /// ±0 (so NaN for an infinite or NaN magnitude); `other` gets 0.
     pub fn copysign(&self, other: impl IntoOperand) -> Tensor {
         let (x, y) = self.broadcasted(other, "copysign");
         let yf = y.detach().as_float();
         let negative = yf.lt(0.0).logical_or(&yf.reciprocal().lt(0.0));
-        let mag = x.abs();
+        let xd = x.detach();
+        let mag = xd.abs();
         // `+ y * 0`: `y` joins the graph (its gradient is 0) and NaN in `y` carries through,
         // as tinygrad does
         #[allow(clippy::erasing_op)]
         let carry = y * 0;
-        negative.where_(mag.neg(), &mag) + carry
+        let value = negative.where_(mag.neg(), &mag) + carry;
+        if !x.dtype().is_float() || !Tensor::is_grad_enabled() {
+            return value;
+        }
+        // d/dx: the derived gradient of the `where` above would be ±1 at ±0 and at ±inf
+        let ratio = xd
+            .eq(0)
+            .where_(0.0, &(&value.detach() / &xd))
+            .cast(x.dtype())
+            .uop();
+        let dev = x.device().to_string();
+        let node = custom_gradient(&value.uop(), &[x.uop()], "copysign", move |g, _| {
+            let gx = Tensor::from_uop(g.clone(), &dev) * Tensor::from_uop(ratio.clone(), &dev);
+            vec![Some(g.clone()), Some(gx.uop())]
+        });
+        value.with_uop(node)
     }
 
     /// `log(exp(self) + exp(other))`, computed stably (a `logsumexp` over the pair).

@@ -5,18 +5,23 @@ use tinygrad_uop::{Arg, Ops, UOp};
 
 use crate::Tensor;
 
-/// Resolves a possibly negative axis against `ndim`.
+/// Resolves a possibly negative axis against `ndim`. A 0-d tensor has one axis to name, `0` or
+/// `-1` (as tinygrad's `_resolve_dim` and torch: the range is `[-max(1, n), max(1, n) - 1]`);
+/// both resolve to 0, which callers treat as "no axis" for a 0-d tensor.
 ///
 /// # Panics
 /// If out of range (message names the op and the shape).
 pub(crate) fn resolve_axis(axis: isize, ndim: usize, op: &str, shape: &[usize]) -> usize {
     let n = ndim as isize;
-    let a = if axis < 0 { axis + n } else { axis };
+    let m = n.max(1);
     assert!(
-        (0..n.max(1)).contains(&a) && (a < n || (n == 0 && a == 0)),
+        (-m..m).contains(&axis),
         "{op}: axis {axis} out of range for shape {shape:?} (ndim {ndim})"
     );
-    a as usize
+    if ndim == 0 {
+        return 0;
+    }
+    (if axis < 0 { axis + n } else { axis }) as usize
 }
 
 impl Tensor {
@@ -298,6 +303,10 @@ impl Tensor {
     /// assert_eq!(t.flip(&[0]).to_vec::<i32>(), vec![3, 4, 5, 0, 1, 2]);
     /// assert_eq!(t.flip(&[0, 1]).to_vec::<i32>(), vec![5, 4, 3, 2, 1, 0]);
     /// ```
+    ///
+    /// # Panics
+    /// If an axis is out of range or named twice (tinygrad and torch reject `flip((0, 0))`:
+    /// flipping twice is not a no-op anyone means).
     pub fn flip(&self, axes: &[isize]) -> Tensor {
         let shape = self.shape();
         let mut ax: Vec<usize> = axes
@@ -305,8 +314,14 @@ impl Tensor {
             .map(|&a| resolve_axis(a, shape.len(), "flip", &shape))
             .collect();
         ax.sort_unstable();
+        let n = ax.len();
         ax.dedup();
-        ax.retain(|&a| shape[a] > 1);
+        assert!(
+            ax.len() == n,
+            "flip: axes {axes:?} name an axis more than once (repeated axis) for shape {shape:?}"
+        );
+        // a 0-d tensor's axis 0 and size-1 axes have nothing to reverse
+        ax.retain(|&a| shape.get(a).is_some_and(|&d| d > 1));
         if ax.is_empty() {
             return self.clone();
         }
@@ -379,11 +394,36 @@ impl Tensor {
     /// let u = Tensor::ones(&[5, 12, 3], DType::FLOAT32).unflatten(-2, &[2, 2, 3, 1, 1]);
     /// assert_eq!(u.shape(), vec![5, 2, 2, 3, 1, 1, 3]);
     /// ```
+    ///
+    /// # Panics
+    /// If `dim` is out of range, more than one size is -1, a size is negative, or the sizes do
+    /// not multiply to the size of `dim`.
     pub fn unflatten(&self, dim: isize, sizes: &[isize]) -> Tensor {
         let shape = self.shape();
+        assert!(
+            !shape.is_empty(),
+            "unflatten: a 0-d tensor has no dim to unflatten into {sizes:?}"
+        );
         let d = resolve_axis(dim, shape.len(), "unflatten", &shape);
-        let mut new: Vec<isize> = shape[..d].iter().map(|&x| x as isize).collect();
+        let n = shape[d];
+        let inferred = sizes.iter().filter(|&&s| s == -1).count();
         let known: isize = sizes.iter().filter(|&&s| s != -1).product();
+        // checked here so that the error names unflatten and the dim, not the reshape
+        assert!(
+            inferred <= 1 && sizes.iter().all(|&s| s >= -1),
+            "unflatten: sizes {sizes:?} for dim {dim} (size {n}) of shape {shape:?}: at most one \
+             -1 and no other negative size"
+        );
+        assert!(
+            if inferred == 1 {
+                known > 0 && (n as isize) % known == 0
+            } else {
+                known == n as isize
+            },
+            "unflatten: sizes {sizes:?} don't multiply to {n}, the size of dim {dim} of shape \
+             {shape:?}"
+        );
+        let mut new: Vec<isize> = shape[..d].iter().map(|&x| x as isize).collect();
         new.extend(sizes.iter().map(|&s| {
             if s == -1 {
                 shape[d] as isize / known.max(1)
@@ -404,6 +444,9 @@ impl Tensor {
     /// assert_eq!(t.squeeze(Some(0)).shape(), vec![2, 1, 2, 1, 2]);
     /// assert_eq!(t.squeeze(Some(1)).shape(), vec![2, 2, 1, 2]);
     /// ```
+    ///
+    /// # Panics
+    /// If `dim` is out of range (a 0-d tensor has only dim 0 or -1, as in torch).
     pub fn squeeze(&self, dim: Option<isize>) -> Tensor {
         let shape = self.shape();
         let new: Vec<isize> = match dim {
@@ -413,10 +456,11 @@ impl Tensor {
                 .map(|&d| d as isize)
                 .collect(),
             Some(d) => {
+                // checked first: squeezing a dim a 0-d tensor does not have is an error
+                let a = resolve_axis(d, shape.len(), "squeeze", &shape);
                 if shape.is_empty() {
                     return self.clone();
                 }
-                let a = resolve_axis(d, shape.len(), "squeeze", &shape);
                 if shape[a] != 1 {
                     return self.clone();
                 }
@@ -461,10 +505,26 @@ impl Tensor {
     /// ```
     ///
     /// # Panics
-    /// If the list is empty or the shapes differ outside `dim`.
+    /// If the list is empty, a tensor is 0-d (as torch: "zero-dimensional tensor cannot be
+    /// concatenated"; [`Tensor::stack`] them), the tensors are on different devices, or the
+    /// shapes differ outside `dim`.
     pub fn cat(tensors: &[&Tensor], dim: isize) -> Tensor {
         let first = tensors.first().expect("cat: needs at least one tensor");
         let shape = first.shape();
+        for (i, t) in tensors.iter().enumerate() {
+            assert!(
+                t.ndim() > 0,
+                "cat: zero-dimensional tensor (at position {i}) cannot be concatenated; use stack"
+            );
+            assert!(
+                t.device() == first.device(),
+                "cat: tensors on different devices: {} (position 0, shape {shape:?}) and {} \
+                 (position {i}, shape {:?})",
+                first.device(),
+                t.device(),
+                t.shape()
+            );
+        }
         let d = resolve_axis(dim, shape.len(), "cat", &shape);
         let dt = tinygrad_dtype::least_upper_dtype(
             &tensors.iter().map(|t| t.dtype()).collect::<Vec<_>>(),
@@ -593,6 +653,36 @@ impl Tensor {
     /// ```
     pub fn view(&self, shape: &[isize]) -> Tensor {
         self.reshape(shape)
+    }
+
+    /// [`Tensor::reshape`] with tinygrad's `None` entries: `None` keeps the size of the axis at
+    /// that position (`-1` still infers one size).
+    ///
+    /// ```
+    /// # use tinygrad_tensor::Tensor;
+    /// let t = Tensor::arange(0, 24, 1).reshape(&[2, 3, 4]);
+    /// assert_eq!(t.reshape_opt(&[None, Some(-1)]).shape(), vec![2, 12]);
+    /// assert_eq!(t.reshape_opt(&[None, None, Some(2), Some(2)]).shape(), vec![2, 3, 2, 2]);
+    /// ```
+    ///
+    /// # Panics
+    /// If a `None` is at a position the tensor has no axis for, or as [`Tensor::reshape`].
+    pub fn reshape_opt(&self, shape: &[Option<isize>]) -> Tensor {
+        let old = self.shape();
+        let new: Vec<isize> = shape
+            .iter()
+            .enumerate()
+            .map(|(i, s)| match s {
+                Some(s) => *s,
+                None => *old.get(i).unwrap_or_else(|| {
+                    panic!(
+                        "reshape: None at position {i} of {shape:?} keeps an axis the shape \
+                         {old:?} does not have"
+                    )
+                }) as isize,
+            })
+            .collect();
+        self.reshape(&new)
     }
 
     /// Shrinks each axis to the first `shape[i]` elements (`None` keeps an axis) — tinygrad's
@@ -734,6 +824,7 @@ impl Tensor {
     /// assert_eq!(t.diagonal().to_vec::<i32>(), vec![0, 4, 8]);
     /// ```
     pub fn diagonal(&self) -> Tensor {
+        // kept as it was (2-D square only); diagonal_with(0, 0, 1) is the general form
         let shape = self.shape();
         assert!(
             shape.len() == 2 && shape[0] == shape[1],
@@ -745,5 +836,78 @@ impl Tensor {
             .reshape(&[n as isize, n as isize + 1])
             .shrink(&[(0, n), (0, 1)])
             .reshape(&[n as isize])
+    }
+
+    /// The diagonal of `dim1` and `dim2` (torch's and tinygrad's `diagonal(offset, dim1,
+    /// dim2)`): those two axes are removed and the diagonal becomes the last axis. `offset > 0`
+    /// takes a diagonal above the main one, `offset < 0` one below; any rank, non-square
+    /// matrices and negative dims work. An offset past the edge gives an empty last axis.
+    ///
+    /// ```
+    /// # use tinygrad_tensor::Tensor;
+    /// let t = Tensor::arange(0, 24, 1).reshape(&[2, 3, 4]);
+    /// let d = t.diagonal_with(1, 0, 2);
+    /// assert_eq!((d.shape(), d.to_vec::<i32>()), (vec![3, 2], vec![1, 14, 5, 18, 9, 22]));
+    /// assert_eq!(t.diagonal_with(-1, -1, -2).to_vec::<i32>(), vec![1, 6, 11, 13, 18, 23]);
+    /// ```
+    ///
+    /// # Panics
+    /// If a dim is out of range or `dim1` and `dim2` are the same axis.
+    pub fn diagonal_with(&self, offset: isize, dim1: isize, dim2: isize) -> Tensor {
+        let shape = self.shape();
+        let nd = shape.len();
+        let (a, b) = (
+            resolve_axis(dim1, nd, "diagonal", &shape),
+            resolve_axis(dim2, nd, "diagonal", &shape),
+        );
+        assert!(
+            nd >= 2 && a != b,
+            "diagonal: dim1 {dim1} and dim2 {dim2} are the same dimension (or fewer than 2 \
+             dims) for shape {shape:?}"
+        );
+        let mut order: Vec<isize> = (0..nd)
+            .filter(|&i| i != a && i != b)
+            .map(|i| i as isize)
+            .collect();
+        order.extend([a as isize, b as isize]);
+        let x = self.permute(&order);
+        let xs = x.shape();
+        let (r, c) = (xs[nd - 2], xs[nd - 1]);
+        let mut bounds: Vec<(usize, usize)> = xs.iter().map(|&d| (0, d)).collect();
+        let off = offset.unsigned_abs();
+        // shift the diagonal onto the main one: drop `offset` columns (or `-offset` rows)
+        if offset >= 0 {
+            bounds[nd - 1] = (off.min(c), c);
+        } else {
+            bounds[nd - 2] = (off.min(r), r);
+        }
+        let x = x.shrink(&bounds);
+        let xs = x.shape();
+        let n = xs[nd - 2].min(xs[nd - 1]);
+        let batch: Vec<isize> = xs[..nd - 2].iter().map(|&d| d as isize).collect();
+        if n == 0 {
+            let mut out = batch;
+            out.push(0);
+            return x.reshape(&out);
+        }
+        // the n x n corner, flattened and padded to n x (n + 1): column 0 is the diagonal
+        let mut corner: Vec<(usize, usize)> = xs[..nd - 2].iter().map(|&d| (0, d)).collect();
+        corner.extend([(0, n), (0, n)]);
+        let mut flat = batch.clone();
+        flat.push((n * n) as isize);
+        let mut pad = vec![(0usize, 0usize); nd - 1];
+        pad[nd - 2] = (0, n);
+        let mut grid = batch.clone();
+        grid.extend([n as isize, n as isize + 1]);
+        let mut first: Vec<(usize, usize)> = xs[..nd - 2].iter().map(|&d| (0, d)).collect();
+        first.extend([(0, n), (0, 1)]);
+        let mut out = batch;
+        out.push(n as isize);
+        x.shrink(&corner)
+            .reshape(&flat)
+            .pad(&pad, 0)
+            .reshape(&grid)
+            .shrink(&first)
+            .reshape(&out)
     }
 }

@@ -18,7 +18,7 @@ use tinygrad_dtype::{ConstValue, DType, default_float, least_upper_float};
 use tinygrad_uop::{Ops, UOp, custom_gradient};
 
 use crate::reduce::Axis;
-use crate::{IntoOperand, Tensor};
+use crate::{IntoOperand, Operand, Tensor};
 
 // ---------------------------------------------------------------------------------------------
 // argument types
@@ -1300,6 +1300,36 @@ impl Tensor {
         &x * 0.5 * (inner.tanh() + 1)
     }
 
+    /// GELU with tinygrad's and torch's `approximate` argument: `"tanh"` is [`Tensor::gelu`]
+    /// (tinygrad's default), `"none"` the exact erf form `0.5 x (1 + erf(x / sqrt(2)))` (torch's
+    /// default, BERT's).
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[-1.0f32, 0.0, 1.0], &[3]);
+    /// let want = [-0.15865529f32, 0.0, 0.8413447];
+    /// for (a, b) in t.gelu_with("none").to_vec::<f32>().iter().zip(want) {
+    ///     assert!((a - b).abs() < 1e-5, "{a} vs {b}");
+    /// }
+    /// assert_eq!(t.gelu_with("tanh").to_vec::<f32>(), t.gelu().to_vec::<f32>());
+    /// ```
+    ///
+    /// # Panics
+    /// If `approximate` is neither `"tanh"` nor `"none"`.
+    pub fn gelu_with(&self, approximate: &str) -> Tensor {
+        match approximate {
+            "tanh" => self.gelu(),
+            "none" => {
+                let x = self.as_float();
+                &x * 0.5 * ((&x * std::f64::consts::FRAC_1_SQRT_2).erf() + 1)
+            }
+            other => panic!(
+                "gelu: approximate must be \"tanh\" or \"none\", got {other:?} (input shape {:?})",
+                self.shape()
+            ),
+        }
+    }
+
     /// `x * sigmoid(1.702 x)`.
     ///
     /// ```
@@ -1598,7 +1628,25 @@ impl Tensor {
     /// assert_eq!(t.lerp(&end, 0.5).to_vec::<f32>(), vec![2.5, 3.5, 4.5]);
     /// ```
     pub fn lerp(&self, end: &Tensor, weight: impl IntoOperand) -> Tensor {
+        let weight = weight.into_operand();
+        if let (DType::UINT8, Operand::Tensor(w)) = (self.dtype(), &weight)
+            && end.dtype() == DType::UINT8
+        {
+            return self.lerp_uint8(end, w);
+        }
         self + (end - self) * weight
+    }
+
+    /// tinygrad's uint8 `lerp` with a tensor weight: the weight in 7-bit fixed point, the
+    /// product rounded (`+ 64 >> 7`), the result uint8. This is how torch's uint8 bilinear
+    /// resampling rounds (each axis rounded back to uint8), which a float lerp cast back to
+    /// uint8 (truncating) does not match. The difference is taken as int8, as tinygrad's: it
+    /// is exact for neighbours at most 127 apart.
+    fn lerp_uint8(&self, end: &Tensor, weight: &Tensor) -> Tensor {
+        let w = (weight * 128.0 + 0.5).cast(DType::INT16);
+        let d = (end - self).cast(DType::INT8).cast(DType::INT16);
+        let t = (d * w + 64).cast(DType::UINT16).rshift(7);
+        (self.cast(DType::UINT16) + t).cast(DType::UINT8)
     }
 
     // ---- normalization ----
@@ -1616,6 +1664,8 @@ impl Tensor {
     /// ```
     pub fn layernorm(&self, axis: impl Into<Axis>, eps: f64) -> Tensor {
         let axis = axis.into();
+        // checked here so that an error names layernorm, not the mean it is built from
+        self.resolve_axes(axis.clone(), "layernorm");
         let x = self.as_float();
         let y = &x - &x.mean_keepdim(axis.clone());
         let v = (&y * &y).mean_keepdim(axis);
@@ -2028,11 +2078,84 @@ impl Tensor {
         dropout_p: f64,
         is_causal: bool,
     ) -> Tensor {
-        let qs = self.shape();
+        self.scaled_dot_product_attention_with(key, value, attn_mask, dropout_p, is_causal, false)
+    }
+
+    /// [`Tensor::scaled_dot_product_attention`] with torch's and tinygrad's `enable_gqa`:
+    /// grouped-query attention, where the query has a multiple of the key's and value's heads
+    /// (dim -3). Each key/value head is repeated (`repeat_interleave` on dim -3) to serve its
+    /// group of query heads.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// // 4 query heads share 2 key/value heads
+    /// let q = Tensor::ones(&[1, 4, 2, 3], DType::FLOAT32);
+    /// let k = Tensor::ones(&[1, 2, 3, 3], DType::FLOAT32);
+    /// let v = Tensor::arange(0.0, 12.0, 1.0).reshape(&[1, 2, 3, 2]);
+    /// let o = q.scaled_dot_product_attention_with(&k, &v, None, 0.0, false, true);
+    /// assert_eq!(o.shape(), vec![1, 4, 2, 2]);
+    /// // equal scores: each output is the mean of its head's values
+    /// let want = [2.0f32, 3.0, 2.0, 3.0, 2.0, 3.0, 2.0, 3.0, 8.0, 9.0, 8.0, 9.0, 8.0, 9.0, 8.0, 9.0];
+    /// assert_eq!(o.to_vec::<f32>(), want);
+    /// ```
+    ///
+    /// # Panics
+    /// If both `attn_mask` and `is_causal` are given, or the shapes don't fit: query `(..., L,
+    /// d)`, key `(..., S, d)`, value `(..., S, dv)` with broadcasting batch dims; with
+    /// `enable_gqa` the query's heads must be a multiple of the key's and value's.
+    pub fn scaled_dot_product_attention_with(
+        &self,
+        key: &Tensor,
+        value: &Tensor,
+        attn_mask: Option<&Tensor>,
+        dropout_p: f64,
+        is_causal: bool,
+        enable_gqa: bool,
+    ) -> Tensor {
+        const OP: &str = "scaled_dot_product_attention";
+        let (qs, ks, vs) = (self.shape(), key.shape(), value.shape());
+        let shapes = format!("query {qs:?}, key {ks:?}, value {vs:?}");
         assert!(
-            !qs.is_empty(),
-            "scaled_dot_product_attention: query must have at least 1 dim"
+            qs.len() >= 2 && ks.len() >= 2 && vs.len() >= 2,
+            "{OP}: query, key and value need at least 2 dims (L x d), got {shapes}"
         );
+        let (mut key, mut value) = (key.clone(), value.clone());
+        if enable_gqa && qs.len() >= 3 && ks.len() >= 3 && vs.len() >= 3 {
+            let (hq, hk, hv) = (qs[qs.len() - 3], ks[ks.len() - 3], vs[vs.len() - 3]);
+            assert!(
+                hk > 0 && hv > 0 && hq % hk == 0 && hq % hv == 0,
+                "{OP}: with enable_gqa the query's {hq} heads (dim -3) must be a multiple of \
+                 the key's {hk} and the value's {hv}: {shapes}"
+            );
+            key = key.repeat_interleave(hq / hk, Some(-3));
+            value = value.repeat_interleave(hq / hv, Some(-3));
+        }
+        // checked here, on the user's shapes, so that errors name this op and not the matmul
+        // or mul it is built from
+        let (ks2, vs2) = (key.shape(), value.shape());
+        assert!(
+            qs[qs.len() - 1] == ks2[ks2.len() - 1],
+            "{OP}: query and key need the same last dim (d), got {shapes}"
+        );
+        assert!(
+            ks2[ks2.len() - 2] == vs2[vs2.len() - 2],
+            "{OP}: key and value need the same length (dim -2), got {shapes}"
+        );
+        let batch = |s: &[usize]| s[..s.len() - 2].to_vec();
+        let qk_batch = crate::broadcast_shape(&batch(&qs), &batch(&ks2));
+        assert!(
+            qk_batch
+                .as_ref()
+                .is_some_and(|b| crate::broadcast_shape(b, &batch(&vs2)).is_some()),
+            "{OP}: batch dims (all but the last two) don't broadcast: {shapes}{}",
+            if enable_gqa {
+                ""
+            } else {
+                " (query heads differing from key heads need enable_gqa)"
+            }
+        );
+        let key = &key;
+        let value = &value;
         let d = qs[qs.len() - 1];
         let q = self.as_float();
         let qk = q.matmul(&key.transpose(-2, -1)) / (d as f64).sqrt();

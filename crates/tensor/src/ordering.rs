@@ -84,10 +84,11 @@ impl Tensor {
 
     fn cumalu(&self, axis: isize, op: CumOp, name: &str) -> Tensor {
         let shape = self.shape();
+        // checked first: a 0-d tensor has axis 0 (or -1) only
+        let a = resolve_axis(axis, shape.len(), name, &shape) as isize;
         if shape.is_empty() {
             return self.clone();
         }
-        let a = resolve_axis(axis, shape.len(), name, &shape) as isize;
         if shape.contains(&0) {
             return self.clone();
         }

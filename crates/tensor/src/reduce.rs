@@ -1,7 +1,7 @@
 //! Reductions (sum, max, mean, argmax, softmax, ...) and matrix products.
 
 use tinygrad_dtype::{DType, least_upper_float, sum_acc_dtype};
-use tinygrad_uop::{Arg, Ops, UOp};
+use tinygrad_uop::{Arg, Ops, UOp, custom_gradient};
 
 use crate::Tensor;
 use crate::movement::resolve_axis;
@@ -58,7 +58,7 @@ impl From<Option<isize>> for Axis {
 }
 
 impl Tensor {
-    fn resolve_axes(&self, axis: Axis, op: &str) -> Vec<usize> {
+    pub(crate) fn resolve_axes(&self, axis: Axis, op: &str) -> Vec<usize> {
         let shape = self.shape();
         let mut ax: Vec<usize> = match axis {
             Axis::All => (0..shape.len()).collect(),
@@ -69,6 +69,10 @@ impl Tensor {
         };
         ax.sort_unstable();
         ax.dedup();
+        // a 0-d tensor's one axis (0 or -1) reduces nothing (tinygrad's `_reduce`: `axis = ()`)
+        if shape.is_empty() {
+            ax.clear();
+        }
         ax
     }
 
@@ -102,13 +106,56 @@ impl Tensor {
     fn sum_impl(&self, axis: Axis, keepdim: bool, op: Ops, name: &str) -> Tensor {
         let axes = self.resolve_axes(axis, name);
         let acc = sum_acc_dtype(self.dtype());
-        let r = self.cast(acc).reduce_op(op, &axes, keepdim);
+        let x = self.cast(acc);
+        let r = if op == Ops::Mul {
+            x.prod_reduce(&axes, keepdim)
+        } else {
+            x.reduce_op(op, &axes, keepdim)
+        };
         // half-precision floats accumulate in float32 and come back (tinygrad does the same)
         if matches!(self.dtype(), DType::FLOAT16 | DType::BFLOAT16) || self.dtype().is_fp8() {
             r.cast(self.dtype())
         } else {
             r
         }
+    }
+
+    /// A product reduction whose gradient is torch's, not `out / x`: that is NaN where `x` is 0.
+    /// Per reduced slice: without a zero, `out / x`; with one zero, the product of the others
+    /// at the zero and 0 elsewhere; with two or more zeros, 0 everywhere.
+    fn prod_reduce(&self, axes: &[usize], keepdim: bool) -> Tensor {
+        if axes.is_empty() || !self.dtype().is_float() || !Tensor::is_grad_enabled() {
+            return self.reduce_op(Ops::Mul, axes, keepdim);
+        }
+        let x = self.detach();
+        let value = x.reduce_op(Ops::Mul, axes, keepdim);
+        let zero = x.eq(0);
+        let dt = x.dtype();
+        let others = zero
+            .where_(&x.const_like(1i64, dt), &x)
+            .reduce_op(Ops::Mul, axes, true);
+        let zeros = zero.cast(DType::INT32).reduce_op(Ops::Add, axes, true);
+        let no_zero = &x.reduce_op(Ops::Mul, axes, true) / &x;
+        let one_zero = zeros
+            .eq(1)
+            .logical_and(&zero)
+            .where_(&others, &x.const_like(0i64, dt));
+        let factor = zeros.eq(0).where_(&no_zero, &one_zero).uop();
+        let in_shape = self.shape();
+        let keep: Vec<usize> = in_shape
+            .iter()
+            .enumerate()
+            .map(|(i, &d)| if axes.contains(&i) { 1 } else { d })
+            .collect();
+        let dev = self.device().to_string();
+        let node = custom_gradient(&value.uop(), &[self.uop()], "prod", move |g, _| {
+            let g = Tensor::from_uop(g.clone(), &dev)
+                .reshape_exact(&keep)
+                .expand_exact(&in_shape);
+            let gx = g * Tensor::from_uop(factor.clone(), &dev);
+            vec![None, Some(gx.uop())]
+        });
+        value.with_uop(node)
     }
 
     /// Sum over `axis` (ints and bools accumulate in at least 32 bits).
@@ -135,6 +182,75 @@ impl Tensor {
     /// ```
     pub fn sum_keepdim(&self, axis: impl Into<Axis>) -> Tensor {
         self.sum_impl(axis.into(), true, Ops::Add, "sum")
+    }
+
+    /// [`Tensor::sum`] with tinygrad's and torch's `keepdim` and `dtype` arguments: `dtype`
+    /// is the accumulation and output dtype (the input is cast to it first, so an int8 sum in
+    /// int8 wraps); `None` is [`Tensor::sum`]'s choice (ints widen, half floats accumulate in
+    /// float32 and come back).
+    ///
+    /// ```
+    /// use tinygrad_tensor::{Axis, DType, Tensor};
+    /// let t = Tensor::from_slice(&[100i8, 100, 100], &[3]);
+    /// let s = t.sum_with(Axis::All, false, Some(DType::INT8));
+    /// assert_eq!((s.dtype(), s.item::<i8>()), (DType::INT8, 44));
+    /// assert_eq!(t.sum_with(0isize, true, None).to_vec::<i32>(), vec![300]);
+    /// ```
+    pub fn sum_with(&self, axis: impl Into<Axis>, keepdim: bool, dtype: Option<DType>) -> Tensor {
+        match dtype {
+            None => self.sum_impl(axis.into(), keepdim, Ops::Add, "sum"),
+            Some(dt) => {
+                let axes = self.resolve_axes(axis.into(), "sum");
+                self.cast(dt).reduce_op(Ops::Add, &axes, keepdim)
+            }
+        }
+    }
+
+    /// [`Tensor::prod`] with `keepdim` and `dtype` (the accumulation and output dtype, as
+    /// tinygrad's and torch's `prod(dtype=)`; `None` is [`Tensor::prod`]'s choice).
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// let t = Tensor::from_slice(&[200u8, 100, 3, 4], &[2, 2]);
+    /// let p = t.prod_with(0isize, false, Some(DType::INT32));
+    /// assert_eq!((p.dtype(), p.to_vec::<i32>()), (DType::INT32, vec![600, 400]));
+    /// ```
+    pub fn prod_with(&self, axis: impl Into<Axis>, keepdim: bool, dtype: Option<DType>) -> Tensor {
+        match dtype {
+            None => self.sum_impl(axis.into(), keepdim, Ops::Mul, "prod"),
+            Some(dt) => {
+                let axes = self.resolve_axes(axis.into(), "prod");
+                self.cast(dt).prod_reduce(&axes, keepdim)
+            }
+        }
+    }
+
+    /// [`Tensor::mean`] with `keepdim` and torch's `dtype`: the input is cast to `dtype` (a
+    /// float dtype) first and the mean comes back in it; `None` is [`Tensor::mean`]'s choice.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// let t = Tensor::from_slice(&[1i32, 2, 4, 6], &[2, 2]);
+    /// let m = t.mean_with(1isize, false, Some(DType::FLOAT64));
+    /// assert_eq!((m.dtype(), m.to_vec::<f64>()), (DType::FLOAT64, vec![1.5, 5.0]));
+    /// ```
+    ///
+    /// # Panics
+    /// If `dtype` is not a float dtype (torch: "dtype must be either a floating point or
+    /// complex dtype").
+    pub fn mean_with(&self, axis: impl Into<Axis>, keepdim: bool, dtype: Option<DType>) -> Tensor {
+        match dtype {
+            None => self.mean_impl(axis.into(), keepdim),
+            Some(dt) => {
+                assert!(
+                    dt.is_float(),
+                    "mean: dtype must be a float dtype, got {dt} (input shape {:?}, {})",
+                    self.shape(),
+                    self.dtype()
+                );
+                self.cast(dt).mean_impl(axis.into(), keepdim)
+            }
+        }
     }
 
     /// Product over `axis`.
@@ -543,6 +659,13 @@ impl Tensor {
     /// }
     /// ```
     pub fn softmax(&self, axis: isize) -> Tensor {
+        self.softmax_named(axis, "softmax")
+    }
+
+    /// [`Tensor::softmax`] whose errors name `op`, the function the user called: the axis is
+    /// checked here, before the `max` and `sum` it is built from see it.
+    fn softmax_named(&self, axis: isize, op: &str) -> Tensor {
+        self.resolve_axes(Axis::from(axis), op);
         let x = self.cast(least_upper_float(self.dtype()));
         let e = (&x - &x.max_keepdim(axis)).exp();
         let s = e.sum_keepdim(axis);
@@ -560,10 +683,29 @@ impl Tensor {
     /// }
     /// ```
     pub fn log_softmax(&self, axis: isize) -> Tensor {
+        // checked here so that an error names log_softmax, not the max it is built from
+        self.resolve_axes(Axis::from(axis), "log_softmax");
         let x = self.cast(least_upper_float(self.dtype()));
         let m = &x - &x.max_keepdim(axis);
         let lse = m.exp().sum_keepdim(axis).log();
         m - lse
+    }
+
+    /// `softmax(-x)` along `axis` (torch's `softmin`).
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[1.0f32, 2.0, 3.0], &[3]);
+    /// let want = [0.66524094f32, 0.24472848, 0.09003057];
+    /// for (a, b) in t.softmin(-1).to_vec::<f32>().iter().zip(want) {
+    ///     assert!((a - b).abs() < 1e-6, "{a} vs {b}");
+    /// }
+    /// ```
+    pub fn softmin(&self, axis: isize) -> Tensor {
+        self.resolve_axes(Axis::from(axis), "softmin");
+        self.cast(least_upper_float(self.dtype()))
+            .neg()
+            .softmax_named(axis, "softmin")
     }
 
     /// `log(sum(exp(x)))` over `axis`, stabilized by the maximum.
@@ -596,6 +738,8 @@ impl Tensor {
     }
 
     fn logsumexp_impl(&self, axis: Axis, keepdim: bool) -> Tensor {
+        // checked here so that an error names logsumexp, not the max it is built from
+        let axes = self.resolve_axes(axis.clone(), "logsumexp");
         let x = self.cast(least_upper_float(self.dtype()));
         let m = x.max_impl(axis.clone(), true);
         // an all -inf slice has max -inf; use 0 there so x - m stays -inf (not NaN)
@@ -605,11 +749,7 @@ impl Tensor {
             .sum_impl(axis.clone(), true, Ops::Add, "logsumexp")
             .log()
             + &m;
-        if keepdim {
-            s
-        } else {
-            s.squeeze_axes(&self.resolve_axes(axis, "logsumexp"))
-        }
+        if keepdim { s } else { s.squeeze_axes(&axes) }
     }
 
     fn squeeze_axes(&self, axes: &[usize]) -> Tensor {
@@ -668,6 +808,16 @@ impl Tensor {
             self.dtype(),
             w.dtype()
         );
+        // the batch dims (all but the last two) must broadcast: checked here so that the error
+        // names matmul and its operands, not the mul it is built from
+        let (xb, wb) = (&xs[..n1.saturating_sub(2)], &ws[..n2.saturating_sub(2)]);
+        assert!(
+            crate::broadcast_shape(xb, wb).is_some(),
+            "matmul: batch dimensions {xb:?} and {wb:?} don't broadcast: {xs:?} @ {ws:?}, \
+             dtypes {} and {}",
+            self.dtype(),
+            w.dtype()
+        );
         let mid = n1.min(n2).saturating_sub(1).min(1);
         let mut xr: Vec<isize> = xs[..n1 - 1].iter().map(|&d| d as isize).collect();
         xr.extend(std::iter::repeat_n(1, mid));
@@ -710,10 +860,11 @@ impl Tensor {
     /// ```
     pub fn cumsum(&self, axis: isize) -> Tensor {
         let shape = self.shape();
+        // checked first: a 0-d tensor has axis 0 (or -1) only
+        let a = resolve_axis(axis, shape.len(), "cumsum", &shape);
         if shape.is_empty() {
             return self.clone();
         }
-        let a = resolve_axis(axis, shape.len(), "cumsum", &shape);
         let last = shape.len() as isize - 1;
         let t = self.transpose(a as isize, last);
         t.cumsum_last().transpose(a as isize, last)

@@ -18,7 +18,8 @@ pub enum PadMode {
     /// Repeat the edge element.
     Replicate,
     /// Wrap around: `[1, 2, 3]` padded by `(2, 1)` is `[2, 3, 1, 2, 3, 1]`. Each pad must be at
-    /// most its dim; no negative pads.
+    /// most its dim; negative pads shrink first (`[0, 1, 2, 3, 4]` padded by `(-1, 2)` is
+    /// `[1, 2, 3, 4, 1, 2]`, as tinygrad and torch).
     Circular,
 }
 
@@ -64,7 +65,8 @@ impl Tensor {
     /// # Panics
     /// If the number of pairs differs from the number of axes; for `Reflect` if a pad is not
     /// smaller than its dim; for `Circular` if a pad is larger than its dim (it would wrap more
-    /// than once) or negative; if negative pads remove more than the whole dim.
+    /// than once, after the negative pads have shrunk it); if negative pads remove more than the
+    /// whole dim.
     pub fn pad_mode(&self, padding: &[(isize, isize)], mode: PadMode) -> Tensor {
         let shape = self.shape();
         let name = mode.name();
@@ -85,21 +87,22 @@ impl Tensor {
                 x.pad(&pos, value)
             }
             PadMode::Circular => {
-                for (d, (&(b, a), &s)) in padding.iter().zip(&shape).enumerate() {
+                // tinygrad's `_pad_circular`: negative pads shrink first, then the
+                // non-negative ones wrap around what is left
+                let x = self.neg_pad_shrink(padding, &shape, name);
+                let shape = x.shape();
+                for (d, (&(b, a), &s)) in pos.iter().zip(&shape).enumerate() {
                     assert!(
-                        b <= s as isize && a <= s as isize,
-                        "pad: circular padding {padding:?} wraps around more than once for shape {shape:?} (dim {d})"
+                        b <= s && a <= s,
+                        "pad: circular padding {padding:?} wraps around more than once for shape {:?} (dim {d})",
+                        self.shape()
                     );
                 }
-                assert!(
-                    padding.iter().all(|&(b, a)| b >= 0 && a >= 0),
-                    "pad: negative pads are not supported with circular mode (padding {padding:?}, shape {shape:?})"
-                );
                 let reps: Vec<usize> = pos
                     .iter()
                     .map(|&(b, a)| 1 + usize::from(b > 0) + usize::from(a > 0))
                     .collect();
-                let x = self.repeat(&reps);
+                let x = x.repeat(&reps);
                 let xs = x.shape();
                 let bounds: Vec<(usize, usize)> = pos
                     .iter()

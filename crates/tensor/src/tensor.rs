@@ -740,7 +740,15 @@ impl Tensor {
     /// assert_eq!((t.device(), t.dtype()), ("REF", DType::FLOAT64));
     /// assert_eq!(t.to_vec::<f64>(), vec![0.0, 0.25, 0.5, 0.75, 1.0]);
     /// ```
+    ///
+    /// # Panics
+    /// If `dtype` is bool (tinygrad rejects it: evenly spaced values are not truth values).
     pub fn linspace_on(start: f64, end: f64, steps: usize, dtype: DType, device: &str) -> Tensor {
+        assert!(
+            !dtype.is_bool(),
+            "linspace: dtype bool is not supported (start {start}, end {end}, steps {steps}); \
+             use a number dtype"
+        );
         Tensor::linspace_impl(start, end, steps, dtype).on_device(device)
     }
 
