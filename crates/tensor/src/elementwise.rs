@@ -606,6 +606,7 @@ impl Tensor {
         if self.dtype().is_float() {
             // `x - x` at zero (and NaN): a +0 for -0 as torch, and the gradient there is 0
             // (torch's sign(0)), not the 1 of picking x
+            #[allow(clippy::eq_op)]
             let zero_or_nan = self - self;
             let neg_or_zero = self.lt(0).where_(&self.neg(), &zero_or_nan);
             return self.gt(0).where_(self, &neg_or_zero);
@@ -866,7 +867,7 @@ impl Tensor {
     pub fn pow(&self, exponent: impl IntoOperand) -> Tensor {
         let exponent = exponent.into_operand();
         let const_exp = match &exponent {
-            Operand::Const(c) => Some(c.clone()),
+            Operand::Const(c) => Some(*c),
             Operand::Tensor(_) => None,
         };
         if let Some(c) = &const_exp {
