@@ -604,10 +604,9 @@ impl Tensor {
             return self.clone();
         }
         if self.dtype().is_float() {
-            // `x - x` at zero (and NaN): a +0 for -0 as torch, and the gradient there is 0
-            // (torch's sign(0)), not the 1 of picking x
-            #[allow(clippy::eq_op)]
-            let zero_or_nan = self - self;
+            // +0 at zero (-0 too, as torch) and NaN at NaN; the gradient at 0 is 0 (torch's
+            // sign(0)), not the 1 of picking x. (Not `x - x`: a Vulkan driver folds it to 0.)
+            let zero_or_nan = self.ne(self).where_(self, 0.0);
             let neg_or_zero = self.lt(0).where_(&self.neg(), &zero_or_nan);
             return self.gt(0).where_(self, &neg_or_zero);
         }

@@ -150,10 +150,13 @@ impl Tensor {
         let negative = yf.lt(0.0).logical_or(&yf.reciprocal().lt(0.0));
         let xd = x.detach();
         let mag = xd.abs();
-        // `+ y * 0`: `y` joins the graph (its gradient is 0) and NaN in `y` carries through,
-        // as tinygrad does
+        // `+ y * 0`: `y` joins the graph (its gradient is 0). Its infinities and NaN are first
+        // replaced by a 1 of their sign, so the sum stays `±mag` (torch and tinygrad:
+        // copysign(1, inf) = 1, copysign(1, nan) = 1), and the zero added has y's sign (so
+        // copysign(0, -inf) stays -0)
+        let unit = negative.where_(-1.0, 1.0).cast(y.dtype());
         #[allow(clippy::erasing_op)]
-        let carry = y * 0;
+        let carry = y.isfinite().where_(&y, &unit) * 0;
         let value = negative.where_(mag.neg(), &mag) + carry;
         if !x.dtype().is_float() || !Tensor::is_grad_enabled() {
             return value;

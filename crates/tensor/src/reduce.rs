@@ -667,7 +667,9 @@ impl Tensor {
     fn softmax_named(&self, axis: isize, op: &str) -> Tensor {
         self.resolve_axes(Axis::from(axis), op);
         let x = self.cast(least_upper_float(self.dtype()));
-        let e = (&x - &x.max_keepdim(axis)).exp();
+        // the max only keeps exp in range: detached as in tinygrad, since the gradient through
+        // it is 0 in exact arithmetic and rounding noise (landing on the max's position) in f32
+        let e = (&x - &x.max_keepdim(axis).detach()).exp();
         let s = e.sum_keepdim(axis);
         e / s
     }
@@ -686,7 +688,7 @@ impl Tensor {
         // checked here so that an error names log_softmax, not the max it is built from
         self.resolve_axes(Axis::from(axis), "log_softmax");
         let x = self.cast(least_upper_float(self.dtype()));
-        let m = &x - &x.max_keepdim(axis);
+        let m = &x - &x.max_keepdim(axis).detach();
         let lse = m.exp().sum_keepdim(axis).log();
         m - lse
     }
@@ -778,7 +780,7 @@ impl Tensor {
     /// # Panics
     /// If either operand is 0-D or the inner dimensions differ.
     pub fn matmul(&self, w: &Tensor) -> Tensor {
-        self.dot(w)
+        self.contract(w, "matmul")
     }
 
     /// See [`Tensor::matmul`].
@@ -793,17 +795,21 @@ impl Tensor {
     /// assert_eq!(a.dot(&b).to_vec::<f32>(), vec![19.0, 22.0, 43.0, 50.0]);
     /// ```
     pub fn dot(&self, w: &Tensor) -> Tensor {
+        self.contract(w, "dot")
+    }
+
+    /// [`Tensor::dot`] / [`Tensor::matmul`], with `op` (the one the user called) in the errors.
+    fn contract(&self, w: &Tensor, op: &str) -> Tensor {
         let (xs, ws) = (self.shape(), w.shape());
         let (n1, n2) = (xs.len(), ws.len());
         assert!(
             n1 != 0 && n2 != 0,
-            "matmul: both operands need at least 1 dimension, got {xs:?} and {ws:?}"
+            "{op}: both operands need at least 1 dimension, got {xs:?} and {ws:?}"
         );
         let k_w = if n2 == 1 { ws[0] } else { ws[n2 - 2] };
-        assert_eq!(
-            xs[n1 - 1],
-            k_w,
-            "matmul: inner dimensions differ: {xs:?} @ {ws:?} ({} vs {k_w}), dtypes {} and {}",
+        assert!(
+            xs[n1 - 1] == k_w,
+            "{op}: inner dimensions differ: {xs:?} @ {ws:?} ({} vs {k_w}), dtypes {} and {}",
             xs[n1 - 1],
             self.dtype(),
             w.dtype()
@@ -813,7 +819,7 @@ impl Tensor {
         let (xb, wb) = (&xs[..n1.saturating_sub(2)], &ws[..n2.saturating_sub(2)]);
         assert!(
             crate::broadcast_shape(xb, wb).is_some(),
-            "matmul: batch dimensions {xb:?} and {wb:?} don't broadcast: {xs:?} @ {ws:?}, \
+            "{op}: batch dimensions {xb:?} and {wb:?} don't broadcast: {xs:?} @ {ws:?}, \
              dtypes {} and {}",
             self.dtype(),
             w.dtype()

@@ -46,6 +46,15 @@ fn matmul_inner_mismatch() {
     let _ = t(&[2, 3]).matmul(&t(&[4, 5]));
 }
 
+/// `dot` is matmul underneath, but its errors name the op the user called.
+#[test]
+#[should_panic(
+    expected = "dot: inner dimensions differ: [2, 4] @ [1, 3] (4 vs 1), dtypes float32 and float32"
+)]
+fn dot_inner_mismatch() {
+    let _ = t(&[2, 4]).dot(&t(&[1, 3]));
+}
+
 #[test]
 #[should_panic(expected = "shrink: range 1..5 out of bounds for axis 1 of size 3 (shape [2, 3])")]
 fn shrink_out_of_bounds() {

@@ -22,6 +22,8 @@ mod common;
 
 #[path = "test_ops/dispatch.rs"]
 mod dispatch;
+#[path = "test_ops/reduce_nn.rs"]
+mod reduce_nn;
 #[path = "test_ops/values.rs"]
 mod values;
 
@@ -35,7 +37,85 @@ use values::{Mt19937, bytes_to_f64, typed_parts, typed_tensor};
 
 /// Cases whose difference from torch we keep, with the reason (a deliberate departure written
 /// in `docs/API.md`, or a bug left open). The devices it applies to: `None` for every device.
-const KNOWN_DIFFERENCES: &[(&str, Option<&[&str]>, &str)] = &[];
+const KNOWN_DIFFERENCES: &[(&str, Option<&[&str]>, &str)] = &[
+    // var/std over one element with correction 1: the value is NaN (0 * inf) everywhere, and
+    // on WEBGPU the gradient is 0 instead of NaN. WGSL does not promise IEEE arithmetic on
+    // infinities (the shader compiler may assume finite values), so `0 * inf` in the gradient
+    // comes out 0 on the software Vulkan driver; CPU and REF give torch's NaN.
+    (
+        "TestOps.test_std_one_in_axis#1",
+        Some(&["WEBGPU"]),
+        WGSL_INF,
+    ),
+    (
+        "TestOps.test_std_one_in_axis#2",
+        Some(&["WEBGPU"]),
+        WGSL_INF,
+    ),
+    (
+        "TestOps.test_var_one_in_axis#1",
+        Some(&["WEBGPU"]),
+        WGSL_INF,
+    ),
+];
+
+const WGSL_INF: &str = "WGSL's arithmetic on infinities is not IEEE: 0 * inf is 0 in the gradient";
+
+/// Ops whose work grows faster than their output (a reduction or window per element).
+const SUPERLINEAR_OPS: &[&str] = &[
+    "matmul",
+    "dot",
+    "__matmul__",
+    "__rmatmul__",
+    "einsum",
+    "conv2d",
+    "conv_transpose2d",
+    "scaled_dot_product_attention",
+    "cumprod",
+    "cumsum",
+    "logcumsumexp",
+    "cummax",
+    "cummin",
+    "sort",
+    "argsort",
+    "topk",
+    "avg_pool2d",
+    "max_pool2d",
+    "max_unpool2d",
+    "interpolate",
+];
+
+/// Whether a case is too large for the interpreting devices: a tensor of more than 65,536
+/// elements anywhere, or one of more than 4,096 going into or out of a [`SUPERLINEAR_OPS`] op.
+/// `REF` runs one element at a time (`test_big_gemm` alone takes a minute there, a large
+/// attention two), so these run on `CPU` only; every other case runs on every device.
+fn too_large_to_interpret(case: &Value) -> bool {
+    let nodes = case["nodes"].as_array().map_or(&[][..], Vec::as_slice);
+    let numel = |n: &Value| -> usize {
+        n["shape"].as_array().map_or(1, |s| {
+            s.iter().map(|x| x.as_u64().unwrap_or(1) as usize).product()
+        })
+    };
+    nodes.iter().any(|n| {
+        let op = n["op"].as_str().unwrap_or("");
+        if numel(n) > 65_536 {
+            return true;
+        }
+        if !SUPERLINEAR_OPS.contains(&op) {
+            return false;
+        }
+        let operands = n["args"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|a| a.get("t"))
+            .chain(std::iter::once(&n["self"]));
+        numel(n) > 4096
+            || operands
+                .filter_map(Value::as_u64)
+                .any(|i| numel(&nodes[i as usize]) > 4096)
+    })
+}
 
 /// The case file: one JSON object per case.
 fn cases() -> &'static [Value] {
@@ -95,9 +175,9 @@ fn replay(case: &Value, inputs: &[Tensor], device: &str) -> Result<Tensor, Strin
         inputs,
         device,
     };
-    for i in 0..nodes.len() {
+    for (i, node) in nodes.iter().enumerate() {
         let out = tr.eval(i);
-        if let (Out::T(t), Some(shape)) = (&out, nodes[i]["shape"].as_array()) {
+        if let (Out::T(t), Some(shape)) = (&out, node["shape"].as_array()) {
             let want: Vec<usize> = shape
                 .iter()
                 .map(|s| s.as_u64().unwrap_or(0) as usize)
@@ -105,7 +185,7 @@ fn replay(case: &Value, inputs: &[Tensor], device: &str) -> Result<Tensor, Strin
             if t.shape() != want {
                 return Err(format!(
                     "node {i} ({}) has shape {:?}, tinygrad's has {want:?}",
-                    nodes[i]["op"],
+                    node["op"],
                     t.shape()
                 ));
             }
@@ -136,7 +216,9 @@ fn compare(what: &str, got: &Tensor, want: &Value, atol: f64, rtol: f64) -> Resu
     let float = dtype.is_float();
     let close = |g: f64, w: f64| {
         if float {
-            (g.is_nan() && w.is_nan()) || g == w || (g - w).abs() <= atol + rtol * w.abs()
+            g == w
+                || (g.is_nan() && w.is_nan())
+                || (g.is_finite() && w.is_finite() && (g - w).abs() <= atol + rtol * w.abs())
         } else {
             g == w
         }
@@ -179,6 +261,7 @@ fn compare(what: &str, got: &Tensor, want: &Value, atol: f64, rtol: f64) -> Resu
         let n = all.len() as f64;
         let ok = if float {
             (got_sum.is_nan() && sum.is_nan())
+                || got_sum == sum
                 || (got_sum - sum).abs() <= n * atol + rtol * abs_sum + 1e-9 * abs_sum
         } else {
             got_sum == sum
@@ -221,8 +304,18 @@ fn run_op_case(case: &Value, device: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// One exception case: every node before the one tinygrad rejects runs; that one panics.
-fn run_exception_case(case: &Value, device: &str) -> Result<(), String> {
+/// How a call tinygrad rejects was rejected here.
+enum Rejected {
+    /// The op panicked with a message naming it.
+    ByOp,
+    /// The call cannot be written in Rust (a negative `usize`, a keyword the function lacks, a
+    /// padding form the Rust function does not take): the replay rejects it.
+    BySignature,
+}
+
+/// One exception case: every node before the one tinygrad rejects runs; that one panics, with
+/// a message naming the op.
+fn run_exception_case(case: &Value, device: &str) -> Result<Rejected, String> {
     let xs = inputs(case, device)?;
     let nodes = case["nodes"].as_array().expect("nodes");
     let last = nodes.len() - 1;
@@ -232,11 +325,11 @@ fn run_exception_case(case: &Value, device: &str) -> Result<(), String> {
         inputs: &xs,
         device,
     };
-    for i in 0..last {
+    for (i, node) in nodes.iter().enumerate().take(last) {
         let out = catch_unwind(AssertUnwindSafe(|| tr.eval(i))).map_err(|e| {
             format!(
                 "node {i} ({}) panicked before the rejected call: {}",
-                nodes[i]["op"],
+                node["op"],
                 common::panic_message(&*e)
             )
         })?;
@@ -254,7 +347,26 @@ fn run_exception_case(case: &Value, device: &str) -> Result<(), String> {
         }
     }));
     match res {
-        Err(_) => Ok(()),
+        Err(e) => {
+            let msg = common::panic_message(&*e);
+            let name = op.trim_matches('_');
+            if std::env::var("TEST_OPS_MESSAGES").is_ok() {
+                eprintln!(
+                    "MESSAGE {} [{name}] {}",
+                    case["name"],
+                    msg.replace('\n', " ")
+                );
+            }
+            if msg.starts_with("rust signature:") {
+                Ok(Rejected::BySignature)
+            } else if msg.contains(name) {
+                Ok(Rejected::ByOp)
+            } else {
+                Err(format!(
+                    "{op} panicked as tinygrad raises, but the message does not name {name}: {msg}"
+                ))
+            }
+        }
         Ok(()) => Err(format!(
             "{op} accepted a call tinygrad rejects with {} ({})",
             case["expected"],
@@ -271,7 +383,8 @@ fn run_suite(device: &str) {
         .map(|f| f.split(',').map(str::to_string).collect())
         .unwrap_or_default();
     let verbose = std::env::var("TEST_OPS_VERBOSE").is_ok_and(|v| v == "1");
-    let (mut passed, mut known, mut skipped) = (0usize, 0usize, 0usize);
+    let (mut passed, mut known, mut skipped, mut by_signature) = (0usize, 0usize, 0usize, 0usize);
+    let mut cpu_only = 0usize;
     let mut failures = Vec::new();
     for case in cases() {
         let name = case["name"].as_str().expect("name");
@@ -283,25 +396,39 @@ fn run_suite(device: &str) {
             skipped += 1;
             continue;
         }
+        if device != "CPU" && too_large_to_interpret(case) {
+            cpu_only += 1;
+            continue;
+        }
         if verbose {
             eprintln!("{device}: {name}");
         }
+        let started = std::time::Instant::now();
         common::set_in_case(true);
         let res = catch_unwind(AssertUnwindSafe(|| match kind {
-            "op" => run_op_case(case, device),
-            _ => run_exception_case(case, device),
+            "op" => run_op_case(case, device).map(|()| false),
+            _ => run_exception_case(case, device).map(|r| matches!(r, Rejected::BySignature)),
         }));
         common::set_in_case(false);
         let res = match res {
             Ok(r) => r,
             Err(e) => Err(format!("panicked: {}", common::panic_message(&*e))),
         };
+        if verbose {
+            eprintln!(
+                "{device}: {name} took {:.3} s",
+                started.elapsed().as_secs_f64()
+            );
+        }
         let listed = KNOWN_DIFFERENCES
             .iter()
             .find(|(n, devs, _)| *n == name && devs.is_none_or(|d| d.contains(&device)));
         match (res, listed) {
-            (Ok(()), None) => passed += 1,
-            (Ok(()), Some(_)) => failures.push(format!(
+            (Ok(sig), None) => {
+                passed += 1;
+                by_signature += usize::from(sig);
+            }
+            (Ok(_), Some(_)) => failures.push(format!(
                 "{name}: passes now; remove it from KNOWN_DIFFERENCES"
             )),
             (Err(_), Some(_)) => known += 1,
@@ -309,7 +436,7 @@ fn run_suite(device: &str) {
         }
     }
     eprintln!(
-        "{device}: {passed} test_ops cases passed, {known} known differences, {} failed, {skipped} not replayable (torch or tinygrad failed when generating)",
+        "{device}: {passed} test_ops cases passed ({by_signature} of them calls tinygrad rejects that Rust's signatures cannot express), {known} known differences, {} failed, {cpu_only} large cases left to CPU, {skipped} not replayable (torch raised when generating)",
         failures.len()
     );
     assert!(
@@ -345,9 +472,9 @@ fn mt19937_matches_numpy() {
     let mut rng = Mt19937::new(0);
     // np.random.seed(0); np.random.random_sample(3)
     let want = [
-        0.548_813_503_927_324_9,
-        0.715_189_366_372_419_6,
-        0.602_763_376_071_644_3,
+        0.548_813_503_927_324_8,
+        0.715_189_366_372_419_5,
+        0.602_763_376_071_643_9,
     ];
     for w in want {
         assert_eq!(rng.next_f64(), w);

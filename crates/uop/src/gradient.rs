@@ -21,7 +21,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::LazyLock;
 
-use tinygrad_dtype::{ConstValue, DType};
+use tinygrad_dtype::{ConstValue, DType, sum_acc_dtype};
 
 use crate::{Arg, Ops, PatternMatcher, Rule, UOp, UPat};
 
@@ -270,7 +270,16 @@ pub fn pm_gradient() -> &'static PatternMatcher<UOp> {
                 let mut padded = vec![1usize; out.len().saturating_sub(src.len())];
                 padded.extend(&src);
                 let axes: Vec<usize> = (0..out.len()).filter(|&i| padded[i] != out[i]).collect();
-                one(reshape(&reduce(g, Add, &axes), &src))
+                // a half/bfloat16 gradient is summed in float32 (as a forward sum is), then cast
+                // back: summing many half values in half loses digits torch keeps
+                let dt = g.dtype().base();
+                let acc = sum_acc_dtype(dt);
+                let summed = if dt.is_float() && acc != dt && !axes.is_empty() {
+                    cast(&reduce(&cast(g, acc), Add, &axes), dt)
+                } else {
+                    reduce(g, Add, &axes)
+                };
+                one(reshape(&summed, &src))
             }),
             rule(&[Pad], |g, ret| {
                 let pads = ret.arg().as_pairs().expect("pad arg");

@@ -5,8 +5,8 @@
 
 use serde_json::{Map, Value};
 use tinygrad_tensor::{
-    Axis, ConstValue, DType, Dims, Idx, InterpolateMode, IntoOperand, Operand, PadMode, Padding,
-    Reduction, SplitSizes, Tensor,
+    Axis, ConstValue, DType, Dims, Idx, IntoOperand, Operand, PadMode, Padding, Reduction,
+    SplitSizes, Tensor,
 };
 
 use super::values::{f64_to_bytes, nested, typed_tensor};
@@ -29,8 +29,10 @@ pub struct Trace<'a> {
 }
 
 /// A node's arguments (positional after `self`, and keywords), resolved against the trace.
-struct Call<'a, 'b> {
-    op: &'a str,
+pub struct Call<'a, 'b> {
+    pub op: &'a str,
+    /// The keyword arguments read so far: one the op never reads is an error, as in Python.
+    used: std::cell::RefCell<Vec<&'a str>>,
     pos: Vec<&'a Value>,
     kw: &'a Map<String, Value>,
     tr: &'b Trace<'a>,
@@ -116,20 +118,33 @@ impl<'a> Trace<'a> {
         }
         let call = Call {
             op,
+            used: std::cell::RefCell::new(Vec::new()),
             pos,
             kw,
             tr: self,
         };
-        match this {
+        let out = match this {
             Some(t) => call.method(&t),
             None => call.creation(node),
+        };
+        if let Some(k) = kw
+            .keys()
+            .find(|k| !call.used.borrow().contains(&k.as_str()))
+        {
+            panic!(
+                "rust signature: {op}() got an unexpected keyword argument {k:?} (Rust has no such parameter)"
+            );
         }
+        out
     }
 }
 
 impl<'a> Call<'a, '_> {
     /// Argument `i` (positional) or `name` (keyword); a JSON `null` counts as absent.
-    fn arg(&self, i: usize, name: &str) -> Option<&'a Value> {
+    pub(super) fn arg(&self, i: usize, name: &str) -> Option<&'a Value> {
+        if let Some((k, _)) = self.kw.get_key_value(name) {
+            self.used.borrow_mut().push(k.as_str());
+        }
         self.pos
             .get(i)
             .copied()
@@ -137,18 +152,18 @@ impl<'a> Call<'a, '_> {
             .filter(|v| !v.is_null())
     }
 
-    fn t(&self, i: usize, name: &str) -> Tensor {
+    pub(super) fn t(&self, i: usize, name: &str) -> Tensor {
         let v = self
             .arg(i, name)
             .unwrap_or_else(|| panic!("{}: missing tensor argument {name}", self.op));
         self.tr.tensor(v)
     }
 
-    fn opt_t(&self, i: usize, name: &str) -> Option<Tensor> {
+    pub(super) fn opt_t(&self, i: usize, name: &str) -> Option<Tensor> {
         self.arg(i, name).map(|v| self.tr.tensor(v))
     }
 
-    fn int(&self, i: usize, name: &str, default: i64) -> i64 {
+    pub(super) fn int(&self, i: usize, name: &str, default: i64) -> i64 {
         self.arg(i, name).map_or(default, |v| match v {
             Value::Bool(b) => i64::from(*b),
             _ => v
@@ -157,26 +172,49 @@ impl<'a> Call<'a, '_> {
         })
     }
 
-    fn opt_int(&self, i: usize, name: &str) -> Option<i64> {
+    /// A size argument: Rust's `usize`, so a negative one cannot be passed at all (the call is
+    /// rejected by the signature; messages of such rejections start with `rust signature:`).
+    pub(super) fn size(&self, i: usize, name: &str, default: i64) -> usize {
+        let v = self.int(i, name, default);
+        usize::try_from(v).unwrap_or_else(|_| {
+            panic!(
+                "rust signature: {}: {name} = {v} is negative, and the Rust argument is a usize",
+                self.op
+            )
+        })
+    }
+
+    pub(super) fn sizes_of(&self, v: &Value) -> Vec<usize> {
+        self.ints_of(v)
+            .into_iter()
+            .map(|x| {
+                usize::try_from(x).unwrap_or_else(|_| {
+                    panic!("rust signature: {}: size {x} is negative, and the Rust argument is a usize", self.op)
+                })
+            })
+            .collect()
+    }
+
+    pub(super) fn opt_int(&self, i: usize, name: &str) -> Option<i64> {
         self.arg(i, name).map(|_| self.int(i, name, 0))
     }
 
-    fn float(&self, i: usize, name: &str, default: f64) -> f64 {
+    pub(super) fn float(&self, i: usize, name: &str, default: f64) -> f64 {
         self.arg(i, name).map_or(default, number)
     }
 
-    fn flag(&self, i: usize, name: &str, default: bool) -> bool {
+    pub(super) fn flag(&self, i: usize, name: &str, default: bool) -> bool {
         self.arg(i, name).map_or(default, |v| number(v) != 0.0)
     }
 
-    fn string(&self, i: usize, name: &str, default: &'a str) -> &'a str {
+    pub(super) fn string(&self, i: usize, name: &str, default: &'a str) -> &'a str {
         self.arg(i, name).map_or(default, |v| {
             v.as_str()
                 .unwrap_or_else(|| panic!("{}: {name} should be a string", self.op))
         })
     }
 
-    fn dtype(&self, i: usize, name: &str) -> Option<DType> {
+    pub(super) fn dtype(&self, i: usize, name: &str) -> Option<DType> {
         self.arg(i, name).map(|v| {
             let n = v
                 .as_str()
@@ -187,7 +225,7 @@ impl<'a> Call<'a, '_> {
     }
 
     /// A tensor argument, or a Python scalar as a constant operand.
-    fn operand(&self, i: usize, name: &str) -> Operand {
+    pub(super) fn operand(&self, i: usize, name: &str) -> Operand {
         let v = self
             .arg(i, name)
             .unwrap_or_else(|| panic!("{}: missing argument {name}", self.op));
@@ -199,11 +237,11 @@ impl<'a> Call<'a, '_> {
     }
 
     /// A Python scalar argument (the other side of a reflected operator).
-    fn scalar_arg(&self, i: usize) -> ConstValue {
+    pub(super) fn scalar_arg(&self, i: usize) -> ConstValue {
         scalar(self.pos[i])
     }
 
-    fn ints_of(&self, v: &Value) -> Vec<isize> {
+    pub(super) fn ints_of(&self, v: &Value) -> Vec<isize> {
         match items(v) {
             Some(xs) => xs.iter().map(|x| number(x) as isize).collect(),
             None => vec![number(v) as isize],
@@ -211,7 +249,7 @@ impl<'a> Call<'a, '_> {
     }
 
     /// `f(shape, *args)`: one list argument, or the ints given one by one, from position `from`.
-    fn varargs(&self, from: usize, name: &str) -> Vec<isize> {
+    pub(super) fn varargs(&self, from: usize, name: &str) -> Vec<isize> {
         match self.pos.get(from) {
             Some(v) if items(v).is_some() => self.ints_of(v),
             Some(_) => self.pos[from..]
@@ -226,14 +264,14 @@ impl<'a> Call<'a, '_> {
         }
     }
 
-    fn axis(&self, i: usize, name: &str) -> Axis {
+    pub(super) fn axis(&self, i: usize, name: &str) -> Axis {
         match self.arg(i, name) {
             None => Axis::All,
             Some(v) => Axis::Some(self.ints_of(v)),
         }
     }
 
-    fn reduction(&self, i: usize) -> Reduction {
+    pub(super) fn reduction(&self, i: usize) -> Reduction {
         match self.string(i, "reduction", "mean") {
             "mean" => Reduction::Mean,
             "sum" => Reduction::Sum,
@@ -242,7 +280,7 @@ impl<'a> Call<'a, '_> {
         }
     }
 
-    fn dims(&self, i: usize, name: &str, default: Dims) -> Dims {
+    pub(super) fn dims(&self, i: usize, name: &str, default: Dims) -> Dims {
         match self.arg(i, name) {
             None => default,
             Some(v) => match items(v) {
@@ -252,7 +290,7 @@ impl<'a> Call<'a, '_> {
         }
     }
 
-    fn padding(&self, i: usize, name: &str) -> Padding {
+    pub(super) fn padding(&self, i: usize, name: &str) -> Padding {
         match self.arg(i, name) {
             None => Padding::All(0),
             Some(v) => match items(v) {
@@ -263,7 +301,7 @@ impl<'a> Call<'a, '_> {
     }
 
     /// Every tensor of `self` and the positional arguments (flattening lists), for cat/stack.
-    fn tensors_with(&self, this: &Tensor) -> Vec<Tensor> {
+    pub(super) fn tensors_with(&self, this: &Tensor) -> Vec<Tensor> {
         let mut out = vec![this.clone()];
         for v in &self.pos {
             match items(v) {
@@ -277,7 +315,7 @@ impl<'a> Call<'a, '_> {
 
     /// The constant `c` as a tensor shaped like `t`, with the dtype tinygrad gives a Python
     /// scalar next to `t` (a float next to an int tensor is the default float).
-    fn scalar_like(&self, t: &Tensor, c: ConstValue) -> Tensor {
+    pub(super) fn scalar_like(&self, t: &Tensor, c: ConstValue) -> Tensor {
         let dtype = match c {
             ConstValue::Float(_) if !t.dtype().is_float() => DType::FLOAT32,
             ConstValue::Int(_) | ConstValue::UInt(_) if t.dtype().is_bool() => DType::INT32,
@@ -286,7 +324,7 @@ impl<'a> Call<'a, '_> {
         Tensor::full_on(&t.shape(), c, dtype, self.tr.device)
     }
 
-    fn index(&self, v: &Value) -> Vec<Idx> {
+    pub(super) fn index(&self, v: &Value) -> Vec<Idx> {
         match v {
             Value::Object(o) if o.contains_key("tuple") => o["tuple"]
                 .as_array()
@@ -298,7 +336,7 @@ impl<'a> Call<'a, '_> {
         }
     }
 
-    fn one_index(&self, v: &Value) -> Idx {
+    pub(super) fn one_index(&self, v: &Value) -> Idx {
         match v {
             Value::Null => Idx::NewAxis,
             Value::Number(_) => Idx::Int(number(v) as isize),
@@ -333,11 +371,16 @@ impl<'a> Call<'a, '_> {
     }
 
     /// Calls that build a tensor from nothing (`Tensor(...)`, `Tensor.arange`, ...).
-    fn creation(&self, node: &Value) -> Out {
+    pub(super) fn creation(&self, node: &Value) -> Out {
         let dev = self.tr.device;
         let default_float = DType::FLOAT32;
         let t = match self.op {
             "Tensor" => {
+                // (the dtype tinygrad inferred or was given is the node's)
+                let _ = (
+                    self.arg(usize::MAX, "dtype"),
+                    self.arg(usize::MAX, "requires_grad"),
+                );
                 let data = self.arg(0, "data").expect("Tensor data");
                 let dtype = super::values::dtype_named(node["dtype"].as_str().expect("dtype"));
                 match data {
@@ -390,8 +433,8 @@ impl<'a> Call<'a, '_> {
                 Tensor::full_on(&shape, fill, dtype, dev)
             }
             "eye" => {
-                let n = self.int(0, "n", 0) as usize;
-                let m = self.opt_int(1, "m").map(|m| m as usize);
+                let n = self.size(0, "n", 0);
+                let m = self.arg(1, "m").map(|_| self.size(1, "m", 0));
                 let dtype = self.dtype(2, "dtype").unwrap_or(default_float);
                 Tensor::eye_on(n, m, dtype, dev)
             }
@@ -400,7 +443,7 @@ impl<'a> Call<'a, '_> {
                 Tensor::linspace_on(
                     self.float(0, "start", 0.0),
                     self.float(1, "stop", 0.0),
-                    self.int(2, "steps", 0) as usize,
+                    self.size(2, "steps", 0),
                     dtype,
                     dev,
                 )
@@ -436,12 +479,14 @@ impl<'a> Call<'a, '_> {
 
     /// A method (or operator) called on `t`.
     #[allow(clippy::too_many_lines)]
-    fn method(&self, t: &Tensor) -> Out {
+    pub(super) fn method(&self, t: &Tensor) -> Out {
         let one = |x: Tensor| Out::T(x);
         let many = |x: Vec<Tensor>| Out::Many(x);
-        let pair = |(a, b): (Tensor, Tensor)| Out::Many(vec![a, b]);
         let dev = self.tr.device;
         let o = |i: usize, name: &str| self.operand(i, name);
+        if let Some(out) = self.reduce_or_nn(t) {
+            return out;
+        }
         let r = match self.op {
             // ---- elementwise, no arguments
             "neg" | "__neg__" => t.neg(),
@@ -579,7 +624,8 @@ impl<'a> Call<'a, '_> {
                 self.flag(3, "equal_nan", false),
             ),
             "masked_fill" => t.masked_fill(&self.t(0, "mask"), o(1, "value")),
-            "__matmul__" | "matmul" | "dot" => t.matmul(&self.t(0, "x")),
+            "__matmul__" | "matmul" => t.matmul(&self.t(0, "x")),
+            "dot" => t.dot(&self.t(0, "w")),
             "__rmatmul__" => self.t(0, "x").matmul(t),
             // ---- indexing
             "__getitem__" => t.getitem(&self.index(self.pos[0])),
@@ -644,7 +690,7 @@ impl<'a> Call<'a, '_> {
                 t.repeat(&r)
             }
             "repeat_interleave" => t.repeat_interleave(
-                self.int(0, "repeats", 1) as usize,
+                self.size(0, "repeats", 1),
                 self.opt_int(1, "dim").map(|d| d as isize),
             ),
             "transpose" => t.transpose(
@@ -690,7 +736,9 @@ impl<'a> Call<'a, '_> {
             "cat" | "stack" => {
                 let ts = self.tensors_with(t);
                 let refs: Vec<&Tensor> = ts.iter().collect();
-                let dim = self.kw.get("dim").map_or(0, |d| number(d) as isize);
+                let dim = self
+                    .arg(usize::MAX, "dim")
+                    .map_or(0, |d| number(d) as isize);
                 if self.op == "cat" {
                     Tensor::cat(&refs, dim)
                 } else {
@@ -700,10 +748,8 @@ impl<'a> Call<'a, '_> {
             "split" => {
                 let sizes = self.arg(0, "sizes").expect("sizes");
                 let sizes = match items(sizes) {
-                    Some(_) => {
-                        SplitSizes::Sizes(self.ints_of(sizes).iter().map(|&x| x as usize).collect())
-                    }
-                    None => SplitSizes::Size(number(sizes) as usize),
+                    Some(_) => SplitSizes::Sizes(self.sizes_of(sizes)),
+                    None => SplitSizes::Size(self.size(0, "sizes", 1)),
                 };
                 return many(t.split(sizes, self.int(1, "dim", 0) as isize));
             }
@@ -733,202 +779,8 @@ impl<'a> Call<'a, '_> {
             }
             "unfold" => t.unfold(
                 self.int(0, "dim", 0) as isize,
-                self.int(1, "size", 1) as usize,
-                self.int(2, "step", 1) as usize,
-            ),
-            // ---- reductions
-            "sum" | "prod" => {
-                let (axis, keep, dtype) = (
-                    self.axis(0, "axis"),
-                    self.flag(1, "keepdim", false),
-                    self.dtype(2, "dtype"),
-                );
-                if self.op == "sum" {
-                    t.sum_with(axis, keep, dtype)
-                } else {
-                    t.prod_with(axis, keep, dtype)
-                }
-            }
-            "mean" => t.mean_with(
-                self.axis(0, "axis"),
-                self.flag(1, "keepdim", false),
-                self.dtype(2, "dtype"),
-            ),
-            "max" | "min" | "any" | "all" | "logsumexp" => {
-                let (axis, keep) = (self.axis(0, "axis"), self.flag(1, "keepdim", false));
-                match (self.op, keep) {
-                    ("max", false) => t.max(axis),
-                    ("max", true) => t.max_keepdim(axis),
-                    ("min", false) => t.min(axis),
-                    ("min", true) => t.min_keepdim(axis),
-                    ("any", false) => t.any(axis),
-                    ("any", true) => t.any_keepdim(axis),
-                    ("all", false) => t.all(axis),
-                    ("all", true) => t.all_keepdim(axis),
-                    ("logsumexp", false) => t.logsumexp(axis),
-                    (_, _) => t.logsumexp_keepdim(axis),
-                }
-            }
-            "std" | "var" | "std_mean" | "var_mean" => {
-                let (axis, keep) = (self.axis(0, "axis"), self.flag(1, "keepdim", false));
-                let correction = self.int(2, "correction", 1) as usize;
-                match (self.op, keep) {
-                    ("std", false) => t.std(axis, correction),
-                    ("std", true) => t.std_keepdim(axis, correction),
-                    ("var", false) => t.var(axis, correction),
-                    ("var", true) => t.var_keepdim(axis, correction),
-                    ("std_mean", _) => return pair(t.std_mean(axis, correction, keep)),
-                    _ => return pair(t.var_mean(axis, correction, keep)),
-                }
-            }
-            "argmax" | "argmin" => {
-                let axis = self.opt_int(0, "axis").map(|a| a as isize);
-                match (self.op, self.flag(1, "keepdim", false)) {
-                    ("argmax", false) => t.argmax(axis),
-                    ("argmax", true) => t.argmax_keepdim(axis),
-                    ("argmin", false) => t.argmin(axis),
-                    _ => t.argmin_keepdim(axis),
-                }
-            }
-            "softmax" | "log_softmax" | "softmin" => {
-                let axis = self.int(0, "axis", -1) as isize;
-                let x = match self.dtype(1, "dtype") {
-                    Some(d) => t.cast(d),
-                    None => t.clone(),
-                };
-                match self.op {
-                    "softmax" => x.softmax(axis),
-                    "log_softmax" => x.log_softmax(axis),
-                    _ => x.softmin(axis),
-                }
-            }
-            "cumsum" => t.cumsum(self.int(0, "axis", 0) as isize),
-            "cumprod" => t.cumprod(self.int(0, "axis", 0) as isize),
-            "logcumsumexp" => t.logcumsumexp(self.int(0, "axis", 0) as isize),
-            "cummax" => return pair(t.cummax(self.int(0, "axis", 0) as isize)),
-            "cummin" => return pair(t.cummin(self.int(0, "axis", 0) as isize)),
-            "sort" => {
-                return pair(t.sort(
-                    self.int(0, "dim", -1) as isize,
-                    self.flag(1, "descending", false),
-                ));
-            }
-            "argsort" => t.argsort(
-                self.int(0, "dim", -1) as isize,
-                self.flag(1, "descending", false),
-            ),
-            "topk" => {
-                return pair(t.topk(
-                    self.int(0, "k", 1) as usize,
-                    self.int(1, "dim", -1) as isize,
-                    self.flag(2, "largest", true),
-                    self.flag(3, "sorted_", true),
-                ));
-            }
-            // ---- nn
-            "conv2d" => t.conv2d(
-                &self.t(0, "weight"),
-                self.opt_t(1, "bias").as_ref(),
-                self.int(2, "groups", 1) as usize,
-                self.dims(3, "stride", Dims::All(1)),
-                self.dims(4, "dilation", Dims::All(1)),
-                self.padding(5, "padding"),
-            ),
-            "conv_transpose2d" => t.conv_transpose2d(
-                &self.t(0, "weight"),
-                self.opt_t(1, "bias").as_ref(),
-                self.int(2, "groups", 1) as usize,
-                self.dims(3, "stride", Dims::All(1)),
-                self.dims(4, "dilation", Dims::All(1)),
-                self.padding(5, "padding"),
-                self.dims(6, "output_padding", Dims::All(0)),
-            ),
-            "avg_pool2d" => t.avg_pool2d(
-                self.dims(0, "kernel_size", Dims::Each(vec![2, 2])),
-                self.dims(1, "stride", Dims::Default),
-                self.dims(2, "dilation", Dims::All(1)),
-                self.padding(3, "padding"),
-                self.flag(4, "ceil_mode", false),
-                self.flag(5, "count_include_pad", true),
-            ),
-            "max_pool2d" => {
-                let args = (
-                    self.dims(0, "kernel_size", Dims::Each(vec![2, 2])),
-                    self.dims(1, "stride", Dims::Default),
-                    self.dims(2, "dilation", Dims::All(1)),
-                    self.padding(3, "padding"),
-                    self.flag(4, "ceil_mode", false),
-                );
-                if self.flag(5, "return_indices", false) {
-                    return pair(t.max_pool2d_with_indices(args.0, args.1, args.2, args.3, args.4));
-                }
-                t.max_pool2d(args.0, args.1, args.2, args.3, args.4)
-            }
-            "max_unpool2d" => {
-                let size = self.arg(5, "output_size").map(|v| {
-                    self.ints_of(v)
-                        .iter()
-                        .map(|&x| x as usize)
-                        .collect::<Vec<usize>>()
-                });
-                t.max_unpool2d(
-                    &self.t(0, "indices"),
-                    self.dims(1, "kernel_size", Dims::Each(vec![2, 2])),
-                    self.dims(2, "stride", Dims::Default),
-                    self.dims(3, "dilation", Dims::All(1)),
-                    self.padding(4, "padding"),
-                    size.as_deref(),
-                )
-            }
-            "interpolate" => {
-                let size: Vec<usize> = self
-                    .ints_of(self.arg(0, "size").expect("size"))
-                    .iter()
-                    .map(|&x| x as usize)
-                    .collect();
-                let mode = match self.string(1, "mode", "linear") {
-                    "linear" | "bilinear" | "trilinear" => InterpolateMode::Linear,
-                    "nearest" => InterpolateMode::Nearest,
-                    "nearest-exact" => InterpolateMode::NearestExact,
-                    other => panic!("interpolate: mode {other:?}"),
-                };
-                t.interpolate(&size, mode, self.flag(2, "align_corners", false))
-            }
-            "scaled_dot_product_attention" => t.scaled_dot_product_attention_with(
-                &self.t(0, "key"),
-                &self.t(1, "value"),
-                self.opt_t(2, "attn_mask").as_ref(),
-                self.float(3, "dropout_p", 0.0),
-                self.flag(4, "is_causal", false),
-                self.flag(5, "enable_gqa", false),
-            ),
-            "normalize" => t.normalize(
-                self.float(0, "p", 2.0),
-                self.int(1, "dim", 1) as isize,
-                self.float(2, "eps", 1e-12),
-            ),
-            "binary_crossentropy" => t.binary_crossentropy(&self.t(0, "Y"), self.reduction(1)),
-            "binary_crossentropy_logits" => t.binary_crossentropy_logits(
-                &self.t(0, "Y"),
-                self.reduction(1),
-                self.opt_t(2, "pos_weight").as_ref(),
-            ),
-            "sparse_categorical_crossentropy" => t.sparse_categorical_crossentropy(
-                &self.t(0, "Y"),
-                self.int(1, "ignore_index", -1),
-                self.float(2, "label_smoothing", 0.0),
-                self.reduction(3),
-            ),
-            "cross_entropy" => t.cross_entropy(
-                &self.t(0, "Y"),
-                self.reduction(1),
-                self.float(2, "label_smoothing", 0.0),
-            ),
-            "nll_loss" => t.nll_loss(
-                &self.t(0, "Y"),
-                self.opt_t(1, "weight").as_ref(),
-                self.opt_int(2, "ignore_index"),
-                self.reduction(3),
+                self.size(1, "size", 1),
+                self.size(2, "step", 1),
             ),
             // ---- creation from a tensor
             "full_like" => {
@@ -950,7 +802,7 @@ impl<'a> Call<'a, '_> {
     }
 
     /// Argument `i` as a tensor: a tensor argument, or a Python scalar shaped like `t`.
-    fn scalar_or_tensor(&self, i: usize, t: &Tensor) -> Tensor {
+    pub(super) fn scalar_or_tensor(&self, i: usize, t: &Tensor) -> Tensor {
         let v = self.pos[i];
         if is_tensor(v) {
             self.tr.tensor(v)
@@ -961,7 +813,7 @@ impl<'a> Call<'a, '_> {
 
     /// tinygrad's `pad` argument as one `(before, after)` pair per axis: per-axis pairs (`None`
     /// for no padding), or torch's flat form (pairs for the last axes, innermost first).
-    fn pad_pairs(&self, t: &Tensor, v: &Value) -> Vec<(isize, isize)> {
+    pub(super) fn pad_pairs(&self, t: &Tensor, v: &Value) -> Vec<(isize, isize)> {
         let xs = items(v).expect("pad padding");
         let n = t.ndim();
         if xs.iter().all(|x| x.is_null() || items(x).is_some()) {
@@ -975,7 +827,7 @@ impl<'a> Call<'a, '_> {
         }
         let flat: Vec<isize> = xs.iter().map(|x| number(x) as isize).collect();
         assert!(
-            flat.len() % 2 == 0 && flat.len() / 2 <= n,
+            flat.len().is_multiple_of(2) && flat.len() / 2 <= n,
             "pad: flat padding {flat:?} for {n} dims"
         );
         let mut pairs = vec![(0, 0); n];
@@ -995,85 +847,5 @@ fn leaves_all_bool(v: &Value) -> bool {
         Value::Array(a) => !a.is_empty() && a.iter().all(leaves_all_bool),
         Value::Bool(_) => true,
         _ => false,
-    }
-}
-
-/// TEMPORARY: the functions being added in the library, until they land.
-#[allow(dead_code)]
-trait Pending {
-    fn gelu_with(&self, a: &str) -> Tensor;
-    fn diagonal_with(&self, o: isize, d1: isize, d2: isize) -> Tensor;
-    fn softmin(&self, axis: isize) -> Tensor;
-    fn sum_with(&self, axis: Axis, keep: bool, dtype: Option<DType>) -> Tensor;
-    fn prod_with(&self, axis: Axis, keep: bool, dtype: Option<DType>) -> Tensor;
-    fn mean_with(&self, axis: Axis, keep: bool, dtype: Option<DType>) -> Tensor;
-    fn reshape_opt(&self, shape: &[Option<isize>]) -> Tensor;
-    #[allow(clippy::too_many_arguments)]
-    fn scaled_dot_product_attention_with(
-        &self,
-        k: &Tensor,
-        v: &Tensor,
-        m: Option<&Tensor>,
-        p: f64,
-        c: bool,
-        g: bool,
-    ) -> Tensor;
-}
-impl Pending for Tensor {
-    fn gelu_with(&self, a: &str) -> Tensor {
-        assert_eq!(a, "tanh", "pending");
-        self.gelu()
-    }
-    fn diagonal_with(&self, o: isize, d1: isize, d2: isize) -> Tensor {
-        assert!((o, d1, d2) == (0, 0, 1), "pending");
-        self.diagonal()
-    }
-    fn softmin(&self, axis: isize) -> Tensor {
-        self.neg().softmax(axis)
-    }
-    fn sum_with(&self, axis: Axis, keep: bool, dtype: Option<DType>) -> Tensor {
-        let x = dtype.map_or(self.clone(), |d| self.cast(d));
-        if keep {
-            x.sum_keepdim(axis)
-        } else {
-            x.sum(axis)
-        }
-    }
-    fn prod_with(&self, axis: Axis, keep: bool, dtype: Option<DType>) -> Tensor {
-        let x = dtype.map_or(self.clone(), |d| self.cast(d));
-        if keep {
-            x.prod_keepdim(axis)
-        } else {
-            x.prod(axis)
-        }
-    }
-    fn mean_with(&self, axis: Axis, keep: bool, dtype: Option<DType>) -> Tensor {
-        let x = dtype.map_or(self.clone(), |d| self.cast(d));
-        if keep {
-            x.mean_keepdim(axis)
-        } else {
-            x.mean(axis)
-        }
-    }
-    fn reshape_opt(&self, shape: &[Option<isize>]) -> Tensor {
-        let s = self.shape();
-        let v: Vec<isize> = shape
-            .iter()
-            .enumerate()
-            .map(|(i, x)| x.unwrap_or(s[i] as isize))
-            .collect();
-        self.reshape(&v)
-    }
-    fn scaled_dot_product_attention_with(
-        &self,
-        k: &Tensor,
-        v: &Tensor,
-        m: Option<&Tensor>,
-        p: f64,
-        c: bool,
-        g: bool,
-    ) -> Tensor {
-        assert!(!g, "pending");
-        self.scaled_dot_product_attention(k, v, m, p, c)
     }
 }
