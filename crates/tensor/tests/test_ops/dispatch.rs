@@ -826,9 +826,11 @@ impl<'a> Call<'a, '_> {
                 .collect();
         }
         let flat: Vec<isize> = xs.iter().map(|x| number(x) as isize).collect();
+        // (the Rust function takes one pair per axis: converting the flat form is this
+        // caller's job, and so is rejecting a flat form that makes no pairs)
         assert!(
             flat.len().is_multiple_of(2) && flat.len() / 2 <= n,
-            "pad: flat padding {flat:?} for {n} dims"
+            "rust signature: pad: flat padding {flat:?} does not make pairs for a tensor of {n} dims"
         );
         let mut pairs = vec![(0, 0); n];
         for (k, ab) in flat.chunks(2).enumerate() {
