@@ -21,7 +21,7 @@ tinygrad side, so its pure-Python `PYTHON` device is enough):
 
 It rewrites `tests/golden/test_ops_cases.json` (one case per line) and prints what it covered.
 """
-import base64, importlib.util, json, math, os, signal, sys, traceback, unittest
+import base64, importlib.util, json, math, os, random, signal, sys, traceback, unittest
 
 import numpy as np
 import torch
@@ -338,6 +338,11 @@ def on_alarm(*_): raise Timeout()
 
 
 def main():
+  # deterministic output: set iteration order in messages (hash seed), and the random draws some
+  # tests make in their own body (reseeded before each test; tinygrad's own run draws them from
+  # whatever state earlier tests left)
+  if os.environ.get("PYTHONHASHSEED") != "0":
+    os.execve(sys.executable, [sys.executable] + sys.argv, {**os.environ, "PYTHONHASHSEED": "0"})
   path = sys.argv[1]
   spec = importlib.util.spec_from_file_location("test_ops", path)
   mod = importlib.util.module_from_spec(spec)
@@ -354,6 +359,7 @@ def main():
       CURRENT["test"], CURRENT["k"] = f"{cls.__name__}.{tname}", 0
       before = len(CASES)
       inst = cls(tname)
+      np.random.seed(0); random.seed(0); torch.manual_seed(0)
       signal.alarm(60)
       try:
         getattr(inst, tname)()
