@@ -5,6 +5,7 @@
 #   1. the CUDA tests of crates/tensor/tests/ptx.rs (every dtype and op class vs REF, a large
 #      launch), with TINYGRAD_REQUIRE_CUDA=1 so a missing GPU fails instead of skipping;
 #   2. the golden suite (738 cases of tests/golden/cases.json) with DEV=CUDA;
+#   2b. tinygrad's test_ops.py calls (crates/tensor/tests/test_ops.rs, every case) on CUDA;
 #   3. the CPU/REF/CUDA differential proptest (random graphs) with DEV=CUDA;
 #   4. every other tensor test with DEV=CUDA (tensors created without a device land on CUDA);
 #   5. `cargo xtask bench` on CUDA (all its rows run on DEV; kernel-only GFLOP/s from DEBUG=2,
@@ -53,13 +54,15 @@ step "CUDA vs REF, every dtype and op class" 120 \
     cargo test "${FEATURES[@]}" --quiet --test ptx -- --nocapture cuda
 step "golden suite on CUDA" 120 \
     env DEV=CUDA cargo test "${FEATURES[@]}" --quiet --test golden -- --nocapture golden_dev
+step "tinygrad's test_ops.py calls on CUDA" 180 \
+    env DEV=CUDA cargo test "${FEATURES[@]}" --quiet --test test_ops -- --nocapture test_ops_dev
 step "differential proptest CPU/REF/CUDA" 120 \
     env DEV=CUDA cargo test "${FEATURES[@]}" --quiet --test differential -- --nocapture
 # Every other test binary of the tensor crate, with CUDA as the default device.
 others=()
 for f in crates/tensor/tests/*.rs; do
     t=$(basename "$f" .rs)
-    case $t in ptx | golden | differential) ;; *) others+=(--test "$t") ;; esac
+    case $t in ptx | golden | differential | test_ops) ;; *) others+=(--test "$t") ;; esac
 done
 step "other tensor tests with DEV=CUDA" 120 \
     env DEV=CUDA cargo test "${FEATURES[@]}" --quiet "${others[@]}"

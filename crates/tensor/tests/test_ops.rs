@@ -13,7 +13,12 @@
 //! magnitudes of all of them, both checked. An exception case passes when the call tinygrad
 //! rejects panics here too (not an earlier one) — at graph building or when realized.
 //!
-//! The suite runs on `CPU`, `REF` and `WEBGPU`. Differences we keep are listed in
+//! A call that cannot be written against the Rust signatures (a keyword the function lacks, a
+//! negative `usize`) is rejected by the replay with a `rust signature:` message and counted
+//! apart; every other rejection must come from the op, naming it.
+//!
+//! The suite runs on `CPU`, `REF` and `WEBGPU` (large cases on `CPU` only, see
+//! [`too_large_to_interpret`]). Differences we keep are listed in
 //! [`KNOWN_DIFFERENCES`] with their reason; a listed case that starts to pass fails the suite
 //! (so the list stays true). `TEST_OPS_FILTER=substr[,substr]` runs only matching cases,
 //! `TEST_OPS_VERBOSE=1` prints each case name first.
@@ -85,7 +90,7 @@ const SUPERLINEAR_OPS: &[&str] = &[
     "interpolate",
 ];
 
-/// Whether a case is too large for the interpreting devices: a tensor of more than 65,536
+/// Whether a case is too large for `REF` and `WEBGPU` (the software Vulkan driver in CI): a tensor of more than 65,536
 /// elements anywhere, or one of more than 4,096 going into or out of a [`SUPERLINEAR_OPS`] op.
 /// `REF` runs one element at a time (`test_big_gemm` alone takes a minute there, a large
 /// attention two), so these run on `CPU` only; every other case runs on every device.
@@ -396,7 +401,7 @@ fn run_suite(device: &str) {
             skipped += 1;
             continue;
         }
-        if device != "CPU" && too_large_to_interpret(case) {
+        if matches!(device, "REF" | "WEBGPU") && too_large_to_interpret(case) {
             cpu_only += 1;
             continue;
         }
@@ -464,6 +469,24 @@ fn test_ops_ref() {
 #[test]
 fn test_ops_webgpu() {
     common::on_webgpu("test_ops_webgpu", run_suite);
+}
+
+/// The suite on the device named by `DEV` (`DEV=CUDA` in `scripts/gpu-check.sh`), every case.
+/// Skipped, saying so, when `DEV` is unset or names a device run above; fails when that device
+/// is missing.
+#[test]
+fn test_ops_dev() {
+    let dev = tinygrad_tensor::default_device();
+    if std::env::var("DEV").map_or(true, |d| d.is_empty())
+        || matches!(dev.as_str(), "CPU" | "REF" | "WEBGPU")
+    {
+        eprintln!("test_ops_dev: SKIPPED: DEV names no device besides CPU, REF and WEBGPU");
+        return;
+    }
+    if let Err(e) = tinygrad_tensor::get_device(&dev) {
+        panic!("test_ops_dev: DEV={dev} asked for, but: {e}");
+    }
+    run_suite(&dev);
 }
 
 /// The input generator is numpy's: the first draws after `np.random.seed(0)`.
