@@ -856,8 +856,9 @@ impl Tensor {
     /// assert!((v[1] - 1.4142135).abs() < 1e-5 && (v[2] - 5.196152).abs() < 1e-5, "{v:?}");
     /// ```
     ///
-    /// A constant integer exponent is exact (repeated multiplication: `(-3.0)^3 = -27`, as
-    /// torch). The gradient is torch's: `y x^(y-1)` (0 where `y = 0`, NaN for a negative base
+    /// A constant integer exponent (|c| <= 1024) is computed by repeated multiplication, as
+    /// tinygrad does: exact where the result is representable (`(-3.0)^3 = -27`, as torch); a
+    /// negative one takes the reciprocal first (`(1e20)^-2` is the subnormal 1e-40, not 0). The gradient is torch's: `y x^(y-1)` (0 where `y = 0`, NaN for a negative base
     /// with a fractional exponent, inf at `0^0.3`) and `x^y ln x` (0 where `x = 0`, `y >= 0`).
     ///
     /// # Panics
@@ -871,7 +872,9 @@ impl Tensor {
         };
         if let Some(c) = &const_exp {
             assert!(
-                !(self.dtype().is_int() && c.default_dtype().is_int() && c.as_f64() < 0.0),
+                !((self.dtype().is_int() || self.dtype().is_bool())
+                    && c.default_dtype().is_int()
+                    && c.as_f64() < 0.0),
                 "pow: integers to negative integer powers are not allowed: {} tensor of shape \
                  {:?} ** {}",
                 self.dtype(),
@@ -934,7 +937,8 @@ impl Tensor {
             }
             if c.fract() == 0.0 && c.abs() <= 1024.0 {
                 let mut n = c.abs() as u64;
-                let (mut acc, mut base): (Option<Tensor>, Tensor) = (None, x.clone());
+                let first = if c < 0.0 { x.reciprocal() } else { x.clone() };
+                let (mut acc, mut base): (Option<Tensor>, Tensor) = (None, first);
                 while n > 0 {
                     if n & 1 == 1 {
                         acc = Some(match acc {
@@ -947,8 +951,7 @@ impl Tensor {
                         base = &base * &base;
                     }
                 }
-                let p = acc.expect("a non-zero exponent has a set bit");
-                return if c < 0.0 { p.reciprocal() } else { p };
+                return acc.expect("a non-zero exponent has a set bit");
             }
         }
         let mag = (x.abs().log2() * y).exp2();

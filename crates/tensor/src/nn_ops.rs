@@ -1619,7 +1619,9 @@ impl Tensor {
         self.isinf().logical_or(&self.isnan()).logical_not()
     }
 
-    /// Linear interpolation `self + (end - self) * weight`.
+    /// Linear interpolation `self + (end - self) * weight`. Two `uint8` tensors with a tensor
+    /// weight (as bilinear `interpolate` of an image uses) interpolate in 7-bit fixed point and
+    /// round, as tinygrad and torch's uint8 resampling do, and stay `uint8`.
     ///
     /// ```
     /// use tinygrad_tensor::Tensor;
@@ -1638,15 +1640,16 @@ impl Tensor {
     }
 
     /// tinygrad's uint8 `lerp` with a tensor weight: the weight in 7-bit fixed point, the
-    /// product rounded (`+ 64 >> 7`), the result uint8. This is how torch's uint8 bilinear
-    /// resampling rounds (each axis rounded back to uint8), which a float lerp cast back to
-    /// uint8 (truncating) does not match. The difference is taken as int8, as tinygrad's: it
-    /// is exact for neighbours at most 127 apart.
+    /// product rounded (`floor((d * w + 64) / 128)`), the result uint8. This is how torch's
+    /// uint8 bilinear resampling rounds (each axis rounded back to uint8), which a float lerp
+    /// cast back to uint8 (truncating) does not match. The difference `d` is taken in int32:
+    /// tinygrad takes it as int8, which wraps for neighbours more than 127 apart (0 -> 255
+    /// halfway gave 0); where it does not wrap the two give the same bits.
     fn lerp_uint8(&self, end: &Tensor, weight: &Tensor) -> Tensor {
-        let w = (weight * 128.0 + 0.5).cast(DType::INT16);
-        let d = (end - self).cast(DType::INT8).cast(DType::INT16);
-        let t = (d * w + 64).cast(DType::UINT16).rshift(7);
-        (self.cast(DType::UINT16) + t).cast(DType::UINT8)
+        let w = (weight * 128.0 + 0.5).cast(DType::INT32);
+        let d = end.cast(DType::INT32) - self.cast(DType::INT32);
+        let t = (d * w + 64).div_mode(128, Some("floor"));
+        (self.cast(DType::INT32) + t).cast(DType::UINT8)
     }
 
     // ---- normalization ----
@@ -2148,7 +2151,7 @@ impl Tensor {
                 .as_ref()
                 .is_some_and(|b| crate::broadcast_shape(b, &batch(&vs2)).is_some()),
             "{OP}: batch dims (all but the last two) don't broadcast: {shapes}{}",
-            if enable_gqa {
+            if enable_gqa || qs.len() < 3 || ks.len() < 3 || qs[qs.len() - 3] == ks[ks.len() - 3] {
                 ""
             } else {
                 " (query heads differing from key heads need enable_gqa)"

@@ -94,7 +94,7 @@ impl Tensor {
                 for (d, (&(b, a), &s)) in pos.iter().zip(&shape).enumerate() {
                     assert!(
                         b <= s && a <= s,
-                        "pad: circular padding {padding:?} wraps around more than once for shape {:?} (dim {d})",
+                        "pad: circular padding {padding:?} wraps around more than once for shape {:?} (dim {d}, of size {s} after the negative pads)",
                         self.shape()
                     );
                 }

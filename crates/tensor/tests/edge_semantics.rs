@@ -270,6 +270,38 @@ fn interpolate_bilinear_uint8_rounds_as_torch() {
     assert_eq!(y.to_vec::<u8>(), want10);
 }
 
+/// Neighbours more than 127 apart (an edge): tinygrad's int8 difference wraps there, which
+/// gave 0 for the midpoint of 0 and 255 (and values 220 off torch's in a resized image); the
+/// difference is taken in int32. The 7-bit weights stay tinygrad's, so a value can be 1 off
+/// torch's (whose uint8 path uses finer fixed-point weights), never more.
+#[test]
+fn interpolate_bilinear_uint8_with_far_apart_neighbours() {
+    let within_one = |got: Vec<u8>, torch: &[u8]| {
+        assert_eq!(got.len(), torch.len());
+        for (g, t) in got.iter().zip(torch) {
+            assert!(g.abs_diff(*t) <= 1, "{got:?} vs torch {torch:?}");
+        }
+    };
+    // F.interpolate(torch.tensor([[[[0, 255, 0, 200]]]], dtype=torch.uint8), size=(1, 7),
+    //               mode="bilinear")
+    let x = Tensor::from_slice(&[0u8, 255, 0, 200], &[1, 1, 1, 4]);
+    let y = x.interpolate(&[1, 7], tinygrad_tensor::InterpolateMode::Linear, false);
+    within_one(y.to_vec::<u8>(), &[0, 91, 237, 128, 14, 129, 200]);
+    // F.interpolate(torch.tensor([[[[0, 255], [200, 10]]]], dtype=torch.uint8), size=(3, 3),
+    //               mode="bilinear")
+    let x = Tensor::from_slice(&[0u8, 255, 200, 10], &[1, 1, 2, 2]);
+    let y = x.interpolate(&[3, 3], tinygrad_tensor::InterpolateMode::Linear, false);
+    within_one(
+        y.to_vec::<u8>(),
+        &[0, 128, 255, 100, 117, 133, 200, 105, 10],
+    );
+    // lerp itself: 0 -> 255 and 200 -> 0 halfway
+    let a = Tensor::from_slice(&[0u8, 200], &[2]);
+    let b = Tensor::from_slice(&[255u8, 0], &[2]);
+    let w = Tensor::from_slice(&[0.5f32, 0.5], &[2]);
+    assert_eq!(a.lerp(&b, w).to_vec::<u8>(), vec![128, 100]);
+}
+
 // ---- 2. 0-d tensors have one reducible axis ----
 
 fn scalar() -> Tensor {
@@ -638,6 +670,13 @@ fn rejected_inputs() {
     // tinygrad: int tensor ** -2 raises ("Integers to negative integer powers are not allowed")
     let i = Tensor::from_slice(&[-2i32, 0, 2], &[3]);
     assert_panics_with(|| drop(i.pow(-2)), &["pow", "int32", "negative"]);
+    // torch.tensor([True, False]) ** -1 raises the same
+    let b = Tensor::from_slice(&[true, false], &[2]);
+    assert_panics_with(|| drop(b.pow(-1)), &["pow", "bool", "negative"]);
+    // torch.tensor([1e20]) ** -2 = 1e-40 (a float32 subnormal): the reciprocal comes first
+    let big = Tensor::from_slice(&[1e20f32], &[1]);
+    let r = big.pow(-2).item::<f32>();
+    assert!((r - 1e-40).abs() <= 1e-44, "{r:e}");
     // a tensor exponent stays allowed, and a float base with -2 too
     assert_eq!(
         i.pow(&Tensor::from_slice(&[2i32, 1, 3], &[3]))

@@ -274,7 +274,7 @@ pub fn pm_gradient() -> &'static PatternMatcher<UOp> {
                 // back: summing many half values in half loses digits torch keeps
                 let dt = g.dtype().base();
                 let acc = sum_acc_dtype(dt);
-                let summed = if dt.is_float() && acc != dt && !axes.is_empty() {
+                let summed = if dt.is_float() && dt.count() == 1 && acc != dt && !axes.is_empty() {
                     cast(&reduce(&cast(g, acc), Add, &axes), dt)
                 } else {
                     reduce(g, Add, &axes)
