@@ -566,15 +566,7 @@ fn golden_webgpu() {
 /// so, when `DEV` is unset or names `CPU`/`REF` (run above); fails when that device is missing.
 #[test]
 fn golden_dev() {
-    let dev = tinygrad_tensor::default_device();
-    if std::env::var("DEV").map_or(true, |d| d.is_empty()) || dev == "CPU" || dev == "REF" {
-        eprintln!("golden_dev: SKIPPED: DEV names no device besides CPU and REF");
-        return;
-    }
-    if let Err(e) = tinygrad_tensor::get_device(&dev) {
-        panic!("golden_dev: DEV={dev} asked for, but: {e}");
-    }
-    run_suite(&dev);
+    common::on_dev_device("golden_dev", &["CPU", "REF"], run_suite);
 }
 
 /// Every kernel of the suite rendered to PTX for `sm_80` and `sm_90` and assembled by `ptxas`

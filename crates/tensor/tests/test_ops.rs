@@ -476,17 +476,7 @@ fn test_ops_webgpu() {
 /// is missing.
 #[test]
 fn test_ops_dev() {
-    let dev = tinygrad_tensor::default_device();
-    if std::env::var("DEV").map_or(true, |d| d.is_empty())
-        || matches!(dev.as_str(), "CPU" | "REF" | "WEBGPU")
-    {
-        eprintln!("test_ops_dev: SKIPPED: DEV names no device besides CPU, REF and WEBGPU");
-        return;
-    }
-    if let Err(e) = tinygrad_tensor::get_device(&dev) {
-        panic!("test_ops_dev: DEV={dev} asked for, but: {e}");
-    }
-    run_suite(&dev);
+    common::on_dev_device("test_ops_dev", &["CPU", "REF", "WEBGPU"], run_suite);
 }
 
 /// The input generator is numpy's: the first draws after `np.random.seed(0)`.

@@ -83,6 +83,21 @@ pub fn padding(v: &Value) -> Padding {
     }
 }
 
+/// Runs `suite` on the device named by `DEV` (`DEV=CUDA` in `scripts/gpu-check.sh`) unless it
+/// is one of `already_run` (the suite's own device tests); skipped, saying so, when `DEV` is
+/// unset; fails when the named device is missing.
+pub fn on_dev_device(test: &str, already_run: &[&str], suite: impl FnOnce(&str)) {
+    let dev = tinygrad_tensor::default_device();
+    if std::env::var("DEV").map_or(true, |d| d.is_empty()) || already_run.contains(&dev.as_str()) {
+        eprintln!("{test}: SKIPPED: DEV names no device besides {already_run:?}");
+        return;
+    }
+    if let Err(e) = tinygrad_tensor::get_device(&dev) {
+        panic!("{test}: DEV={dev} asked for, but: {e}");
+    }
+    suite(&dev);
+}
+
 /// Runs `suite` on `WEBGPU` (in CI the software Vulkan driver). Without an adapter it is
 /// skipped, saying why — unless `TINYGRAD_REQUIRE_WEBGPU=1` (CI), which makes a missing adapter
 /// fail.
