@@ -4,6 +4,8 @@
 //! - [`rangeify`]: lowering one realized node into a kernel AST — movement ops become index
 //!   arithmetic on loop ranges, reductions become kernel `Reduce`s, inputs become `Load`s.
 //! - [`split`]: large reductions split into two kernels, so a full `sum` runs on all cores.
+//! - [`gather`]: one-hot sums (`Embedding`, `gather`, tensor indexing) collapsed into loads at a
+//!   data-dependent index.
 //! - `cache`: the schedule cache — a graph scheduled before (same structure, same input
 //!   buffers) reuses its kernels and buffer plan ([`schedule_cache_hits`]).
 //! - this file: [`create_schedule`] — which nodes become buffers (the realize decisions) and the
@@ -14,12 +16,17 @@
 //! - `Contiguous` nodes;
 //! - a reduction whose result is broadcast (`x - x.max(1, keepdim)`), that sits inside another
 //!   reduction, or that would be inlined in two places (two kernels, or two different indexings):
-//!   it gets its own kernel (found while lowering its consumers), so no work is done twice.
+//!   it gets its own kernel (found while lowering its consumers), so no work is done twice;
+//! - an expensive computed node (one reading more than two buffers, tinygrad's measure) that
+//!   would be inlined in two places, or broadcast so that a kernel evaluates it more often than
+//!   it has elements (a LayerNorm's output feeding a matmul): the cost of a kernel never grows
+//!   with the depth of the graph before it.
 //!
 //! Everything else is fused: elementwise chains, movement ops (as index math), a reduction and
 //! the elementwise ops after it.
 
 mod cache;
+pub mod gather;
 pub mod rangeify;
 pub mod split;
 
@@ -104,7 +111,8 @@ fn schedule_uncached(outputs: &[UOp], new_buffer: &mut dyn FnMut(DType, usize) -
         let mut items = Vec::new();
         let mut becomes = sched.becomes.clone();
         let mut done: HashMap<UOp, UOp> = HashMap::new(); // realized node -> its Buffer UOp
-        let mut seen_reduces = HashMap::new();
+        let mut seen = HashMap::new();
+        let mut cost = HashMap::new();
         for n in &topo {
             if !realize.contains(n) || done.contains_key(n) {
                 continue;
@@ -118,7 +126,8 @@ fn schedule_uncached(outputs: &[UOp], new_buffer: &mut dyn FnMut(DType, usize) -
                 &is_realized,
                 numel,
                 n_ranges,
-                &mut seen_reduces,
+                &mut seen,
+                &mut cost,
                 items.len(),
             );
             let value = low.lower(n, &ranges, None, false);
@@ -129,7 +138,8 @@ fn schedule_uncached(outputs: &[UOp], new_buffer: &mut dyn FnMut(DType, usize) -
             let inputs = std::mem::take(&mut low.inputs);
             let buf = new_buffer(n.dtype(), numel);
             if numel > 0 {
-                let ast = store_kernel(n.dtype(), &shape, &ranges, value);
+                let ast =
+                    store_kernel(n.dtype(), &shape, &ranges, gather::collapse_gathers(&value));
                 let mut bufs = vec![buf.clone()];
                 bufs.extend(inputs.iter().map(|i| {
                     if i.op() == Ops::Buffer {

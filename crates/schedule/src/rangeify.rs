@@ -78,11 +78,14 @@ pub struct Lowering<'a> {
     memo: HashMap<Key, UOp>,
     /// Set when a reduce that must be realized is found.
     pub found: Option<UOp>,
-    /// Where each reduce was inlined so far in this schedule: (kernel, index). Inlining the same
-    /// reduce a second time elsewhere would compute it twice, so it gets realized instead.
-    pub seen_reduces: &'a mut HashMap<UOp, (usize, Vec<UOp>)>,
+    /// Where each reduce and each computed node was inlined so far in this schedule: (kernel,
+    /// index). Inlining the same reduce (or expensive node) a second time elsewhere would compute
+    /// it twice, so it gets realized instead.
+    pub seen: &'a mut HashMap<UOp, (usize, Vec<UOp>)>,
     /// Which kernel of the schedule this lowering builds.
     pub kernel: usize,
+    /// [`Lowering::reads_many_buffers`] of each node asked about in this schedule round.
+    pub cost: &'a mut HashMap<UOp, bool>,
 }
 
 impl<'a> Lowering<'a> {
@@ -91,7 +94,8 @@ impl<'a> Lowering<'a> {
         realized: &'a dyn Fn(&UOp) -> bool,
         out_elems: usize,
         first_range: usize,
-        seen_reduces: &'a mut HashMap<UOp, (usize, Vec<UOp>)>,
+        seen: &'a mut HashMap<UOp, (usize, Vec<UOp>)>,
+        cost: &'a mut HashMap<UOp, bool>,
         kernel: usize,
     ) -> Self {
         Lowering {
@@ -101,8 +105,9 @@ impl<'a> Lowering<'a> {
             next_range: first_range,
             memo: HashMap::new(),
             found: None,
-            seen_reduces,
+            seen,
             kernel,
+            cost,
         }
     }
 
@@ -125,6 +130,65 @@ impl<'a> Lowering<'a> {
         inside_reduce || elems < self.out_elems
     }
 
+    /// Whether the computed (elementwise) node `n`, evaluated here at `idx` with `red_iters`
+    /// iterations of the reductions around it, must be realized instead of inlined: when it is
+    /// expensive ([`Lowering::reads_many_buffers`]) and either inlined somewhere else too (another
+    /// kernel, or another indexing in this one), or broadcast, so that this kernel evaluates it
+    /// more times than it has elements (a matmul's operand, read once per output column).
+    ///
+    /// This is tinygrad's rule for keeping a buffer (`remove_bufferize`: a node read by several
+    /// consumers stays a buffer unless it is computed from at most two buffers). Without it a
+    /// transformer's residual stream is recomputed, every earlier layer over again, inside each
+    /// later kernel: the cost of a kernel would grow with the depth of the graph before it.
+    fn must_realize_computed(&mut self, n: &UOp, idx: &[UOp], red_iters: usize) -> bool {
+        let here = (self.kernel, idx.to_vec());
+        let elsewhere = self.seen.get(n).is_some_and(|seen| *seen != here);
+        let elems: usize = n.shape_vec().iter().product();
+        let evaluations = self.out_elems.saturating_mul(red_iters.max(1));
+        let broadcast = evaluations >= elems.saturating_mul(2);
+        if (elsewhere || broadcast) && self.reads_many_buffers(n) {
+            return true;
+        }
+        self.seen.entry(n.clone()).or_insert(here);
+        false
+    }
+
+    /// Whether computing `n` inline reads more than two buffers (buffers and realized nodes,
+    /// counted once each), or contains a reduction — tinygrad's measure of a node too expensive
+    /// to recompute in each consumer. Cheap nodes (a cast or a scale of one buffer, an `arange`)
+    /// stay fused wherever they are used.
+    fn reads_many_buffers(&mut self, n: &UOp) -> bool {
+        if let Some(&c) = self.cost.get(n) {
+            return c;
+        }
+        let mut leaves: Vec<UOp> = Vec::new();
+        let mut visited: std::collections::HashSet<UOp> = std::collections::HashSet::new();
+        let mut stack = vec![n.clone()];
+        let mut many = false;
+        while let Some(u) = stack.pop() {
+            if !visited.insert(u.clone()) {
+                continue;
+            }
+            if u.op() == Ops::Buffer || (&u != n && (self.realized)(&u)) {
+                if !leaves.contains(&u) {
+                    leaves.push(u);
+                }
+                if leaves.len() > 2 {
+                    many = true;
+                    break;
+                }
+                continue;
+            }
+            if u.op() == Ops::ReduceAxis {
+                many = true;
+                break;
+            }
+            stack.extend(u.src().iter().cloned());
+        }
+        self.cost.insert(n.clone(), many);
+        many
+    }
+
     /// Lowers `node` evaluated at `idx` (one index per dimension) under `valid`.
     ///
     /// Iterative (an explicit stack of pending evaluations), so a graph of any depth lowers on a
@@ -132,7 +196,12 @@ impl<'a> Lowering<'a> {
     /// (sources left to right, each one's whole subgraph first), which keeps the numbering of
     /// reduce ranges and the realize decisions the same as the recursive definition's.
     pub fn lower(&mut self, node: &UOp, idx: &[UOp], valid: Option<&UOp>, in_red: bool) -> UOp {
-        let root: Key = (node.clone(), idx.to_vec(), valid.cloned(), in_red);
+        let root: Key = (
+            node.clone(),
+            idx.to_vec(),
+            valid.cloned(),
+            usize::from(in_red),
+        );
         if let Some(v) = self.memo.get(&root) {
             return v.clone();
         }
@@ -181,10 +250,11 @@ impl<'a> Lowering<'a> {
     /// One node's lowering: its value, or the evaluations of its sources it needs and how to
     /// combine them.
     fn step(&mut self, key: &Key) -> Step {
-        let (n, idx, valid, in_red) = (&key.0, key.1.as_slice(), key.2.as_ref(), key.3);
+        let (n, idx, valid, red_iters) = (&key.0, key.1.as_slice(), key.2.as_ref(), key.3);
+        let in_red = red_iters > 0;
         let pass = |new_idx: Vec<UOp>| {
             Step::Need(
-                vec![(n.s(0).clone(), new_idx, valid.cloned(), in_red)],
+                vec![(n.s(0).clone(), new_idx, valid.cloned(), red_iters)],
                 Finish::Same,
             )
         };
@@ -205,13 +275,19 @@ impl<'a> Lowering<'a> {
             Ops::Contiguous | Ops::Detach | Ops::ContiguousBackward | Ops::Noop => {
                 pass(idx.to_vec())
             }
-            op if op.is_elementwise() => Step::Need(
-                n.src()
-                    .iter()
-                    .map(|s| (s.clone(), idx.to_vec(), valid.cloned(), in_red))
-                    .collect(),
-                Finish::Elementwise,
-            ),
+            op if op.is_elementwise() => {
+                if self.must_realize_computed(n, idx, red_iters) {
+                    self.found = Some(n.clone());
+                    return Step::Done(UOp::cnst(n.dtype(), 0i64));
+                }
+                Step::Need(
+                    n.src()
+                        .iter()
+                        .map(|s| (s.clone(), idx.to_vec(), valid.cloned(), red_iters))
+                        .collect(),
+                    Finish::Elementwise,
+                )
+            }
             Ops::Reshape => {
                 let out_shape = n.shape_vec();
                 let in_shape = shape_in(0);
@@ -290,18 +366,18 @@ impl<'a> Lowering<'a> {
                     None => pv.clone(),
                 };
                 Step::Need(
-                    vec![(n.s(0).clone(), new_idx, Some(inner_valid), in_red)],
+                    vec![(n.s(0).clone(), new_idx, Some(inner_valid), red_iters)],
                     Finish::Gate(pv),
                 )
             }
             Ops::ReduceAxis => {
                 let here = (self.kernel, idx.to_vec());
-                let elsewhere = self.seen_reduces.get(n).is_some_and(|seen| *seen != here);
+                let elsewhere = self.seen.get(n).is_some_and(|seen| *seen != here);
                 if elsewhere || self.must_realize_reduce(n, in_red) {
                     self.found = Some(n.clone());
                     return Step::Done(UOp::cnst(n.dtype(), 0i64));
                 }
-                self.seen_reduces.insert(n.clone(), here);
+                self.seen.insert(n.clone(), here);
                 let Arg::Reduce(op, axes) = n.arg().clone() else {
                     panic!("reduce_axis arg")
                 };
@@ -316,18 +392,20 @@ impl<'a> Lowering<'a> {
                 }
                 let mut new_idx = idx.to_vec();
                 let mut ranges = Vec::new();
+                let mut iters = red_iters.max(1);
                 for &a in axes.iter() {
                     if in_shape[a] == 1 {
                         new_idx[a] = UOp::index(0);
                     } else {
                         let r = UOp::range(in_shape[a] as i64, self.next_range, AxisKind::Reduce);
+                        iters = iters.saturating_mul(in_shape[a]);
                         self.next_range += 1;
                         new_idx[a] = r.clone();
                         ranges.push(r);
                     }
                 }
                 Step::Need(
-                    vec![(n.s(0).clone(), new_idx, valid.cloned(), true)],
+                    vec![(n.s(0).clone(), new_idx, valid.cloned(), iters)],
                     Finish::Reduce(op, ranges),
                 )
             }
@@ -336,9 +414,9 @@ impl<'a> Lowering<'a> {
     }
 }
 
-/// One evaluation of the lowering: a node at its indices, under its validity, and whether it is
-/// inside a reduction.
-type Key = (UOp, Vec<UOp>, Option<UOp>, bool);
+/// One evaluation of the lowering: a node at its indices, under its validity, and the number of
+/// iterations of the reductions around it (0: not inside a reduction).
+type Key = (UOp, Vec<UOp>, Option<UOp>, usize);
 
 /// Pending work of [`Lowering::lower`].
 enum Task {

@@ -13,7 +13,7 @@
 use std::fmt;
 use std::ops::{Range, RangeFrom, RangeFull, RangeTo};
 
-use tinygrad_dtype::DType;
+use tinygrad_dtype::{ConstValue, DType};
 
 use crate::elementwise::broadcast_shape;
 use crate::movement::resolve_axis;
@@ -552,8 +552,15 @@ impl Tensor {
         reshape_arg.extend(std::iter::repeat_n(1, big.len()));
         reshape_arg.extend_from_slice(&xs[d0..]);
         let sum_axes: Vec<isize> = dims.iter().map(|&d| (d + big.len()) as isize).collect();
+        // -0.0 where not selected (floats): the sum is exactly the selected value, and the
+        // scheduler collapses it into a load at the index
+        let unselected = if self.dtype().is_float() {
+            ConstValue::Float(-0.0)
+        } else {
+            ConstValue::Int(0)
+        };
         let mut x = mask
-            .where_(&self.reshape_exact(&reshape_arg), 0)
+            .where_(&self.reshape_exact(&reshape_arg), unselected)
             .sum(sum_axes)
             .cast(self.dtype());
         // non-adjacent tensor indices: the broadcast dims go first

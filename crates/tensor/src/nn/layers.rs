@@ -773,9 +773,11 @@ impl Module for RMSNorm {
     }
 }
 
-/// A lookup table of `vocab_size` vectors of `embed_size` (PyTorch's `nn.Embedding`), computed
-/// as tinygrad does: a one-hot comparison with `arange(vocab_size)` times the table, summed —
-/// no gather op, and gradients flow to the table through the same ops.
+/// A lookup table of `vocab_size` vectors of `embed_size` (PyTorch's `nn.Embedding`), written
+/// as tinygrad does: a one-hot comparison with `arange(vocab_size)` selecting rows of the table,
+/// summed — no gather op, and gradients flow to the table through the same ops. The scheduler
+/// collapses the forward's sum into a load of the selected row (O(tokens x embed_size)); an
+/// index outside the table selects nothing (a row of zeros), as in tinygrad.
 pub struct Embedding {
     /// `(vocab_size, embed_size)`, Glorot-uniform.
     pub weight: Tensor,
@@ -821,7 +823,9 @@ impl Module for Embedding {
         let arange = Tensor::arange_on(0.0, vocab as f64, 1.0, DType::INT32, idx.device())
             .reshape(&[vocab as isize, 1]);
         let hit = idx.cast(DType::INT32).reshape(&s).eq(&arange);
-        hit.where_(&self.weight, 0.0).sum(-2isize)
+        // -0.0 where not selected: the sum is then exactly the selected row (signs of zero
+        // included), and the scheduler collapses it into a load of that row
+        hit.where_(&self.weight, -0.0).sum(-2isize)
     }
 }
 

@@ -1,0 +1,113 @@
+//! Realize decisions that keep a kernel's cost independent of the depth of the graph before it:
+//! an expensive node used by several kernels (or broadcast inside a reduction) becomes a buffer,
+//! so later kernels load it instead of recomputing every earlier layer.
+
+use tinygrad_tensor::Tensor;
+use tinygrad_tensor::nn::{LayerNorm, Linear, Module};
+
+/// A pre-norm residual MLP block, as in a transformer: `x + W2 relu(W1 LN(x))`, then a LayerNorm.
+struct Block {
+    ln: LayerNorm,
+    up: Linear,
+    down: Linear,
+    out_ln: LayerNorm,
+}
+
+impl Block {
+    fn new(dim: usize) -> Block {
+        let b = Block {
+            ln: LayerNorm::new(&[dim]),
+            up: Linear::new(dim, 2 * dim),
+            down: Linear::new(2 * dim, dim),
+            out_ln: LayerNorm::new(&[dim]),
+        };
+        for t in [
+            b.ln.weight.as_ref(),
+            b.ln.bias.as_ref(),
+            Some(&b.up.weight),
+            b.up.bias.as_ref(),
+            Some(&b.down.weight),
+            b.down.bias.as_ref(),
+            b.out_ln.weight.as_ref(),
+            b.out_ln.bias.as_ref(),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            t.realize();
+        }
+        b
+    }
+
+    fn forward(&self, x: &Tensor) -> Tensor {
+        let h = self
+            .down
+            .forward(&self.up.forward(&self.ln.forward(x)).relu());
+        self.out_ln.forward(&(x + &h))
+    }
+}
+
+/// The argument count of every kernel scheduled for a `depth`-block stack on a (3, 12, 32) input.
+fn schedule_args(depth: usize) -> Vec<usize> {
+    Tensor::manual_seed(0);
+    let blocks: Vec<Block> = (0..depth).map(|_| Block::new(32)).collect();
+    let x = Tensor::randn(&[3, 12, 32]);
+    x.realize();
+    let mut h = x;
+    for b in &blocks {
+        h = b.forward(&h);
+    }
+    Tensor::schedule(&[&h])
+        .iter()
+        .map(|item| item.bufs.len())
+        .collect()
+}
+
+#[test]
+fn kernel_count_and_arguments_do_not_grow_with_depth() {
+    let one = schedule_args(1);
+    let two = schedule_args(2);
+    let deep = schedule_args(24);
+    let per_layer = two.len() - one.len();
+    assert!(per_layer > 0, "a block adds kernels: {one:?} vs {two:?}");
+    assert_eq!(
+        deep.len(),
+        one.len() + 23 * per_layer,
+        "kernels per block change with depth: 1 block {one:?}, 2 blocks {two:?}, 24 blocks {}",
+        deep.len()
+    );
+    // the last block's kernels read as many buffers at depth 24 as at depth 1
+    assert_eq!(
+        &deep[deep.len() - one.len()..],
+        &one[..],
+        "the last block's kernels' argument counts grow with depth"
+    );
+    let widest = deep.iter().max().copied().unwrap_or(0);
+    let widest_one = one.iter().max().copied().unwrap_or(0);
+    assert_eq!(
+        widest, widest_one,
+        "a kernel at depth 24 reads more buffers than any at depth 1"
+    );
+}
+
+#[test]
+fn deep_stack_matches_the_same_stack_with_contiguous_after_each_block() {
+    // the realize rules change where values are stored, never what they are
+    Tensor::manual_seed(1);
+    let blocks: Vec<Block> = (0..6).map(|_| Block::new(16)).collect();
+    let x = Tensor::randn(&[2, 5, 16]);
+    x.realize();
+    let (mut fused, mut stored) = (x.clone(), x);
+    for b in &blocks {
+        fused = b.forward(&fused);
+        stored = b.forward(&stored).contiguous();
+        stored.realize();
+    }
+    let (a, b) = (fused.to_vec::<f32>(), stored.to_vec::<f32>());
+    for (i, (p, q)) in a.iter().zip(&b).enumerate() {
+        assert!(
+            (p - q).abs() <= 1e-5 + 1e-5 * q.abs(),
+            "element {i}: {p} vs {q}"
+        );
+    }
+}
