@@ -1,78 +1,78 @@
 //! `cargo xtask bench`: the performance table. Every row is the median of several timed runs
 //! (after a warm-up run that compiles the kernels), next to references measured in the same
-//! process, so the ratio is meaningful on a noisy shared machine. Inputs are realized before
+//! run, so the ratio is meaningful on a noisy shared machine. Inputs are realized before
 //! timing; a timed run builds the lazy expression and realizes it (small results are also read
 //! back, where noted).
 //!
+//! References: numpy, PyTorch (fp32, the same thread count) and tinygrad (its CPU device) in a
+//! Python process per row (`pyref`: the first interpreter that imports each, or `--python
+//! PATH`; `n/a` with the reason when none does), `matrixmultiply`, and plain Rust loops and
+//! streams on the same number of threads that move the same bytes as the row.
+//!
 //! Rows (`key`: what selects it on the command line; `[q]`: part of `--quick`):
 //! - `matmul256` `[q]`, `matmul512`, `matmul1024`, `matmul2048`: matmul N x N x N f32, GFLOP/s,
-//!   vs numpy's `a @ b` and `matrixmultiply::sgemm` (threaded, the same number of cores as
-//!   tinygrad-rs's thread pool).
+//!   vs numpy's `a @ b`, PyTorch, tinygrad and `matrixmultiply::sgemm`.
 //! - `elementwise`: `(a*b+c).relu().exp()` on 16M f32: GB/s moved (3 inputs + 1 output), vs a
-//!   plain Rust loop over slices writing a reused output, and numpy.
-//! - `add` `[q]`: `a+b` on 16M f32 (1M with `--quick`): GB/s moved (2 inputs + 1 output), vs the
-//!   memory-bandwidth probe: filling a reused buffer of the same size (64 MB; 4 MB with
-//!   `--quick`) with a value, split over the same number of threads, in GB/s written.
-//! - `sum` `[q]`: `sum` of 16M f32 (1M with `--quick`): GB/s read, vs a plain Rust loop with 16
-//!   accumulators (one core), and numpy's `a.sum()`.
+//!   plain Rust loop over slices writing a reused output, numpy, PyTorch and tinygrad.
+//! - `add` `[q]`: `a+b` on 16M f32 (1M with `--quick`): GB/s moved (2 inputs + 1 output), vs a
+//!   Rust read+read+write stream into a reused output, PyTorch's `torch.add(a, b, out=o)` and
+//!   tinygrad.
+//! - `sum` `[q]`: `sum` of 16M f32 (1M with `--quick`): GB/s read, vs a Rust read stream (16
+//!   accumulators per thread), numpy, PyTorch and tinygrad.
 //! - `sum_axis1`: `sum(axis=1)` of 4096x4096 f32 (1024x1024 with `--quick`): GB/s read, vs
-//!   numpy's `a.sum(axis=1)`.
+//!   numpy, PyTorch and tinygrad.
 //! - `softmax`: softmax over the last axis of 4096x4096 f32 (1024x1024 with `--quick`): ms, vs
-//!   numpy's `e = np.exp(x - x.max(-1, keepdims=True)); e / e.sum(-1, keepdims=True)`.
+//!   numpy's `e = np.exp(x - x.max(-1, keepdims=True)); e / e.sum(-1, keepdims=True)`,
+//!   `torch.softmax` and tinygrad.
 //! - `conv`: the four forward convolutions of beautiful_mnist at batch 512 (x(512,1,28,28) *
 //!   w(32,1,5,5), x(512,32,24,24) * w(32,32,5,5), x(512,32,10,10) * w(64,32,3,3),
 //!   x(512,64,8,8) * w(64,64,3,3)), each timed alone, the row being the sum of their medians:
-//!   GFLOP/s (and ms); no reference (numpy has no convolution), results spot-checked in f64.
+//!   GFLOP/s (and ms), vs PyTorch running the four in one timed call; results spot-checked in
+//!   f64.
 //! - `latency` `[q]`: warm realize latency of a 20-op elementwise chain on a 4x4 tensor (build +
-//!   realize), µs, vs numpy running the same chain (Python loop included).
+//!   realize), µs, vs numpy, PyTorch and tinygrad running the same chain (Python loop included).
 //! - `latency_cold` `[q]`: the same chain with a constant that changes every run, so every run
 //!   compiles a new kernel (build + realize + read back), µs; no reference.
-//! - `mnist`: one beautiful_mnist training step at batch 512 (the model, loss and Adam step of
-//!   `crates/tensor/examples/mnist.rs`) on random images and labels: 2 warm-up steps (the
-//!   first compiles and creates the optimizer state, the second is the steady-state graph's
-//!   schedule-cache miss), then the median of 3 steps (1 and 1 with `--quick`), ms. No reference measured (the note quotes the
-//!   issue author's numbers for tinygrad and PyTorch).
-//!
+//! - `mnist`, `encoder1` `[q]`, `encoder32`, `decode`: whole models, see `models` — a
+//!   beautiful_mnist training step (min / median / max of 10 steps), a MiniLM-shaped encoder on
+//!   1 and 32 sequences of 12 tokens, one decode step over a KV cache; each vs PyTorch.
 //! - `webgpu_add` `[q]`, `webgpu_matmul`: `a+b` on 1M f32 (GB/s) and a 256x256x256 matmul
 //!   (GFLOP/s) on the `WEBGPU` device, with the copies to and from it (buffers live in host
 //!   memory), vs the same on the `CPU` device; the row's note names the adapter (on a machine without a
 //!   GPU the software driver, llvmpipe). Skipped, saying why, without an adapter.
 //!
 //! Without a filter, `--quick` runs only the `[q]` rows, with smaller sizes and fewer runs (a
-//! smoke test well under a minute); with a filter it runs the selected rows with fewer runs.
-//!
-//! numpy references run in one `python3` process per row (inputs passed through temporary
-//! files; a warm-up run, then the median of several), with `OPENBLAS_CORETYPE` and
-//! `OPENBLAS_L2_SIZE` removed from its environment and `OPENBLAS_NUM_THREADS` and
-//! `OMP_NUM_THREADS` set to tinygrad-rs's thread count (`CPU_THREADS`, else the available
-//! parallelism). Without numpy (`python3 -c "import numpy"` fails) those columns read `n/a`.
+//! smoke test of about a minute); with a filter it runs the selected rows with fewer runs.
 //!
 //! Each result is also checked against its references (and, where cheap, an exact f64
 //! computation): a wrong fast kernel is reported as `WRONG RESULT` in the note.
 //!
 //! The ratio is tinygrad-rs over the reference for throughputs (GFLOP/s, GB/s) and the reference
-//! over tinygrad-rs for times (ms, µs): above 1 means tinygrad-rs is ahead. A row with two
-//! references takes two lines.
+//! over tinygrad-rs for times (ms, µs): above 1 means tinygrad-rs is ahead. A row with several
+//! references takes one line per reference.
 //!
-//! `--json PATH` also writes the table as a JSON array, one object per line of the table:
+//! `--json PATH` also writes the table as a JSON array, one object per line of the table (every
+//! reference of every row):
 //!
 //! ```json
 //! [{"name": "matmul 256x256x256 f32", "unit": "GFLOP/s", "unit_value": 101.2,
 //!   "ours_ms": 0.33, "ref_name": "numpy", "ref_ms": 0.3, "ratio": 0.9, "note": ""}]
 //! ```
 //!
-//! `ours_ms`/`ref_ms`: median wall time in milliseconds (for the bandwidth probe, one fill of
-//! its buffer); `unit_value`: tinygrad-rs's number in `unit`; `ref_name` is null for a row
-//! without a reference, and `ref_ms` and `ratio` are null whenever no reference time was
-//! measured (no reference, or numpy unavailable).
+//! `ours_ms`/`ref_ms`: median wall time in milliseconds; `unit_value`: tinygrad-rs's number in
+//! `unit`; `ref_name` is null for a row without a reference, and `ref_ms` and `ratio` are null
+//! whenever no reference time was measured (no reference, or the library unavailable: the note
+//! says why).
+
+mod models;
 
 use std::fmt::Write as _;
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::OnceLock;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
+
+use crate::pyref::{self, Lib, PyRun, Runs};
 
 use tinygrad_tensor::nn::optim::{self, Optimizer};
 use tinygrad_tensor::nn::{BatchNorm, Conv2d, Linear, Module, get_parameters};
@@ -126,6 +126,7 @@ impl Unit {
 }
 
 /// A reference a row is compared with.
+#[derive(Clone)]
 struct Reference {
     name: String,
     /// Its median wall time (s) and its number in the row's unit; `None`: not measured (`n/a`).
@@ -144,21 +145,32 @@ impl Reference {
         }
     }
 
-    /// A numpy reference: `n/a` with the reason when numpy didn't run; else timed, and our
-    /// result checked against numpy's output with `ok`.
-    fn numpy(
-        run: Result<NumpyRun, String>,
+    /// A Python reference: `n/a` with the reason when it didn't run; else timed, and our
+    /// result checked against its output with `ok`.
+    fn py(
+        lib: Lib,
+        run: Result<PyRun, String>,
         unit: Unit,
         ok: impl FnOnce(&[f32]) -> bool,
     ) -> Reference {
         match run {
-            Ok(r) => Reference::timed("numpy", r.secs, unit, ok(&r.out)),
+            Ok(r) => Reference::timed(lib.label(), r.secs, unit, ok(&r.out)),
             Err(why) => Reference {
-                name: "numpy".into(),
+                name: lib.label().into(),
                 measured: None,
                 note: why,
             },
         }
+    }
+
+    /// [`Reference::py`] for numpy.
+    fn numpy(run: Result<PyRun, String>, unit: Unit, ok: impl FnOnce(&[f32]) -> bool) -> Reference {
+        Reference::py(Lib::Numpy, run, unit, ok)
+    }
+
+    /// [`Reference::py`] for PyTorch.
+    fn torch(run: Result<PyRun, String>, unit: Unit, ok: impl FnOnce(&[f32]) -> bool) -> Reference {
+        Reference::py(Lib::Torch, run, unit, ok)
     }
 }
 
@@ -284,132 +296,71 @@ fn threads() -> usize {
 }
 
 // ---------------------------------------------------------------------------------------------
-// numpy references
+// Python references (numpy, PyTorch, tinygrad): see `pyref`
 
-/// `python3` with the environment of the numpy references.
-fn python() -> Command {
-    let n = threads().to_string();
-    let mut c = Command::new("python3");
-    c.env_remove("OPENBLAS_CORETYPE")
-        .env_remove("OPENBLAS_L2_SIZE")
-        .env("OPENBLAS_NUM_THREADS", &n)
-        .env("OMP_NUM_THREADS", &n)
-        .stdin(Stdio::null());
-    c
+/// Times `code` (Python defining `op()`) with `lib` on `inputs`, on tinygrad-rs's thread count.
+fn py(
+    lib: Lib,
+    code: &str,
+    inputs: &[&[f32]],
+    min_runs: usize,
+    max_runs: usize,
+    budget: Duration,
+) -> Result<PyRun, String> {
+    let runs = Runs {
+        min_runs,
+        max_runs,
+        budget,
+    };
+    pyref::run(lib, threads(), code, inputs, runs)
 }
 
-/// numpy's version, when `python3` imports it.
-fn numpy_version() -> Option<&'static str> {
-    static V: OnceLock<Option<String>> = OnceLock::new();
-    V.get_or_init(|| {
-        let out = python()
-            .args(["-c", "import numpy; print(numpy.__version__)"])
-            .stderr(Stdio::null())
-            .output()
-            .ok()?;
-        out.status
-            .success()
-            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
-    })
-    .as_deref()
+/// The PyTorch and (when given) tinygrad references of a row: each library's code (defining
+/// `op()`; tinygrad's realizes its result) on `inputs`, timed like numpy's, our result checked
+/// against each one's output with `ok`.
+#[allow(clippy::too_many_arguments)]
+fn py_refs(
+    torch_code: &str,
+    tinygrad_code: Option<&str>,
+    inputs: &[&[f32]],
+    unit: Unit,
+    min_runs: usize,
+    max_runs: usize,
+    budget: Duration,
+    ok: &dyn Fn(&[f32]) -> bool,
+) -> Vec<Reference> {
+    let mut refs = vec![Reference::torch(
+        torch(torch_code, inputs, min_runs, max_runs, budget),
+        unit,
+        ok,
+    )];
+    if let Some(code) = tinygrad_code {
+        let run = py(Lib::Tinygrad, code, inputs, min_runs, max_runs, budget);
+        refs.push(Reference::py(Lib::Tinygrad, run, unit, ok));
+    }
+    refs
 }
 
-/// Before a row's code: the arguments (output file, min runs, max runs, time budget, input
-/// files) and `inp(i, *shape)`, which loads input `i`.
-const NUMPY_PRELUDE: &str = "\
-import sys, time
-import numpy as np
-out, min_runs, max_runs, budget = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
-ins = sys.argv[5:]
-def inp(i, *shape):
-    return np.fromfile(ins[i], dtype=np.float32).reshape(shape)
-";
-
-/// After a row's code (which defines `op()`): a warm-up run, then the timed runs; writes the
-/// warm-up's result to the output file and prints the median seconds.
-const NUMPY_TIMER: &str = "
-r = op()
-times = []
-t_all = time.perf_counter()
-while len(times) < max(min_runs, 1) or (len(times) < max_runs and time.perf_counter() - t_all < budget):
-    t0 = time.perf_counter()
-    op()
-    times.append(time.perf_counter() - t0)
-times.sort()
-np.asarray(r, dtype=np.float32).reshape(-1).tofile(out)
-print(repr(times[len(times) // 2]))
-";
-
-/// What a numpy reference measured: its median time and its result.
-struct NumpyRun {
-    secs: f64,
-    out: Vec<f32>,
-}
-
-/// Times `code` (Python defining `op()`, see [`NUMPY_PRELUDE`]) on `inputs` in one `python3`
-/// process. `Err`: why there is no number (numpy missing, or the process failed).
+/// [`py`] with numpy.
 fn numpy(
     code: &str,
     inputs: &[&[f32]],
     min_runs: usize,
     max_runs: usize,
     budget: Duration,
-) -> Result<NumpyRun, String> {
-    if numpy_version().is_none() {
-        return Err("numpy not available".into());
-    }
-    let dir = std::env::temp_dir().join(format!("tinygrad-rs-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| format!("numpy: {}: {e}", dir.display()))?;
-    let res = numpy_in(&dir, code, inputs, min_runs, max_runs, budget);
-    // Best effort: a leftover temporary directory is harmless.
-    let _ = std::fs::remove_dir_all(&dir);
-    res
+) -> Result<PyRun, String> {
+    py(Lib::Numpy, code, inputs, min_runs, max_runs, budget)
 }
 
-fn numpy_in(
-    dir: &Path,
+/// [`py`] with PyTorch.
+fn torch(
     code: &str,
     inputs: &[&[f32]],
     min_runs: usize,
     max_runs: usize,
     budget: Duration,
-) -> Result<NumpyRun, String> {
-    let io_err = |p: &Path, e: std::io::Error| format!("numpy: {}: {e}", p.display());
-    let out = dir.join("out.f32");
-    let mut cmd = python();
-    cmd.arg("-c")
-        .arg(format!("{NUMPY_PRELUDE}{code}{NUMPY_TIMER}"))
-        .arg(&out)
-        .arg(min_runs.to_string())
-        .arg(max_runs.to_string())
-        .arg(budget.as_secs_f64().to_string());
-    for (i, data) in inputs.iter().enumerate() {
-        let p = dir.join(format!("in{i}.f32"));
-        let bytes: Vec<u8> = data.iter().flat_map(|x| x.to_le_bytes()).collect();
-        std::fs::write(&p, bytes).map_err(|e| io_err(&p, e))?;
-        cmd.arg(&p);
-    }
-    let o = cmd.output().map_err(|e| format!("numpy: python3: {e}"))?;
-    if !o.status.success() {
-        let err = String::from_utf8_lossy(&o.stderr);
-        return Err(format!(
-            "numpy failed: {}",
-            err.lines().last().unwrap_or("no message")
-        ));
-    }
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    let secs = stdout
-        .lines()
-        .last()
-        .and_then(|l| l.trim().parse::<f64>().ok())
-        .filter(|s| s.is_finite() && *s > 0.0)
-        .ok_or_else(|| format!("numpy: unexpected output {:?}", stdout.trim()))?;
-    let bytes = std::fs::read(&out).map_err(|e| io_err(&out, e))?;
-    let out = bytes
-        .chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect();
-    Ok(NumpyRun { secs, out })
+) -> Result<PyRun, String> {
+    py(Lib::Torch, code, inputs, min_runs, max_runs, budget)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -442,6 +393,17 @@ fn bench_matmul(n: usize, o: &Opts) -> Row {
         budget(o.quick, 10),
     );
     let numpy_ref = Reference::numpy(np, unit, |want| max_rel_err(&got, want) < 1e-4);
+    let load = format!("a = inp(0, {n}, {n})\nb = inp(1, {n}, {n})\n");
+    let others = py_refs(
+        &format!("{load}def op():\n    return a @ b\n"),
+        Some(&format!("{load}def op():\n    return (a @ b).realize()\n")),
+        &[&av, &bv],
+        unit,
+        3,
+        runs,
+        budget(o.quick, 10),
+        &|want| max_rel_err(&got, want) < 1e-4,
+    );
     let mut cv = vec![0.0f32; n * n];
     let sgemm = |cv: &mut [f32]| {
         // SAFETY: `av`, `bv` and `cv` are row-major n x n matrices of exactly n*n elements, and
@@ -475,7 +437,7 @@ fn bench_matmul(n: usize, o: &Opts) -> Row {
         name: format!("matmul {n}x{n}x{n} f32"),
         secs: ours,
         unit,
-        refs: vec![numpy_ref, mm_ref],
+        refs: [vec![numpy_ref], others, vec![mm_ref]].concat(),
         note: String::new(),
     }
 }
@@ -517,38 +479,103 @@ fn bench_elementwise(o: &Opts) -> Row {
         runs,
         budget(o.quick, 10),
     );
+    let load = format!("a = inp(0, {BIG})\nb = inp(1, {BIG})\nc = inp(2, {BIG})\n");
+    let others = py_refs(
+        &format!("{load}def op():\n    return torch.exp(torch.relu(a * b + c))\n"),
+        Some(&format!(
+            "{load}def op():\n    return (a * b + c).relu().exp().realize()\n"
+        )),
+        &[&av, &bv, &cv],
+        unit,
+        3,
+        runs,
+        budget(o.quick, 10),
+        &|want| max_rel_err(&got, want) < 1e-5,
+    );
     Row {
         name: "(a*b+c).relu().exp() 16M f32".into(),
         secs: ours,
         unit,
-        refs: vec![
-            Reference::timed("Rust loop", reference, unit, max_rel_err(&got, &out) < 1e-6),
-            Reference::numpy(np, unit, |want| max_rel_err(&got, want) < 1e-5),
-        ],
+        refs: [
+            vec![
+                Reference::timed("Rust loop", reference, unit, max_rel_err(&got, &out) < 1e-6),
+                Reference::numpy(np, unit, |want| max_rel_err(&got, want) < 1e-5),
+            ],
+            others,
+        ]
+        .concat(),
         note: String::new(),
     }
 }
 
-/// Median time (s) to fill a reused buffer of `n` f32 with a value, split over [`threads`]
-/// threads: the memory-bandwidth probe.
-fn fill_probe(n: usize, min_runs: usize, max_runs: usize, budget: Duration) -> f64 {
-    let mut buf = vec![0.0f32; n];
-    let chunk = n.div_ceil(threads()).max(1);
-    let fill = |buf: &mut [f32], v: f32| {
+/// Runs `f` on matching chunks of `out` and `ins`, one chunk per thread ([`threads`] of them).
+fn split_run(out: &mut [f32], ins: &[&[f32]], f: impl Fn(&mut [f32], &[&[f32]]) + Sync) {
+    let chunk = out.len().div_ceil(threads()).max(1);
+    std::thread::scope(|s| {
+        for (i, o) in out.chunks_mut(chunk).enumerate() {
+            let parts: Vec<&[f32]> = ins
+                .iter()
+                .map(|x| &x[i * chunk..i * chunk + o.len()])
+                .collect();
+            let f = &f;
+            s.spawn(move || f(o, &parts));
+        }
+    });
+}
+
+/// Median time (s) of the read+read+write stream `c = a + b` over `n` f32 into a reused
+/// output, on [`threads`] threads: the bytes `a+b` moves, at the speed plain Rust moves them.
+fn add_stream_probe(
+    a: &[f32],
+    b: &[f32],
+    runs: (usize, usize),
+    budget: Duration,
+) -> (f64, Vec<f32>) {
+    let mut out = vec![0.0f32; a.len()];
+    let add = |o: &mut [f32], x: &[&[f32]]| {
+        for ((o, p), q) in o.iter_mut().zip(x[0]).zip(x[1]) {
+            *o = p + q;
+        }
+    };
+    // Warm-up: faults the output's pages in.
+    split_run(&mut out, &[a, b], add);
+    let t = median_time(runs.0, runs.1, budget, || {
+        split_run(&mut out, &[a, b], add);
+        black_box(&out);
+    });
+    (t, out)
+}
+
+/// Median time (s) of a read stream over `x` (a sum with 16 accumulators per thread) on
+/// [`threads`] threads, and the sum.
+fn read_stream_probe(x: &[f32], runs: (usize, usize), budget: Duration) -> (f64, f32) {
+    let threads = threads();
+    let mut partial = vec![0.0f32; threads];
+    let chunk = x.len().div_ceil(threads).max(1);
+    let sum16 = |x: &[f32]| {
+        let mut acc = [0.0f32; 16];
+        let chunks = x.chunks_exact(16);
+        let rest: f32 = chunks.remainder().iter().sum();
+        for ch in chunks {
+            for (s, v) in acc.iter_mut().zip(ch) {
+                *s += v;
+            }
+        }
+        acc.iter().sum::<f32>() + rest
+    };
+    let run = |partial: &mut [f32]| {
         std::thread::scope(|s| {
-            for c in buf.chunks_mut(chunk) {
-                s.spawn(move || c.fill(v));
+            for (p, c) in partial.iter_mut().zip(x.chunks(chunk)) {
+                s.spawn(move || *p = sum16(c));
             }
         });
+        partial.iter().sum::<f32>()
     };
-    // Warm-up: faults the pages in.
-    fill(&mut buf, 1.0);
-    let mut v = 1.0f32;
-    median_time(min_runs, max_runs, budget, || {
-        v += 1.0;
-        fill(&mut buf, black_box(v));
-        black_box(&buf);
-    })
+    let total = run(&mut partial);
+    let t = median_time(runs.0, runs.1, budget, || {
+        black_box(run(&mut partial));
+    });
+    (t, total)
 }
 
 fn bench_add(o: &Opts) -> Row {
@@ -564,18 +591,31 @@ fn bench_add(o: &Opts) -> Row {
         r.realize();
         black_box(&r);
     });
-    let probe = fill_probe(n, 3, runs, budget(o.quick, 5));
-    let probe_bytes = 4.0 * n as f64;
+    let unit = Unit::Gbs(3.0 * 4.0 * n as f64);
+    let (probe, probe_out) = add_stream_probe(&av, &bv, (3, runs), budget(o.quick, 5));
+    let load = format!("a = inp(0, {n})\nb = inp(1, {n})\n");
+    let others = py_refs(
+        &format!("{load}o = torch.empty({n})\ndef op():\n    return torch.add(a, b, out=o)\n"),
+        Some(&format!("{load}def op():\n    return (a + b).realize()\n")),
+        &[&av, &bv],
+        unit,
+        3,
+        runs,
+        budget(o.quick, 5),
+        &|w| max_rel_err(&got, w) == 0.0,
+    );
+    let stream = Reference::timed(
+        &format!("{}-thread stream", threads()),
+        probe,
+        unit,
+        probe_out == want,
+    );
     Row {
         name: format!("a+b {}M f32", n >> 20),
         secs: ours,
-        unit: Unit::Gbs(3.0 * 4.0 * n as f64),
-        refs: vec![Reference {
-            name: format!("fill {} MB probe", (4 * n) >> 20),
-            measured: Some((probe, probe_bytes / probe / 1e9)),
-            note: check(max_rel_err(&got, &want) == 0.0, "vs loop"),
-        }],
-        note: String::new(),
+        unit,
+        refs: [vec![stream], others].concat(),
+        note: check(max_rel_err(&got, &want) == 0.0, "vs loop"),
     }
 }
 
@@ -590,21 +630,7 @@ fn bench_sum(o: &Opts) -> Row {
         s.realize();
         black_box(&s);
     });
-    let plain = |x: &[f32]| {
-        let mut acc = [0.0f32; 16];
-        let chunks = x.chunks_exact(16);
-        let rest: f32 = chunks.remainder().iter().sum();
-        for ch in chunks {
-            for (s, v) in acc.iter_mut().zip(ch) {
-                *s += v;
-            }
-        }
-        acc.iter().sum::<f32>() + rest
-    };
-    let want = plain(&av);
-    let reference = median_time(3, runs, budget(o.quick, 5), || {
-        black_box(plain(black_box(&av)));
-    });
+    let (reference, want) = read_stream_probe(&av, (3, runs), budget(o.quick, 5));
     let exact: f64 = av.iter().map(|&x| x as f64).sum();
     // Our sum is right when it is as close to the exact sum as the reference's, give or take.
     let close = |other: f32| {
@@ -618,14 +644,34 @@ fn bench_sum(o: &Opts) -> Row {
         runs,
         budget(o.quick, 5),
     );
+    let load = format!("a = inp(0, {n})\n");
+    let others = py_refs(
+        &format!("{load}def op():\n    return a.sum()\n"),
+        Some(&format!("{load}def op():\n    return a.sum().realize()\n")),
+        &[&av],
+        unit,
+        3,
+        runs,
+        budget(o.quick, 5),
+        &|w| w.len() == 1 && close(w[0]),
+    );
     Row {
         name: format!("sum {}M f32", n >> 20),
         secs: ours,
         unit,
-        refs: vec![
-            Reference::timed("Rust loop x16 acc", reference, unit, close(want)),
-            Reference::numpy(np, unit, |w| w.len() == 1 && close(w[0])),
-        ],
+        refs: [
+            vec![
+                Reference::timed(
+                    &format!("{}-thread read stream", threads()),
+                    reference,
+                    unit,
+                    close(want),
+                ),
+                Reference::numpy(np, unit, |w| w.len() == 1 && close(w[0])),
+            ],
+            others,
+        ]
+        .concat(),
         note: String::new(),
     }
 }
@@ -654,13 +700,27 @@ fn bench_sum_axis1(o: &Opts) -> Row {
         runs,
         budget(o.quick, 5),
     );
+    let unit = Unit::Gbs(4.0 * (n * n) as f64);
+    let load = format!("a = inp(0, {n}, {n})\n");
+    let others = py_refs(
+        &format!("{load}def op():\n    return a.sum(1)\n"),
+        Some(&format!("{load}def op():\n    return a.sum(1).realize()\n")),
+        &[&av],
+        unit,
+        3,
+        runs,
+        budget(o.quick, 5),
+        &|w| max_abs_err(&got, w) < tol,
+    );
     Row {
         name: format!("sum(axis=1) {n}x{n} f32"),
         secs: ours,
-        unit: Unit::Gbs(4.0 * (n * n) as f64),
-        refs: vec![Reference::numpy(np, Unit::Gbs(4.0 * (n * n) as f64), |w| {
-            max_abs_err(&got, w) < tol
-        })],
+        unit,
+        refs: [
+            vec![Reference::numpy(np, unit, |w| max_abs_err(&got, w) < tol)],
+            others,
+        ]
+        .concat(),
         note: check(max_abs_err(&got, &exact) < tol, "vs f64 sums"),
     }
 }
@@ -697,13 +757,30 @@ fn bench_softmax(o: &Opts) -> Row {
         runs,
         budget(o.quick, 5),
     );
+    let load = format!("x = inp(0, {n}, {n})\n");
+    let others = py_refs(
+        &format!("{load}def op():\n    return torch.softmax(x, -1)\n"),
+        Some(&format!(
+            "{load}def op():\n    return x.softmax(-1).realize()\n"
+        )),
+        &[&xv],
+        Unit::Ms,
+        3,
+        runs,
+        budget(o.quick, 5),
+        &|w| max_rel_err(&got, w) < 1e-4,
+    );
     Row {
         name: format!("softmax(-1) {n}x{n} f32"),
         secs: ours,
         unit: Unit::Ms,
-        refs: vec![Reference::numpy(np, Unit::Ms, |w| {
-            max_rel_err(&got, w) < 1e-4
-        })],
+        refs: [
+            vec![Reference::numpy(np, Unit::Ms, |w| {
+                max_rel_err(&got, w) < 1e-4
+            })],
+            others,
+        ]
+        .concat(),
         note: check(max_rel_err(&got, &exact) < 1e-4, "vs f64 softmax"),
     }
 }
@@ -760,6 +837,7 @@ fn bench_conv(o: &Opts) -> Row {
     ];
     let runs = reps(o.quick, 5);
     let (mut total, mut flop, mut per_layer, mut wrong) = (0.0, 0.0, vec![], vec![]);
+    let (mut conv_inputs, mut first_outputs): (Vec<Vec<f32>>, Vec<Vec<f32>>) = (vec![], vec![]);
     for (i, &(cin, h, cout, k)) in LAYERS.iter().enumerate() {
         let xv = rand_vec(B * cin * h * h, 20 + i as u64);
         let scale = 1.0 / ((cin * k * k) as f32).sqrt();
@@ -769,8 +847,11 @@ fn bench_conv(o: &Opts) -> Row {
             .collect();
         let x = input(&xv, &[B, cin, h, h]);
         let w = input(&wv, &[cout, cin, k, k]);
+        conv_inputs.push(xv.clone());
+        conv_inputs.push(wv.clone());
         let conv = || x.conv2d(&w, None, 1, 1usize, 1usize, 0usize);
         let got = conv().to_vec::<f32>();
+        first_outputs.push(got[..64].to_vec());
         if !conv_spot_check(&xv, &wv, &got, [B, cin, h, h], [cout, k]) {
             wrong.push((i + 1).to_string());
         }
@@ -785,6 +866,26 @@ fn bench_conv(o: &Opts) -> Row {
         per_layer.push(format!("{:.1}", t * 1e3));
     }
     let mut note = format!("per layer ms: {}", per_layer.join(" / "));
+    let torch_code = format!(
+        "import torch.nn.functional as F\nL = {layers:?}\n\
+         X = [inp(2 * i, {B}, c, h, h) for i, (c, h, co, k) in enumerate(L)]\n\
+         W = [inp(2 * i + 1, co, c, k, k) for i, (c, h, co, k) in enumerate(L)]\n\
+         def op():\n    return torch.cat([F.conv2d(x, w).reshape(-1)[:64] for x, w in zip(X, W)])\n",
+        layers = LAYERS.to_vec()
+    );
+    let pt = torch(
+        &torch_code,
+        &conv_inputs.iter().map(Vec::as_slice).collect::<Vec<_>>(),
+        3,
+        runs,
+        budget(o.quick, 20),
+    );
+    let pt_ref = Reference::torch(pt, Unit::Gflops(flop), |w| {
+        w.len() == 4 * 64
+            && w.chunks(64)
+                .zip(&first_outputs)
+                .all(|(a, b)| max_rel_err(a, b) < 1e-4)
+    });
     if !wrong.is_empty() {
         let _ = write!(
             note,
@@ -796,7 +897,7 @@ fn bench_conv(o: &Opts) -> Row {
         name: "conv2d x4 (mnist layers) fwd, bs 512".into(),
         secs: total,
         unit: Unit::Gflops(flop),
-        refs: vec![],
+        refs: vec![pt_ref],
         note,
     }
 }
@@ -856,13 +957,36 @@ fn bench_latency(o: &Opts) -> Row {
         runs,
         budget(o.quick, 3),
     );
+    let chain = |relu: &str, end: &str| {
+        format!(
+            "x = inp(0, 4, 4)\n\
+             def op():\n    y = x\n    for i in range(20):\n        m = i % 5\n        \
+             if m == 0: y = y + 1.0\n        elif m == 1: y = y * 0.5\n        \
+             elif m == 2: y = {relu}\n        elif m == 3: y = y - 0.25\n        \
+             else: y = -y\n    return y{end}\n"
+        )
+    };
+    let others = py_refs(
+        &chain("torch.relu(y)", ""),
+        Some(&chain("y.relu()", ".realize()")),
+        &[&xv],
+        Unit::Us,
+        20,
+        runs,
+        budget(o.quick, 3),
+        &|w| max_rel_err(&got, w) < 1e-6,
+    );
     Row {
         name: "20-op chain on 4x4, warm realize".into(),
         secs: ours,
         unit: Unit::Us,
-        refs: vec![Reference::numpy(np, Unit::Us, |w| {
-            max_rel_err(&got, w) < 1e-6
-        })],
+        refs: [
+            vec![Reference::numpy(np, Unit::Us, |w| {
+                max_rel_err(&got, w) < 1e-6
+            })],
+            others,
+        ]
+        .concat(),
         note: check(max_rel_err(&got, &want) < 1e-6, "vs loop"),
     }
 }
@@ -901,111 +1025,6 @@ fn bench_latency_cold(o: &Opts) -> Row {
         name: "20-op chain on 4x4, cold (new kernel)".into(),
         secs: ours,
         unit: Unit::Us,
-        refs: vec![],
-        note,
-    }
-}
-
-/// tinygrad's beautiful_mnist model, as in `crates/tensor/examples/mnist.rs`.
-struct MnistModel {
-    c1: Conv2d,
-    c2: Conv2d,
-    bn1: BatchNorm,
-    c3: Conv2d,
-    c4: Conv2d,
-    bn2: BatchNorm,
-    l1: Linear,
-}
-impl_parameters!(MnistModel {
-    c1,
-    c2,
-    bn1,
-    c3,
-    c4,
-    bn2,
-    l1
-});
-
-impl MnistModel {
-    fn new() -> MnistModel {
-        MnistModel {
-            c1: Conv2d::new(1, 32, 5),
-            c2: Conv2d::new(32, 32, 5),
-            bn1: BatchNorm::new(32),
-            c3: Conv2d::new(32, 64, 3),
-            c4: Conv2d::new(64, 64, 3),
-            bn2: BatchNorm::new(64),
-            l1: Linear::new(576, 10),
-        }
-    }
-}
-
-impl Module for MnistModel {
-    fn forward(&self, x: &Tensor) -> Tensor {
-        let pool = |x: Tensor| x.max_pool2d(2, Dims::default(), 1, 0, false);
-        let x = self.c2.forward(&self.c1.forward(x).relu()).relu();
-        let x = pool(self.bn1.forward(&x));
-        let x = self.c4.forward(&self.c3.forward(&x).relu()).relu();
-        let x = pool(self.bn2.forward(&x));
-        self.l1.forward(&x.flatten(1, -1))
-    }
-}
-
-fn bench_mnist(o: &Opts) -> Row {
-    const BS: usize = 512;
-    let steps = if o.quick { 1 } else { 3 };
-    // Warm-up steps: the first compiles kernels and creates the optimizer state (a different
-    // graph); the second is the first of the steady-state graph, a schedule-cache miss.
-    let warmup = if o.quick { 1 } else { 2 };
-    Tensor::manual_seed(42);
-    let model = MnistModel::new();
-    let mut opt = optim::adam(get_parameters(&model), 1e-3);
-    // One batch per step (warm-up included): images in [0, 1], labels 0..9.
-    let batches: Vec<(Tensor, Tensor)> = (0..(steps + warmup) as u64)
-        .map(|s| {
-            let xv: Vec<f32> = rand_vec(BS * 28 * 28, 100 + s)
-                .iter()
-                .map(|v| (v + 1.0) / 2.0)
-                .collect();
-            let yv: Vec<i32> = rand_vec(BS, 200 + s)
-                .iter()
-                .map(|v| (((v + 1.0) * 5.0) as i32).clamp(0, 9))
-                .collect();
-            let y = Tensor::from_slice(&yv, &[BS]);
-            y.realize();
-            (input(&xv, &[BS, 1, 28, 28]), y)
-        })
-        .collect();
-    let mut step = |x: &Tensor, y: &Tensor| -> f32 {
-        let _train = Tensor::train(true);
-        opt.zero_grad();
-        let loss = model
-            .forward(x)
-            .sparse_categorical_crossentropy(y, -1, 0.0, Reduction::Mean);
-        loss.backward();
-        opt.step_with(&[&loss]);
-        loss.item::<f32>()
-    };
-    let (mut times, mut losses) = (vec![], vec![]);
-    for (x, y) in &batches {
-        let t0 = Instant::now();
-        losses.push(step(x, y));
-        times.push(t0.elapsed().as_secs_f64());
-    }
-    let first = times[0];
-    let ours = median(times[warmup..].to_vec());
-    let mut note = format!(
-        "median of {steps} steps after {warmup} warm-up (first {:.0} ms); no reference measured: the issue's author measured tinygrad CPU \
-         ~3,200 ms and PyTorch ~220 ms per step on this class of machine",
-        first * 1e3
-    );
-    if losses.iter().any(|l| !l.is_finite()) {
-        note = format!("{}; {note}", check(false, "loss not finite"));
-    }
-    Row {
-        name: "beautiful_mnist train step, bs 512".into(),
-        secs: ours,
-        unit: Unit::Ms,
         refs: vec![],
         note,
     }
@@ -1239,7 +1258,18 @@ fn benches() -> Vec<(&'static str, bool, BenchFn)> {
             true,
             Box::new(|o| Some(bench_latency_cold(o))),
         ),
-        ("mnist", false, Box::new(|o| Some(bench_mnist(o)))),
+        ("mnist", false, Box::new(|o| Some(models::bench_mnist(o)))),
+        (
+            "encoder1",
+            true,
+            Box::new(|o| Some(models::bench_encoder(1, o))),
+        ),
+        (
+            "encoder32",
+            false,
+            Box::new(|o| Some(models::bench_encoder(32, o))),
+        ),
+        ("decode", false, Box::new(|o| Some(models::bench_decode(o)))),
         ("webgpu_add", true, Box::new(|o| bench_webgpu(false, o))),
         ("webgpu_matmul", false, Box::new(|o| bench_webgpu(true, o))),
     ]
@@ -1274,14 +1304,16 @@ pub fn run(o: &Opts) -> Result<(), String> {
         ));
     }
     let threads = threads();
-    let numpy = numpy_version().map_or_else(
-        || "numpy: not available".to_string(),
-        |v| format!("numpy {v} (OPENBLAS_NUM_THREADS={threads})"),
-    );
     println!(
-        "tinygrad-rs bench ({threads} threads; {numpy}; median of several runs each{})",
+        "tinygrad-rs bench ({threads} threads; median of several runs each{})",
         if o.quick { ", --quick" } else { "" }
     );
+    for lib in [Lib::Numpy, Lib::Torch, Lib::Tinygrad] {
+        match pyref::find(lib, threads) {
+            Ok((py, v)) => println!("  {} {v} ({})", lib.label(), py.display()),
+            Err(why) => println!("  {}: n/a: {why}", lib.label()),
+        }
+    }
     println!(
         "ratio: tinygrad-rs / reference for GFLOP/s and GB/s, reference / tinygrad-rs for times \
          (above 1: tinygrad-rs is ahead)"

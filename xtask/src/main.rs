@@ -4,6 +4,7 @@
 //! - `bench`: the kernel and end-to-end performance table (see [`mod@bench`]).
 
 mod bench;
+mod pyref;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -12,15 +13,17 @@ const HELP: &str = "\
 cargo xtask <command>
 
 Commands:
-  bench [--quick] [--json PATH] [NAME...]
+  bench [--quick] [--json PATH] [--python PATH] [NAME...]
            kernel and end-to-end performance table (medians of several runs), with ratios
-           against references measured in the same run (numpy through python3 when it is
-           installed, `n/a` otherwise). NAMEs select rows by substring of their keys:
+           against references measured in the same run: numpy, PyTorch and tinygrad from the
+           first Python that has each (`n/a` with the reason otherwise), Rust stream probes.
+           NAMEs select rows by substring of their keys:
            {KEYS}
            --quick: without NAMEs, a small subset (smaller sizes, fewer runs), a smoke test
            well under a minute; with NAMEs, those rows with fewer runs.
            --json PATH: also write the rows as a JSON array of
            {name, unit, unit_value, ours_ms, ref_name, ref_ms, ratio, note}.
+           --python PATH: the Python interpreter of the references.
   help     print this message
 ";
 
@@ -59,6 +62,13 @@ fn bench_opts(args: &[String]) -> Result<bench::Opts, String> {
             }
             _ if a.starts_with("--json=") => {
                 opts.json = Some(PathBuf::from(&a["--json=".len()..]));
+            }
+            "--python" => {
+                let path = it.next().ok_or("--python needs an interpreter path")?;
+                pyref::set_python(PathBuf::from(path));
+            }
+            _ if a.starts_with("--python=") => {
+                pyref::set_python(PathBuf::from(&a["--python=".len()..]));
             }
             _ if a.starts_with('-') => return Err(format!("unknown option {a:?}")),
             _ => opts.filter.push(a.clone()),

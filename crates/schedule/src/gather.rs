@@ -7,8 +7,8 @@
 //! The collapse is exact: at most one `r` of the range equals `idx`, so the sum is that term (the
 //! reduction's identity is `-0.0`, so only a `-0.0` for the unselected terms keeps the selected
 //! value's sign of zero: other zeros are left alone), and an `idx` out of the range selects
-//! nothing, as before. Every load whose address depends on `r` is gated by the range check, so an
-//! out-of-range index never reads out of bounds.
+//! nothing, as before. Every load whose address depends on `r` is gated by the range check and
+//! its index clamped into the range, so an out-of-range index never reads out of bounds.
 //!
 //! The `arange` side is what [`Tensor::arange`](../../tinygrad_tensor) and the one-hot helpers
 //! build without data: a sum over binary digits, `sum_k where((r // 2^k) % 2 >= 1, 2^k, 0)`,
@@ -107,7 +107,13 @@ fn collapse_one(red: &UOp) -> Option<UOp> {
         let size = r.s(0).as_int()?;
         let in_range =
             &idx.ge(UOp::cnst(idx.dtype(), 0i64)) & &idx.lt(UOp::cnst(idx.dtype(), size));
-        let at = idx.cast(DType::INDEX);
+        // clamped into the range as well as gated: the index arithmetic built on it then has
+        // the range's bounds (an int32 index near 2^31 would not fit a 32-bit target's index
+        // constants), and an address is in bounds even before the gate
+        let at = idx
+            .cast(DType::INDEX)
+            .maximum(UOp::index(0))
+            .minimum(UOp::index(size - 1));
         value = gate_and_substitute(&value, r, &at, &in_range);
         rest_cond = rest_cond.map(|c| gate_and_substitute(&c, r, &at, &in_range));
         in_range_all = Some(match in_range_all {

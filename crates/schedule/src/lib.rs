@@ -130,9 +130,16 @@ fn schedule_uncached(outputs: &[UOp], new_buffer: &mut dyn FnMut(DType, usize) -
                 &mut cost,
                 items.len(),
             );
+            low.output = Some(n.clone());
             let value = low.lower(n, &ranges, None, false);
             if let Some(r) = low.found.take() {
-                realize.insert(r);
+                // each restart realizes one more node, so this ends
+                assert!(
+                    realize.insert(r.clone()),
+                    "schedule: {} (shape {:?}) asked to be realized twice",
+                    r.op(),
+                    r.shape()
+                );
                 continue 'restart;
             }
             let inputs = std::mem::take(&mut low.inputs);

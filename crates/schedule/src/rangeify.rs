@@ -84,8 +84,11 @@ pub struct Lowering<'a> {
     pub seen: &'a mut HashMap<UOp, (usize, Vec<UOp>)>,
     /// Which kernel of the schedule this lowering builds.
     pub kernel: usize,
-    /// [`Lowering::reads_many_buffers`] of each node asked about in this schedule round.
-    pub cost: &'a mut HashMap<UOp, bool>,
+    /// The node this kernel computes (never realized from inside its own kernel).
+    pub output: Option<UOp>,
+    /// The buffers each node asked about reads ([`Lowering::reads_many_buffers`]), in this
+    /// schedule round.
+    pub cost: &'a mut HashMap<UOp, Leaves>,
 }
 
 impl<'a> Lowering<'a> {
@@ -95,7 +98,7 @@ impl<'a> Lowering<'a> {
         out_elems: usize,
         first_range: usize,
         seen: &'a mut HashMap<UOp, (usize, Vec<UOp>)>,
-        cost: &'a mut HashMap<UOp, bool>,
+        cost: &'a mut HashMap<UOp, Leaves>,
         kernel: usize,
     ) -> Self {
         Lowering {
@@ -108,6 +111,7 @@ impl<'a> Lowering<'a> {
             seen,
             kernel,
             cost,
+            output: None,
         }
     }
 
@@ -141,11 +145,15 @@ impl<'a> Lowering<'a> {
     /// transformer's residual stream is recomputed, every earlier layer over again, inside each
     /// later kernel: the cost of a kernel would grow with the depth of the graph before it.
     fn must_realize_computed(&mut self, n: &UOp, idx: &[UOp], red_iters: usize) -> bool {
+        if self.output.as_ref() == Some(n) {
+            // the kernel's own node: it is the buffer being computed
+            return false;
+        }
         let here = (self.kernel, idx.to_vec());
         let elsewhere = self.seen.get(n).is_some_and(|seen| *seen != here);
         let elems: usize = n.shape_vec().iter().product();
         let evaluations = self.out_elems.saturating_mul(red_iters.max(1));
-        let broadcast = evaluations >= elems.saturating_mul(2);
+        let broadcast = elems > 0 && evaluations >= elems.saturating_mul(2);
         if (elsewhere || broadcast) && self.reads_many_buffers(n) {
             return true;
         }
@@ -158,35 +166,56 @@ impl<'a> Lowering<'a> {
     /// to recompute in each consumer. Cheap nodes (a cast or a scale of one buffer, an `arange`)
     /// stay fused wherever they are used.
     fn reads_many_buffers(&mut self, n: &UOp) -> bool {
-        if let Some(&c) = self.cost.get(n) {
-            return c;
+        matches!(self.leaves(n), Leaves::Many)
+    }
+
+    /// The buffers `n` reads when computed inline, memoized per schedule round: each node's set
+    /// is the union of its sources' (so asking about every node of a graph is linear in it).
+    fn leaves(&mut self, n: &UOp) -> Leaves {
+        if let Some(l) = self.cost.get(n) {
+            return l.clone();
         }
-        let mut leaves: Vec<UOp> = Vec::new();
-        let mut visited: std::collections::HashSet<UOp> = std::collections::HashSet::new();
-        let mut stack = vec![n.clone()];
-        let mut many = false;
-        while let Some(u) = stack.pop() {
-            if !visited.insert(u.clone()) {
+        let realized = self.realized;
+        let is_leaf = |u: &UOp| u.op() == Ops::Buffer || (u != n && realized(u));
+        // sources first, stopping at leaves and at nodes already known
+        let order = n.toposort_filtered(|u| !self.cost.contains_key(u) && (u == n || !is_leaf(u)));
+        for u in order {
+            if self.cost.contains_key(&u) {
                 continue;
             }
-            if u.op() == Ops::Buffer || (&u != n && (self.realized)(&u)) {
-                if !leaves.contains(&u) {
-                    leaves.push(u);
+            let l = if u != *n && is_leaf(&u) || u.op() == Ops::Buffer {
+                Leaves::Few(vec![u.clone()])
+            } else if u.op() == Ops::ReduceAxis {
+                Leaves::Many
+            } else {
+                let mut few: Vec<UOp> = Vec::new();
+                let mut many = false;
+                for s in u.src() {
+                    let ls = if s.op() == Ops::Buffer || realized(s) {
+                        Leaves::Few(vec![s.clone()])
+                    } else {
+                        self.cost.get(s).cloned().unwrap_or(Leaves::Many)
+                    };
+                    match ls {
+                        Leaves::Many => many = true,
+                        Leaves::Few(v) => {
+                            for b in v {
+                                if !few.contains(&b) {
+                                    few.push(b);
+                                }
+                            }
+                        }
+                    }
+                    if many || few.len() > 2 {
+                        many = true;
+                        break;
+                    }
                 }
-                if leaves.len() > 2 {
-                    many = true;
-                    break;
-                }
-                continue;
-            }
-            if u.op() == Ops::ReduceAxis {
-                many = true;
-                break;
-            }
-            stack.extend(u.src().iter().cloned());
+                if many { Leaves::Many } else { Leaves::Few(few) }
+            };
+            self.cost.insert(u, l);
         }
-        self.cost.insert(n.clone(), many);
-        many
+        self.cost.get(n).cloned().unwrap_or(Leaves::Many)
     }
 
     /// Lowers `node` evaluated at `idx` (one index per dimension) under `valid`.
@@ -412,6 +441,15 @@ impl<'a> Lowering<'a> {
             op => panic!("schedule: can't lower {op} into a kernel ({:?})", n.dtype()),
         }
     }
+}
+
+/// The buffers (and realized nodes) a node reads when computed inline.
+#[derive(Clone, Debug)]
+pub enum Leaves {
+    /// At most two, listed.
+    Few(Vec<UOp>),
+    /// More than two, or a reduction.
+    Many,
 }
 
 /// One evaluation of the lowering: a node at its indices, under its validity, and the number of

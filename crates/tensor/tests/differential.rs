@@ -1,5 +1,7 @@
-//! Differential testing: random graphs of elementwise, movement and reduce ops on random shapes
-//! give the same values on `CPU` and `REF` and match a tiny eager evaluator written here.
+//! Differential testing: random graphs of elementwise, movement, reduce and gather ops on random
+//! shapes give the same values on `CPU` and `REF` and match a tiny eager evaluator written here.
+//! The graphs read three buffers and reuse nodes (two indexings of one node, a node broadcast
+//! inside a reduction), so the scheduler's realize rules and its gather collapse are exercised.
 
 use proptest::prelude::*;
 use tinygrad_tensor::Tensor;
@@ -66,7 +68,7 @@ impl Arr {
 fn step(t: &Tensor, a: &Arr, other: (&Tensor, &Arr), choice: u8, arg: u8) -> (Tensor, Arr) {
     let nd = a.shape.len();
     let ax = if nd == 0 { 0 } else { arg as usize % nd };
-    match choice % 12 {
+    match choice % 15 {
         0 if other.1.shape == a.shape => (t + other.0, a.zip(other.1, |x, y| x + y)),
         1 if other.1.shape == a.shape => (t * other.0, a.zip(other.1, |x, y| x * y)),
         2 if other.1.shape == a.shape => (t.maximum(other.0), a.zip(other.1, f64::max)),
@@ -169,6 +171,42 @@ fn step(t: &Tensor, a: &Arr, other: (&Tensor, &Arr), choice: u8, arg: u8) -> (Te
                 },
             )
         }
+        12 if nd >= 1 => {
+            // the same node at two indexings in one kernel (realized when it is expensive)
+            let r = a.map_index(a.shape.clone(), |idx| {
+                let mut s = idx.to_vec();
+                s[ax] = a.shape[ax] - 1 - s[ax];
+                a.at(idx) + a.at(&s)
+            });
+            (t + t.flip(&[ax as isize]), r)
+        }
+        13 => {
+            // broadcast inside a reduction: each element evaluated 3 times per output
+            let mut big = vec![3isize];
+            big.extend(a.shape.iter().map(|&d| d as isize));
+            let r = a.unary(|x| 3.0 * x);
+            (t.unsqueeze(0).expand(&big).sum(0isize), r)
+        }
+        14 if nd >= 1 => {
+            // a gather along `ax`, some indices out of range (those select nothing: 0)
+            let n = a.shape[ax];
+            let index: Vec<i32> = (0..a.numel())
+                .map(|i| ((i * 7 + arg as usize) % (n + 1)) as i32)
+                .collect();
+            let it = Tensor::from_slice_on(&index, &a.shape, t.device());
+            let st = strides(&a.shape);
+            let r = a.map_index(a.shape.clone(), |idx| {
+                let flat: usize = idx.iter().zip(&st).map(|(i, s)| i * s).sum();
+                let v = index[flat] as usize;
+                if v >= n {
+                    return 0.0;
+                }
+                let mut s = idx.to_vec();
+                s[ax] = v;
+                a.at(&s)
+            });
+            (t.gather(ax as isize, &it), r)
+        }
         _ => (t.clone(), a.clone()),
     }
 }
@@ -190,7 +228,10 @@ fn input(shape: &[usize], seed: u64, device: &str) -> (Tensor, Arr) {
 }
 
 fn run(shape: &[usize], seed: u64, steps: &[(u8, u8)], device: &str) -> (Vec<f32>, Arr) {
-    let (mut t, mut a) = input(shape, seed, device);
+    // three input buffers: a node computed from all of them is "expensive" to the realize rules
+    let (t0, a0) = input(shape, seed, device);
+    let (t1, a1) = input(shape, seed + 2, device);
+    let (mut t, mut a) = (&t0 + &t1 * 0.5, a0.zip(&a1, |x, y| x + y * 0.5));
     let (o, oa) = input(shape, seed + 1, device);
     for &(c, arg) in steps {
         // the second operand only combines while shapes still match
@@ -221,7 +262,7 @@ proptest! {
     fn random_graphs_match_on_cpu_ref_and_eager(
         shape in prop::collection::vec(1usize..5, 1..4),
         seed in 0u64..1000,
-        steps in prop::collection::vec((any::<u8>(), any::<u8>()), 1..7),
+        steps in prop::collection::vec((any::<u8>(), any::<u8>()), 1..9),
     ) {
         let (cpu, reference) = run(&shape, seed, &steps, "CPU");
         let (refdev, _) = run(&shape, seed, &steps, "REF");
