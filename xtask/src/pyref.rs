@@ -75,9 +75,10 @@ def np_inp(i, *shape):
 /// warm-up's result to the output file and prints the median seconds.
 const PY_TIMER: &str = "
 def _f32(r):
-    if hasattr(r, 'detach'):
+    kind = type(r).__module__.split('.')[0]
+    if kind == 'torch':
         r = r.detach().cpu().numpy()
-    elif not isinstance(r, (np.ndarray, float, int, np.generic)) and hasattr(r, 'numpy'):
+    elif kind == 'tinygrad':
         r = r.numpy()
     return np.asarray(r, dtype=np.float32).reshape(-1)
 r = _f32(op())

@@ -13,7 +13,8 @@
 //! across the rows of its `A` block (L2).
 //!
 //! `CPU_GEMM=0` turns the path off (the generic Cranelift kernels run instead);
-//! `CPU_GEMM_MIN_FLOPS` sets the smallest kernel that takes it (default 2^22 flops). The path
+//! `CPU_GEMM_MIN_FLOPS` sets the smallest kernel that takes it (default [`DEFAULT_MIN_FLOPS`],
+//! 2^16, chosen by measurement). The path
 //! needs AVX2 and FMA, detected at run time; without them it is never taken.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -68,13 +69,26 @@ pub fn launch_count() -> u64 {
     LAUNCHES.load(Ordering::Relaxed)
 }
 
+/// The smallest matmul (flops of one matmul of a batch) that takes the path by default: 2^16. Measured (`cargo run
+/// --release --example skinny_matmul` on a 2-core Zen 3, median of 30): the path is ahead of the
+/// generic kernels at every eligible shape down to 8x64x64 — 3.1x at a 12x384x384 transformer
+/// projection (107 vs 330 us), 1.25x at 64x64x64 — and even at 8x64x64 (65,536 flops, 31 vs
+/// 33 us, launch overhead on both sides); the old 2^22 sent a batch-1 transformer's
+/// projections to the generic kernels.
+pub const DEFAULT_MIN_FLOPS: f64 = 65536.0;
+
+/// With a nonzero `CPU_GEMM_MIN_FLOPS`, the smaller output side a kernel needs to take the path:
+/// below 8 rows (or columns) most of the micro-kernel's 6x16 tile is padding, and the generic
+/// kernels win (4x384x384: 151 vs 84 us; 8x384x384: 109 vs 129 us, 1.18x for the path).
+pub const MIN_SIDE: usize = 8;
+
 fn min_flops_cell() -> &'static AtomicU64 {
     static MIN: OnceLock<AtomicU64> = OnceLock::new();
     MIN.get_or_init(|| {
         let v = std::env::var("CPU_GEMM_MIN_FLOPS")
             .ok()
             .and_then(|v| v.parse().ok())
-            .unwrap_or((1u64 << 22) as f64);
+            .unwrap_or(DEFAULT_MIN_FLOPS);
         AtomicU64::new(v.to_bits())
     })
 }
@@ -84,8 +98,8 @@ fn min_flops() -> f64 {
 }
 
 /// Sets the smallest kernel (in flops) that takes the GEMM path, for kernels compiled from now
-/// on (`CPU_GEMM_MIN_FLOPS` sets the initial value; `0.0` sends every eligible kernel there —
-/// what the tests of the path do).
+/// on (`CPU_GEMM_MIN_FLOPS` sets the initial value; `0.0` sends every eligible kernel there,
+/// whatever its smaller side — what the tests of the path do).
 pub fn set_min_flops(flops: f64) {
     min_flops_cell().store(flops.to_bits(), Ordering::Relaxed);
 }
@@ -95,7 +109,17 @@ pub(crate) fn compile(dev: &CpuDevice, ast: &UOp) -> Option<Result<CompiledAst, 
     if !enabled() {
         return None;
     }
-    let plan = plan_gemm(ast, TILE, min_flops())?;
+    let min = min_flops();
+    let plan = plan_gemm(ast, TILE, min)?;
+    // with a threshold (not the tests' 0: every eligible kernel), a smaller side below
+    // MIN_SIDE stays on the generic kernels, which are faster there (measured, see
+    // DEFAULT_MIN_FLOPS) ...
+    // ... and so does a batch of small matmuls (attention's per-head 12x12x32 products): the
+    // threshold applies to one matmul of the batch, not the batch's total
+    let one = 2.0 * (plan.m * plan.n * plan.k) as f64;
+    if min > 0.0 && (plan.n.min(plan.m) < MIN_SIDE || one < min) {
+        return None;
+    }
     Some(GemmKernel::new(dev, plan).map(|k| {
         let name = k.name.clone();
         let flops = 2.0 * (k.plan.batch * k.plan.m * k.plan.n * k.plan.k) as f64;

@@ -184,6 +184,23 @@ fn record(
     pos: &Positions,
     created: &[(DType, usize, UOp)],
 ) -> Option<Entry> {
+    // only the buffers the schedule uses: lowering may create some for kernels it rebuilds
+    let mut used: std::collections::HashSet<&UOp> = std::collections::HashSet::new();
+    for b in sched
+        .items
+        .iter()
+        .flat_map(|it| &it.bufs)
+        .chain(sched.becomes.values())
+    {
+        used.insert(b);
+        if b.op() == Ops::Reshape {
+            used.insert(b.s(0));
+        }
+    }
+    let created: Vec<&(DType, usize, UOp)> = created
+        .iter()
+        .filter(|(_, _, b)| used.contains(b))
+        .collect();
     let new_index: HashMap<&UOp, usize> = created
         .iter()
         .enumerate()
@@ -216,7 +233,7 @@ fn record(
     }
     Some(Entry {
         sig,
-        new_buffers: created.iter().map(|(dt, n, _)| (*dt, *n)).collect(),
+        new_buffers: created.iter().map(|&&(dt, n, _)| (dt, n)).collect(),
         items,
         becomes,
     })

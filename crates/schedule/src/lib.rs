@@ -104,14 +104,19 @@ fn schedule_uncached(outputs: &[UOp], new_buffer: &mut dyn FnMut(DType, usize) -
         }
     }
 
-    // Build kernels for every realized node; when lowering finds a reduction that must be
-    // realized (broadcast, nested, or used in two places), add it and start over, so no kernel
-    // inlines work that another kernel also computes.
+    // Build kernels for every realized node, in topological order; when lowering finds a node
+    // that must be realized (a reduction broadcast, nested or used in two places, an expensive
+    // node used twice), add it and rebuild every kernel from the first one that inlined it, so
+    // no kernel inlines work that another kernel also computes. Kernels before that one did not
+    // see the node and stay as they are (rebuilding everything on each find made scheduling
+    // quadratic: ~300 ms for a 6-layer transformer's 120 kernels).
+    let mut items: Vec<ScheduleItem> = Vec::new();
+    let mut becomes = sched.becomes.clone();
+    let mut done: HashMap<UOp, UOp> = HashMap::new(); // realized node -> its Buffer UOp
+    let mut built: Vec<(UOp, usize)> = Vec::new(); // realized node, its kernel's index
+    let mut seen: HashMap<UOp, (usize, Vec<UOp>)> = HashMap::new();
     'restart: loop {
-        let mut items = Vec::new();
-        let mut becomes = sched.becomes.clone();
-        let mut done: HashMap<UOp, UOp> = HashMap::new(); // realized node -> its Buffer UOp
-        let mut seen = HashMap::new();
+        // what a node reads depends on the realize set, which just grew
         let mut cost = HashMap::new();
         for n in &topo {
             if !realize.contains(n) || done.contains_key(n) {
@@ -122,14 +127,9 @@ fn schedule_uncached(outputs: &[UOp], new_buffer: &mut dyn FnMut(DType, usize) -
             let is_realized = |u: &UOp| u != n && realize.contains(u);
             let ranges = output_ranges(&shape);
             let n_ranges = ranges.iter().filter(|r| r.op() == Ops::Range).count();
-            let mut low = Lowering::new(
-                &is_realized,
-                numel,
-                n_ranges,
-                &mut seen,
-                &mut cost,
-                items.len(),
-            );
+            let kernel = items.len();
+            let mut low =
+                Lowering::new(&is_realized, numel, n_ranges, &mut seen, &mut cost, kernel);
             low.output = Some(n.clone());
             let value = low.lower(n, &ranges, None, false);
             if let Some(r) = low.found.take() {
@@ -140,6 +140,17 @@ fn schedule_uncached(outputs: &[UOp], new_buffer: &mut dyn FnMut(DType, usize) -
                     r.op(),
                     r.shape()
                 );
+                let from = seen.get(&r).map_or(kernel, |(k, _)| *k).min(kernel);
+                items.truncate(from);
+                while let Some((node, k)) = built.last() {
+                    if *k < from {
+                        break;
+                    }
+                    done.remove(node);
+                    becomes.remove(node);
+                    built.pop();
+                }
+                seen.retain(|_, (k, _)| *k < from);
                 continue 'restart;
             }
             let inputs = std::mem::take(&mut low.inputs);
@@ -169,11 +180,12 @@ fn schedule_uncached(outputs: &[UOp], new_buffer: &mut dyn FnMut(DType, usize) -
             };
             becomes.insert(n.clone(), view);
             done.insert(n.clone(), buf);
+            built.push((n.clone(), kernel));
         }
-        sched.items = items;
-        sched.becomes = becomes;
         break;
     }
+    sched.items = items;
+    sched.becomes = becomes;
     // Outputs whose graph was rewritten (split reductions) become what their rewrite became.
     for (o, s) in requested.iter().zip(outputs) {
         if o != s
