@@ -1,7 +1,8 @@
 //! `cargo xtask`: project automation for tinygrad-rs.
 //!
 //! Commands:
-//! - `bench`: the kernel and end-to-end performance table (see [`mod@bench`]).
+//! - `bench`: the kernel and end-to-end performance table (see [`mod@bench`]; its Python
+//!   references — numpy, PyTorch, tinygrad — run through [`pyref`]).
 
 mod bench;
 mod pyref;

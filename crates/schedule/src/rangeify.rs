@@ -86,7 +86,7 @@ pub struct Lowering<'a> {
     pub kernel: usize,
     /// The node this kernel computes (never realized from inside its own kernel).
     pub output: Option<UOp>,
-    /// The buffers each node asked about reads ([`Lowering::reads_many_buffers`]), in this
+    /// The buffers each node asked about reads (more than two make it expensive), in this
     /// schedule round.
     pub cost: &'a mut HashMap<UOp, Leaves>,
 }

@@ -366,15 +366,15 @@ def embed(ids, first):
         shapes = shapes.join(", ")
     );
     match decode_past {
-        None => code.push_str(&format!(
+        None => code.push_str(
             "\
 def op():
     x = embed(ids, 0)
     for w in L:
         x = layer(x, w)
     return x.mean(1)
-"
-        )),
+",
+        ),
         Some(past) => {
             let base = 1 + shapes.len();
             code.push_str(&format!(
