@@ -17,10 +17,12 @@
 //! - a reduction whose result is broadcast (`x - x.max(1, keepdim)`), that sits inside another
 //!   reduction, or that would be inlined in two places (two kernels, or two different indexings):
 //!   it gets its own kernel (found while lowering its consumers), so no work is done twice;
-//! - an expensive computed node (one reading more than two buffers, tinygrad's measure) that
-//!   would be inlined in two places, or broadcast so that a kernel evaluates it more often than
-//!   it has elements (a LayerNorm's output feeding a matmul): the cost of a kernel never grows
-//!   with the depth of the graph before it.
+//! - an expensive computed node (one reading more than two buffers, tinygrad's measure, or
+//!   whose float work per element is a transcendental's or more: recomputing an `exp` costs
+//!   more than storing and loading it) that would be inlined in two places, or broadcast so
+//!   that a kernel evaluates it more often than it has elements (a LayerNorm's output feeding a
+//!   matmul): the cost of a kernel never grows with the depth of the graph before it, and
+//!   softmax's `exp` runs once.
 //!
 //! Everything else is fused: elementwise chains, movement ops (as index math), a reduction and
 //! the elementwise ops after it.

@@ -136,9 +136,10 @@ impl<'a> Lowering<'a> {
 
     /// Whether the computed (elementwise) node `n`, evaluated here at `idx` with `red_iters`
     /// iterations of the reductions around it, must be realized instead of inlined: when it is
-    /// expensive ([`Lowering::reads_many_buffers`]) and either inlined somewhere else too (another
-    /// kernel, or another indexing in this one), or broadcast, so that this kernel evaluates it
-    /// more times than it has elements (a matmul's operand, read once per output column).
+    /// expensive (it reads more than two buffers, or its float work is a transcendental's or
+    /// more) and either inlined somewhere else too (another kernel, or another indexing in this
+    /// one), or broadcast, so that this kernel evaluates it more times than it has elements (a
+    /// matmul's operand, read once per output column).
     ///
     /// This is tinygrad's rule for keeping a buffer (`remove_bufferize`: a node read by several
     /// consumers stays a buffer unless it is computed from at most two buffers). Without it a
@@ -154,7 +155,7 @@ impl<'a> Lowering<'a> {
         let elems: usize = n.shape_vec().iter().product();
         let evaluations = self.out_elems.saturating_mul(red_iters.max(1));
         let broadcast = elems > 0 && evaluations >= elems.saturating_mul(2);
-        if (elsewhere || broadcast) && self.reads_many_buffers(n) {
+        if (elsewhere || broadcast) && (self.reads_many_buffers(n) || self.costly_to_recompute(n)) {
             return true;
         }
         self.seen.entry(n.clone()).or_insert(here);
@@ -167,6 +168,17 @@ impl<'a> Lowering<'a> {
     /// stay fused wherever they are used.
     fn reads_many_buffers(&mut self, n: &UOp) -> bool {
         matches!(self.leaves(n), Leaves::Many)
+    }
+
+    /// Whether computing `n` inline again costs more than storing it once and loading it: its
+    /// float work per element (a transcendental counts [`TRANSCENDENTAL_WORK`] operations, every
+    /// other float op one) reaches [`TRANSCENDENTAL_WORK`]. Storing and loading an element moves 8
+    /// bytes (~0.4 ns at this machine's 20 GB/s on 2 cores), where the CPU's `exp` takes ~1.2 ns
+    /// per element: softmax's `exp(x - max)` is computed once, not in both the sum's kernel and
+    /// the division's. Integer and bool work (index arithmetic, `arange`, one-hot masks) is not
+    /// counted: it stays fused, so gathers still collapse.
+    fn costly_to_recompute(&mut self, n: &UOp) -> bool {
+        matches!(self.leaves(n), Leaves::Few(_, work) if work >= TRANSCENDENTAL_WORK)
     }
 
     /// The buffers `n` reads when computed inline, memoized per schedule round: each node's set
@@ -184,21 +196,23 @@ impl<'a> Lowering<'a> {
                 continue;
             }
             let l = if u != *n && is_leaf(&u) || u.op() == Ops::Buffer {
-                Leaves::Few(vec![u.clone()])
+                Leaves::Few(vec![u.clone()], 0)
             } else if u.op() == Ops::ReduceAxis {
                 Leaves::Many
             } else {
                 let mut few: Vec<UOp> = Vec::new();
                 let mut many = false;
+                let mut work = float_work(&u);
                 for s in u.src() {
                     let ls = if s.op() == Ops::Buffer || realized(s) {
-                        Leaves::Few(vec![s.clone()])
+                        Leaves::Few(vec![s.clone()], 0)
                     } else {
                         self.cost.get(s).cloned().unwrap_or(Leaves::Many)
                     };
                     match ls {
                         Leaves::Many => many = true,
-                        Leaves::Few(v) => {
+                        Leaves::Few(v, w) => {
+                            work = work.saturating_add(w);
                             for b in v {
                                 if !few.contains(&b) {
                                     few.push(b);
@@ -211,7 +225,11 @@ impl<'a> Lowering<'a> {
                         break;
                     }
                 }
-                if many { Leaves::Many } else { Leaves::Few(few) }
+                if many {
+                    Leaves::Many
+                } else {
+                    Leaves::Few(few, work)
+                }
             };
             self.cost.insert(u, l);
         }
@@ -446,10 +464,28 @@ impl<'a> Lowering<'a> {
 /// The buffers (and realized nodes) a node reads when computed inline.
 #[derive(Clone, Debug)]
 pub enum Leaves {
-    /// At most two, listed.
-    Few(Vec<UOp>),
+    /// At most two, listed, and the float work per element of computing it inline (shared
+    /// sources counted once per use).
+    Few(Vec<UOp>, u32),
     /// More than two, or a reduction.
     Many,
+}
+
+/// The float work a transcendental (`exp2`, `log2`, `sin`, `pow`) counts for, and the
+/// work from which a node used twice is stored rather than recomputed.
+pub const TRANSCENDENTAL_WORK: u32 = 24;
+
+/// One node's own float work per element (see [`Lowering`]'s `costly_to_recompute`).
+fn float_work(u: &UOp) -> u32 {
+    if !u.dtype().base().is_float() {
+        return 0;
+    }
+    match u.op() {
+        Ops::Exp2 | Ops::Log2 | Ops::Sin | Ops::Pow => TRANSCENDENTAL_WORK,
+        Ops::Sqrt | Ops::Recip | Ops::FDiv => 4,
+        op if op.is_elementwise() => 1,
+        _ => 0,
+    }
 }
 
 /// One evaluation of the lowering: a node at its indices, under its validity, and the number of
