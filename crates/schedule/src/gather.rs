@@ -10,7 +10,7 @@
 //! nothing, as before. Every load whose address depends on `r` is gated by the range check and
 //! its index clamped into the range, so an out-of-range index never reads out of bounds.
 //!
-//! The `arange` side is what [`Tensor::arange`](../../tinygrad_tensor) and the one-hot helpers
+//! The `arange` side is what the tensor crate's `Tensor::arange` and one-hot helpers
 //! build without data: a sum over binary digits, `sum_k where((r // 2^k) % 2 >= 1, 2^k, 0)`,
 //! possibly cast. [`as_ramp`] recognizes it (and `r` itself) and proves it equals `r` on the
 //! whole range.
