@@ -69,12 +69,12 @@ pub fn launch_count() -> u64 {
     LAUNCHES.load(Ordering::Relaxed)
 }
 
-/// The smallest matmul (flops of one matmul of a batch) that takes the path by default: 2^16. Measured (`cargo run
-/// --release --example skinny_matmul` on a 2-core Zen 3, median of 30): the path is ahead of the
-/// generic kernels at every eligible shape down to 8x64x64 — 3.1x at a 12x384x384 transformer
-/// projection (107 vs 330 us), 1.25x at 64x64x64 — and even at 8x64x64 (65,536 flops, 31 vs
-/// 33 us, launch overhead on both sides); the old 2^22 sent a batch-1 transformer's
-/// projections to the generic kernels.
+/// The smallest matmul (flops of one matmul of a batch) that takes the path by default: 2^16.
+/// Measured (`cargo run --release --example skinny_matmul` on a 2-vCPU AMD EPYC, median of 30,
+/// several runs): with a smaller side of at least 8 the path is ahead of the generic kernels at
+/// every shape tried — 1.3-3.1x at a 12x384x384 transformer projection, 1.2-1.5x at 64x64x64 —
+/// and even at 8x64x64 (65,536 flops, 0.94-1.06x: launch overhead on both sides); the old 2^22
+/// sent a batch-1 transformer's projections to the generic kernels.
 pub const DEFAULT_MIN_FLOPS: f64 = 65536.0;
 
 /// With a nonzero `CPU_GEMM_MIN_FLOPS`, the smaller output side a kernel needs to take the path:

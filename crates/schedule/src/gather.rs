@@ -105,8 +105,10 @@ fn collapse_one(red: &UOp) -> Option<UOp> {
     let mut in_range_all: Option<UOp> = None;
     for (r, idx) in &picks {
         let size = r.s(0).as_int()?;
-        let in_range =
-            &idx.ge(UOp::cnst(idx.dtype(), 0i64)) & &idx.lt(UOp::cnst(idx.dtype(), size));
+        // `idx <= size - 1`, not `idx < size`: `size` itself may not fit the index's dtype (an
+        // int8 index into 128 rows; `as_ramp` only checks that `size - 1` does)
+        let last = UOp::cnst(idx.dtype(), size - 1);
+        let in_range = &idx.ge(UOp::cnst(idx.dtype(), 0i64)) & &last.lt(idx).neg();
         // clamped into the range as well as gated: the index arithmetic built on it then has
         // the range's bounds (an int32 index near 2^31 would not fit a 32-bit target's index
         // constants), and an address is in bounds even before the gate
@@ -298,4 +300,69 @@ fn digit_parts(t: &UOp) -> Option<(UOp, u32, bool)> {
 
 fn is_int_const(u: &UOp, v: i64) -> bool {
     u.op() == Ops::Const && u.as_int() == Some(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rangeify::global_for;
+    use tinygrad_uop::{AxisKind, graph_rewrite, sym};
+
+    /// `sum_r where(idx == cast(r), table[r], -0.0)` over a range of `size`, with a constant
+    /// `idx` of dtype `dt`, collapsed and constant-folded.
+    fn collapsed_pick(dt: DType, size: i64, idx: i64) -> UOp {
+        let r = UOp::range(size, 0, AxisKind::Reduce);
+        let g = global_for(DType::FLOAT32, 1);
+        let load = UOp::new(
+            Ops::Load,
+            DType::FLOAT32,
+            vec![UOp::new(
+                Ops::Index,
+                g.dtype(),
+                vec![g, r.clone()],
+                Arg::None,
+            )],
+            Arg::None,
+        );
+        let hit = UOp::cnst(dt, idx).eq_(r.cast(dt));
+        let body = hit.where_(load, UOp::cnst(DType::FLOAT32, -0.0));
+        let red = UOp::new(
+            Ops::Reduce,
+            DType::FLOAT32,
+            vec![body, r],
+            Arg::Op(Ops::Add),
+        );
+        let out = collapse_gathers(&red);
+        assert!(
+            !out.toposort().iter().any(|u| u.op() == Ops::Reduce),
+            "not collapsed"
+        );
+        graph_rewrite(&out, sym(), &mut (), false)
+    }
+
+    fn selects(u: &UOp) -> bool {
+        u.toposort().iter().any(|n| n.op() == Ops::Load)
+    }
+
+    #[test]
+    fn the_range_check_fits_the_index_dtype() {
+        // an int8 index into a range of 128: the bound must be `<= 127`, never the constant 128
+        // (which int8 wraps to -128, selecting nothing)
+        assert!(selects(&collapsed_pick(DType::INT8, 128, 5)));
+        assert!(selects(&collapsed_pick(DType::INT8, 128, 127)));
+        assert!(selects(&collapsed_pick(DType::INT32, 10, 0)));
+        // outside the range: nothing selected (the sum of -0.0s)
+        for (dt, size, idx) in [
+            (DType::INT8, 128, -1),
+            (DType::INT32, 10, 10),
+            (DType::INT32, 10, -3),
+        ] {
+            let out = collapsed_pick(dt, size, idx);
+            assert!(
+                !selects(&out),
+                "{dt} {idx} of {size} selected something: {}",
+                out.pretty()
+            );
+        }
+    }
 }

@@ -311,7 +311,8 @@ impl Encoder {
         x.mean(1isize)
     }
 
-    /// Logits (1, 1, VOCAB) of one new token after `caches.len()` cached positions.
+    /// Logits (1, 1, VOCAB) of one new token after the positions held in `caches` (one (keys,
+    /// values) pair per layer, each (1, HEADS, past, HIDDEN / HEADS)).
     fn decode(&self, id: &Tensor, caches: &[(Tensor, Tensor)]) -> Tensor {
         let past = caches[0].0.shape()[2];
         let mut x = self.embed(id, past);
