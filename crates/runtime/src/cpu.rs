@@ -20,15 +20,17 @@ pub(crate) type KernelFn = unsafe extern "C" fn(*const *mut u8, i64, i64);
 
 /// The Cranelift JIT device.
 pub struct CpuDevice {
+    name: &'static str,
     renderer: CraneliftRenderer,
     flags: settings::Flags,
 }
 
 impl CpuDevice {
-    /// Sets up the JIT for the host ISA.
-    pub fn new() -> Result<CpuDevice, DeviceError> {
+    /// Sets up the JIT for the host ISA, for the device called `name` (`CPU`, `CPU:1`: each
+    /// its own device with its own buffers, sharing the host's cores).
+    pub fn new(name: &'static str) -> Result<CpuDevice, DeviceError> {
         let unavailable = |reason: String| DeviceError::Unavailable {
-            name: "CPU".into(),
+            name: name.into(),
             reason,
         };
         let mut fb = settings::builder();
@@ -52,7 +54,11 @@ impl CpuDevice {
                 .iter()
                 .any(|f| f.name == "has_fma" && f.as_bool() == Some(true));
         let renderer = CraneliftRenderer::new(isa.frontend_config()).with_fma(fma);
-        Ok(CpuDevice { renderer, flags })
+        Ok(CpuDevice {
+            name,
+            renderer,
+            flags,
+        })
     }
 
     fn jit(&self, prog: &Program) -> Result<(KernelFn, String, JITModule), String> {
@@ -149,7 +155,7 @@ impl CpuDevice {
 
 impl Device for CpuDevice {
     fn name(&self) -> &'static str {
-        "CPU"
+        self.name
     }
 
     fn optimizes(&self) -> bool {
@@ -177,10 +183,7 @@ impl Device for CpuDevice {
 /// Locked host memory of a launch's buffers: the guards (held until dropped) and each slot's
 /// address.
 pub(crate) struct LockedBuffers<'a> {
-    _guards: Vec<(
-        u64,
-        std::sync::MutexGuard<'a, Option<crate::buffer::HostMem>>,
-    )>,
+    _guards: Vec<(u64, crate::buffer::HostLock<'a>)>,
     /// The address of each slot's memory, in slot order.
     pub addrs: Vec<usize>,
 }
@@ -233,8 +236,7 @@ pub(crate) fn lock_buffers<'a>(
             .iter_mut()
             .find(|(id, _)| *id == b.id())
             .expect("locked above");
-        let mem = g.1.as_mut().expect("allocated by lock");
-        addrs.push(mem.as_mut_ptr() as usize);
+        addrs.push(g.1.as_mut_ptr() as usize);
     }
     LockedBuffers {
         _guards: guards,

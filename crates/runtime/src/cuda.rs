@@ -6,48 +6,55 @@
 //! driver library or a GPU, [`open`] returns [`DeviceError::Unavailable`] with the reason; it
 //! never panics.
 //!
-//! Memory, as a first step: buffers live in host memory like on every other device. A launch
-//! copies the kernel's distinct buffers to device memory, runs the kernel and copies the output
-//! (slot 0) back. Device allocations are stream-ordered (`cuMemAllocAsync` where the GPU has
-//! memory pools), so the driver's pool caches and reuses them from launch to launch. Keeping
-//! buffers resident on the GPU (device-side storage in `Buffer`) is the next step.
+//! # Memory
+//! Buffers live in GPU memory: the device's [`Allocator`](crate::allocator::Allocator) gives
+//! each buffer a stream-ordered device allocation (`cuMemAllocAsync` where the GPU has memory
+//! pools), and freed allocations are pooled by size and reused. Kernels get the buffers' device
+//! pointers and are queued on the device's one stream without waiting; the host waits only when
+//! it reads data back ([`Allocator::copyout`](crate::allocator::Allocator::copyout)) or times a
+//! kernel. Copies between two buffers of one GPU stay on it (`cuMemcpyDtoDAsync`).
 //!
-//! `DEBUG=2` times each kernel with CUDA events recorded around the launch (the kernel alone,
-//! without the copies).
+//! `CUDA:n` is GPU `n` (an `Unavailable` error naming how many GPUs there are when it is
+//! missing).
+//!
+//! `DEBUG=2` times each kernel with CUDA events recorded around the launch.
 
 use std::sync::Arc;
 
 use crate::device::{Device, DeviceError};
 
-/// The `CUDA` device, or why it is unavailable.
-pub fn open() -> Result<Arc<dyn Device>, DeviceError> {
+/// The `CUDA` device called `name` (GPU `index`), or why it is unavailable.
+pub fn open(name: &'static str, index: usize) -> Result<Arc<dyn Device>, DeviceError> {
     #[cfg(feature = "cuda")]
     {
-        imp::CudaDevice::new().map(|d| Arc::new(d) as Arc<dyn Device>)
+        imp::CudaDevice::new(name, index).map(|d| Arc::new(d) as Arc<dyn Device>)
     }
     #[cfg(not(feature = "cuda"))]
     {
+        let _ = index;
         Err(unavailable(
+            name,
             "this build has no CUDA support (build with `--features cuda`)".into(),
         ))
     }
 }
 
-fn unavailable(reason: String) -> DeviceError {
+fn unavailable(name: &str, reason: String) -> DeviceError {
     DeviceError::Unavailable {
-        name: "CUDA".into(),
+        name: name.into(),
         reason,
     }
 }
 
 #[cfg(feature = "cuda")]
 mod imp {
+    use std::collections::HashMap;
     use std::panic::{AssertUnwindSafe, catch_unwind};
-    use std::sync::Arc;
+    use std::sync::{Arc, Mutex};
 
     use cudarc::driver::{
-        CudaContext, CudaFunction, CudaSlice, CudaStream, DriverError, LaunchConfig, PushKernelArg,
-        sys,
+        CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, DriverError, LaunchConfig,
+        PushKernelArg, sys,
     };
     use cudarc::nvrtc::Ptx;
     use tinygrad_codegen::ptx::{LaunchDims, PtxRenderer, entry_name, launch_dims};
@@ -56,19 +63,26 @@ mod imp {
 
     use super::unavailable;
     use crate::Buffer;
+    use crate::allocator::{Allocator, Direction, RawMem, count_transfer};
     use crate::device::{Device, DeviceError, Kernel};
 
-    /// GPU 0 through the CUDA driver.
+    /// Pooled allocations kept at most, in bytes.
+    const POOL_BYTES: usize = 1 << 30;
+
+    /// One GPU through the CUDA driver.
     pub struct CudaDevice {
+        name: &'static str,
         ctx: Arc<CudaContext>,
         stream: Arc<CudaStream>,
         renderer: PtxRenderer,
+        allocator: Arc<CudaAllocator>,
     }
 
     impl CudaDevice {
-        /// Opens GPU 0: checks for the driver library first (creating a context without it
-        /// panics inside cudarc), then for a device.
-        pub fn new() -> Result<CudaDevice, DeviceError> {
+        /// Opens GPU `index` as the device `name`: checks for the driver library first
+        /// (creating a context without it panics inside cudarc), then for the GPU.
+        pub fn new(name: &'static str, index: usize) -> Result<CudaDevice, DeviceError> {
+            let unavailable = |reason| unavailable(name, reason);
             // SAFETY: `is_culib_present` only tries to load the driver library (dlopen) and
             // reports whether that worked; it has no preconditions.
             if !unsafe { sys::is_culib_present() } {
@@ -78,38 +92,53 @@ mod imp {
             }
             let opened = catch_unwind(AssertUnwindSafe(|| -> Result<_, DriverError> {
                 let count = CudaContext::device_count()?;
-                if count < 1 {
-                    return Ok(None);
+                if (count.max(0) as usize) <= index {
+                    return Ok(Err(count));
                 }
-                let ctx = CudaContext::new(0)?;
+                let ctx = CudaContext::new(index)?;
                 let (major, minor) = ctx.compute_capability()?;
-                let name = ctx.name()?;
-                Ok(Some((ctx, major, minor, name)))
+                Ok(Ok((ctx, major, minor)))
             }));
-            let (ctx, major, minor, _name) = match opened {
-                Ok(Ok(Some(v))) => v,
-                Ok(Ok(None)) => return Err(unavailable("no CUDA GPU found".into())),
+            let (ctx, major, minor) = match opened {
+                Ok(Ok(Ok(v))) => v,
+                Ok(Ok(Err(count))) => {
+                    return Err(unavailable(format!(
+                        "no CUDA GPU {index} (this machine has {count})"
+                    )));
+                }
                 Ok(Err(e)) => return Err(unavailable(format!("CUDA driver error: {e}"))),
                 Err(_) => return Err(unavailable("the CUDA driver panicked on start-up".into())),
             };
             let sm = (major * 10 + minor) as u32;
             let renderer = PtxRenderer::new(sm);
             let stream = ctx.default_stream();
+            let allocator = Arc::new(CudaAllocator {
+                name,
+                ctx: ctx.clone(),
+                stream: stream.clone(),
+                pool: Mutex::new((HashMap::new(), 0)),
+            });
             Ok(CudaDevice {
+                name,
                 ctx,
                 stream,
                 renderer,
+                allocator,
             })
         }
     }
 
     impl Device for CudaDevice {
         fn name(&self) -> &'static str {
-            "CUDA"
+            self.name
         }
 
         fn caps(&self) -> TargetCaps {
             self.renderer.caps()
+        }
+
+        fn allocator(&self) -> Option<Arc<dyn Allocator>> {
+            Some(self.allocator.clone())
         }
 
         fn compile(&self, prog: &Program) -> Result<Arc<dyn Kernel>, DeviceError> {
@@ -129,6 +158,7 @@ mod imp {
                 .load_function(&entry_name(prog))
                 .map_err(|e| compile_err(format!("kernel entry not found: {e}")))?;
             Ok(Arc::new(CudaKernel {
+                device: self.name,
                 func,
                 stream: self.stream.clone(),
                 dims: launch_dims(prog),
@@ -138,7 +168,148 @@ mod imp {
         }
     }
 
+    /// Free allocations by size, and their total bytes.
+    type Pool = (HashMap<usize, Vec<CudaSlice<u8>>>, usize);
+
+    /// The GPU's memory: stream-ordered allocations of at least one byte (a valid pointer for
+    /// empty buffers), pooled by size.
+    struct CudaAllocator {
+        name: &'static str,
+        ctx: Arc<CudaContext>,
+        stream: Arc<CudaStream>,
+        pool: Mutex<Pool>,
+    }
+
+    impl CudaAllocator {
+        fn slice<'a>(&self, mem: &'a RawMem) -> Result<&'a CudaSlice<u8>, DeviceError> {
+            mem.downcast_ref::<CudaSlice<u8>>()
+                .ok_or_else(|| self.failed("a buffer that is no CUDA allocation".into()))
+        }
+
+        fn failed(&self, message: String) -> DeviceError {
+            DeviceError::Transfer {
+                device: self.name.to_string(),
+                message,
+            }
+        }
+    }
+
+    impl Allocator for CudaAllocator {
+        fn device(&self) -> &str {
+            self.name
+        }
+
+        fn alloc(&self, nbytes: usize, zeroed: bool) -> Result<RawMem, DeviceError> {
+            let len = nbytes.max(1);
+            let pooled = {
+                let mut pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
+                let got = pool.0.get_mut(&len).and_then(Vec::pop);
+                if got.is_some() {
+                    pool.1 -= len;
+                }
+                got
+            };
+            let oom = |e: DriverError| {
+                let (free, total) = self.ctx.mem_get_info().unwrap_or((0, 0));
+                DeviceError::OutOfMemory {
+                    device: self.name.to_string(),
+                    bytes: nbytes,
+                    message: format!(
+                        "{e} (the GPU has {free} of {total} bytes free, {} MiB of {} MiB)",
+                        free >> 20,
+                        total >> 20
+                    ),
+                }
+            };
+            let mut slice = match pooled {
+                Some(s) => s,
+                // SAFETY: the memory is uninitialized; it is zeroed below when asked, and
+                // otherwise handed only to a writer that overwrites it whole before any read
+                // (the `zeroed` contract of `Allocator::alloc`).
+                None => unsafe { self.stream.alloc::<u8>(len) }.map_err(oom)?,
+            };
+            if zeroed {
+                self.stream.memset_zeros(&mut slice).map_err(oom)?;
+            }
+            Ok(Box::new(slice))
+        }
+
+        fn free(&self, mem: RawMem, _nbytes: usize) {
+            if let Ok(s) = mem.downcast::<CudaSlice<u8>>() {
+                let len = s.len();
+                let mut pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
+                if pool.1 + len <= POOL_BYTES {
+                    pool.1 += len;
+                    pool.0.entry(len).or_default().push(*s);
+                }
+            }
+        }
+
+        fn copyin(&self, dst: &mut RawMem, src: &[u8]) -> Result<(), DeviceError> {
+            if src.is_empty() {
+                return Ok(());
+            }
+            let name = self.name;
+            let slice = dst
+                .downcast_mut::<CudaSlice<u8>>()
+                .ok_or_else(|| DeviceError::Transfer {
+                    device: name.to_string(),
+                    message: "a buffer that is no CUDA allocation".into(),
+                })?;
+            count_transfer(Direction::HostToDevice, src.len());
+            let mut view = slice.slice_mut(0..src.len());
+            self.stream
+                .memcpy_htod(src, &mut view)
+                .map_err(|e| self.failed(format!("upload of {} bytes: {e}", src.len())))
+        }
+
+        fn copyout(&self, src: &RawMem, dst: &mut [u8]) -> Result<(), DeviceError> {
+            if dst.is_empty() {
+                return Ok(());
+            }
+            let slice = self.slice(src)?;
+            count_transfer(Direction::DeviceToHost, dst.len());
+            let view = slice.slice(0..dst.len());
+            self.stream
+                .memcpy_dtoh(&view, dst)
+                .and_then(|()| self.stream.synchronize())
+                .map_err(|e| self.failed(format!("download of {} bytes: {e}", dst.len())))
+        }
+
+        fn transfer(
+            &self,
+            dst: &mut RawMem,
+            src: &RawMem,
+            nbytes: usize,
+        ) -> Result<bool, DeviceError> {
+            if nbytes == 0 {
+                return Ok(true);
+            }
+            let src = self.slice(src)?.slice(0..nbytes);
+            let name = self.name;
+            let dst = dst
+                .downcast_mut::<CudaSlice<u8>>()
+                .ok_or_else(|| DeviceError::Transfer {
+                    device: name.to_string(),
+                    message: "a buffer that is no CUDA allocation".into(),
+                })?;
+            count_transfer(Direction::DeviceToDevice, nbytes);
+            let mut dst = dst.slice_mut(0..nbytes);
+            self.stream
+                .memcpy_dtod(&src, &mut dst)
+                .map_err(|e| self.failed(format!("copy of {nbytes} bytes on the GPU: {e}")))?;
+            Ok(true)
+        }
+
+        fn synchronize(&self) -> Result<(), DeviceError> {
+            self.stream
+                .synchronize()
+                .map_err(|e| self.failed(format!("waiting for the GPU: {e}")))
+        }
+    }
+
     struct CudaKernel {
+        device: &'static str,
         func: CudaFunction,
         stream: Arc<CudaStream>,
         dims: LaunchDims,
@@ -147,30 +318,29 @@ mod imp {
     }
 
     impl CudaKernel {
-        /// Copies the buffers in, launches, copies the output back; the kernel's own time in
-        /// seconds when `timed`.
-        fn run(&self, bufs: &[Arc<Buffer>], timed: bool) -> Result<Option<f64>, DriverError> {
-            // One device allocation per distinct buffer (a kernel may read its output).
-            let mut distinct: Vec<usize> = Vec::new();
-            let mut slot_to: Vec<usize> = Vec::with_capacity(bufs.len());
-            for (i, b) in bufs.iter().enumerate() {
-                match distinct.iter().position(|&j| bufs[j].id() == b.id()) {
-                    Some(k) => slot_to.push(k),
-                    None => {
-                        slot_to.push(distinct.len());
-                        distinct.push(i);
-                    }
-                }
-            }
-            let mut dev: Vec<CudaSlice<u8>> = Vec::with_capacity(distinct.len());
-            for &i in &distinct {
-                let bytes = bufs[i].to_bytes();
-                // Zero-size buffers still get a (1-byte) allocation: a valid pointer.
-                let mut d = self.stream.alloc_zeros::<u8>(bytes.len().max(1))?;
-                if !bytes.is_empty() {
-                    self.stream.memcpy_htod(&bytes, &mut d)?;
-                }
-                dev.push(d);
+        /// Queues the kernel on the device's stream with the buffers' device pointers; waits
+        /// only when `timed` (the kernel's own time in seconds).
+        fn run(&self, bufs: &[Arc<Buffer>], timed: bool) -> Result<Option<f64>, String> {
+            let mut ptrs: Vec<u64> = Vec::with_capacity(bufs.len());
+            for b in bufs {
+                let ptr = b
+                    .with_device_mem(|m| {
+                        if m.allocator().device() != self.device {
+                            return Err(format!(
+                                "{b:?} is in {}'s memory, not {}'s",
+                                m.allocator().device(),
+                                self.device
+                            ));
+                        }
+                        let slice = m
+                            .raw()
+                            .downcast_ref::<CudaSlice<u8>>()
+                            .ok_or_else(|| format!("{b:?} is not a CUDA allocation"))?;
+                        let (ptr, _sync) = slice.device_ptr(&self.stream);
+                        Ok(ptr)
+                    })
+                    .map_err(|e| e.to_string())??;
+                ptrs.push(ptr);
             }
             let cfg = LaunchConfig {
                 grid_dim: (self.dims.grid, 1, 1),
@@ -178,23 +348,25 @@ mod imp {
                 shared_mem_bytes: 0,
             };
             let mut launch = self.stream.launch_builder(&self.func);
-            for &k in &slot_to {
-                launch.arg(&dev[k]);
+            for p in &ptrs {
+                launch.arg(p);
             }
             if timed {
                 launch.record_kernel_launch(sys::CUevent_flags::CU_EVENT_DEFAULT);
             }
             // SAFETY: the kernel was rendered from the program whose global slots these are: one
-            // `.param .u64` per slot, each a device allocation of at least the slot buffer's
-            // `nbytes` (dtypes checked by the caller). The generated code indexes within the
-            // buffers' shapes (the scheduler's index math) and predicates gated accesses, and
-            // the allocations outlive the launch (`dev` is dropped after the synchronizing copy
-            // below).
-            let events = unsafe { launch.launch(cfg) }?;
-            let out = self.stream.clone_dtoh(&dev[slot_to[0]])?;
-            bufs[0].copy_in(&out[..bufs[0].nbytes()]);
+            // `.param .u64` per slot, each the device pointer of an allocation of this device
+            // (checked above) of at least the slot buffer's `nbytes` (dtypes and counts checked
+            // by `checked_run`; extents by `run_schedule`). The generated code indexes within the
+            // buffers' shapes and predicates gated accesses. The allocations outlive the kernel:
+            // `bufs` own them, and memory freed after this call is reused only by work queued
+            // on this same stream after the kernel.
+            let events = unsafe { launch.launch(cfg) }.map_err(|e| e.to_string())?;
             match events {
-                Some((start, end)) => Ok(Some(f64::from(start.elapsed_ms(&end)?) / 1e3)),
+                Some((start, end)) => {
+                    let ms = start.elapsed_ms(&end).map_err(|e| e.to_string())?;
+                    Ok(Some(f64::from(ms) / 1e3))
+                }
                 None => Ok(None),
             }
         }

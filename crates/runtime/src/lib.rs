@@ -1,10 +1,13 @@
 //! The runtime: devices, buffers, compiling and launching kernels.
 //!
 //! Module map:
-//! - [`buffer`]: [`Buffer`], a typed array on a device, and its handle inside `Buffer` UOps.
+//! - [`allocator`]: device memory ([`allocator::Allocator`]: alloc, free, copyin, copyout,
+//!   transfer) and the counters of bytes between host and devices ([`transfer_stats`]).
+//! - [`buffer`]: [`Buffer`], a typed array on a device (host memory, or the device's own), and its
+//!   handle inside `Buffer` UOps.
 //! - [`buffer_pool`]: reuse of freed large host allocations (no page faults for new outputs).
-//! - [`device`]: the [`Device`]/[`Kernel`] traits, the registry (`CPU`, `REF`, `CUDA`, `WEBGPU`;
-//!   `DEV=`), `DEBUG`.
+//! - [`device`]: the [`Device`]/[`Kernel`] traits, the registry (`CPU`, `REF`, `CUDA`, `WEBGPU`,
+//!   each with an optional index: `CPU:1`; `DEV=`), `DEBUG`.
 //! - [`cpu`]: the Cranelift JIT device.
 //! - [`gemm`]: the CPU's GEMM path (packing kernels + AVX2/FMA micro-kernel + epilogue).
 //! - [`cuda`]: the `CUDA` device (PTX through the CUDA driver; cargo feature `cuda`).
@@ -15,6 +18,7 @@
 //! - [`beam`]: BEAM search (`BEAM=n`) for kernel opts, with its on-disk cache.
 //! - [`thread_pool`]: the persistent worker threads that split CPU kernels across cores.
 
+pub mod allocator;
 pub mod beam;
 pub mod buffer;
 pub mod buffer_pool;
@@ -29,8 +33,10 @@ pub mod webgpu;
 
 pub use beam::{beam_stats, beam_width, set_beam, set_beam_cache_dir};
 pub use buffer::{Buffer, BufferRef};
+pub use allocator::{TransferStats, thread_transfer_stats, transfer_stats};
 pub use device::{
-    DEVICE_NAMES, Device, DeviceError, Kernel, debug_level, default_device, get_device,
+    DEVICE_NAMES, Device, DeviceError, Kernel, canonical_device, debug_level, default_device,
+    get_device, with_default_device,
 };
 pub use realize::{
     compile_count, get_kernel, kernel_cache_capacity, kernel_cache_len, run_schedule,

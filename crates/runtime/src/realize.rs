@@ -218,11 +218,24 @@ fn estimate_flops(uops: &[UOp]) -> f64 {
     total
 }
 
-/// Runs `items` in order on `dev`.
+/// A schedule item made ready to run: its buffers, and its kernel (`None`: a copy).
+type Prepared = (Vec<Arc<Buffer>>, Option<Entry>);
+
+/// Runs `items` in order on `dev`: kernels on `dev`, copies (`Copy` items: slot 0 on `dev`,
+/// slot 1 on any device) the way the two devices allow.
+///
+/// Before anything runs, every buffer is checked against the device's limits and allocated and
+/// every kernel compiled, so that a buffer too large, an allocation refused or a kernel that
+/// does not compile is an `Err` with nothing half done. Kernels are queued without waiting
+/// (on GPU devices the host waits only when it reads data).
+///
+/// # Errors
+/// [`DeviceError`] for a buffer over a limit, an allocation or compilation that fails, or a
+/// copy that fails.
 pub fn run_schedule(dev: &dyn Device, items: &[ScheduleItem]) -> Result<(), DeviceError> {
     let width = crate::beam::beam_width();
     let start = Instant::now();
-    let mut in_kernels = 0.0f64;
+    let mut prepared: Vec<Prepared> = Vec::with_capacity(items.len());
     for item in items {
         let bufs: Vec<Arc<Buffer>> = item
             .bufs
@@ -231,29 +244,66 @@ pub fn run_schedule(dev: &dyn Device, items: &[ScheduleItem]) -> Result<(), Devi
                 Buffer::of(b).unwrap_or_else(|| panic!("schedule item bound to a non-buffer {b:?}"))
             })
             .collect();
+        let is_copy = item.ast.op() == Ops::Copy;
+        let name = if is_copy { "copy" } else { "" };
+        // limits first: a buffer the device cannot bind is not allocated at all
+        let bound = if is_copy { &bufs[..1] } else { &bufs[..] };
+        for b in bound {
+            dev.check_buffer(b.dtype, b.size).map_err(|e| match e {
+                DeviceError::Launch { message, .. } => DeviceError::Launch {
+                    kernel: name.to_string(),
+                    message,
+                },
+                e => e,
+            })?;
+        }
         // Allocate first, so that running out of memory is an `Err` (the output is overwritten
         // whole unless the kernel also reads it).
         for (i, b) in bufs.iter().enumerate() {
             let read = bufs[1..].iter().any(|o| o.id() == b.id());
             b.try_allocate(i == 0 && !read)?;
         }
-        let (kernel, name, flops, extents) = get_kernel_for(dev, &item.ast, Some((&bufs, width)))?;
+        if is_copy {
+            assert!(
+                bufs.len() == 2,
+                "run_schedule: a copy item binds 2 buffers, not {}",
+                bufs.len()
+            );
+            prepared.push((bufs, None));
+            continue;
+        }
+        let entry = get_kernel_for(dev, &item.ast, Some((&bufs, width)))?;
         // Every device (the CPU checks again at launch; a GPU would read out of bounds): each
         // buffer covers what the kernel's index arithmetic reaches.
-        check_extents(&extents, &bufs, &name)?;
-        for b in &bufs {
-            dev.check_buffer(b.dtype, b.size).map_err(|e| match e {
-                DeviceError::Launch { message, .. } => DeviceError::Launch {
-                    kernel: name.clone(),
-                    message,
-                },
-                e => e,
-            })?;
-        }
+        check_extents(&entry.3, &bufs, &entry.1)?;
+        prepared.push((bufs, Some(entry)));
+    }
+    let mut in_kernels = 0.0f64;
+    for (bufs, entry) in &prepared {
         let t0 = Instant::now();
+        let Some((kernel, name, flops, _)) = entry else {
+            bufs[0].copy_from(&bufs[1])?;
+            if debug_level() >= 2 {
+                // the copy's own time: wait for both devices
+                dev.synchronize()?;
+                let dt = t0.elapsed().as_secs_f64();
+                eprintln!(
+                    "*** {:<4} {:<24} arg  2 tm {:9.2}us {:7.2} GB/s  {} <- {}, {} bytes",
+                    dev.name(),
+                    "copy",
+                    dt * 1e6,
+                    bufs[0].nbytes() as f64 / dt / 1e9,
+                    bufs[0].device,
+                    bufs[1].device,
+                    bufs[0].nbytes()
+                );
+            }
+            in_kernels += t0.elapsed().as_secs_f64();
+            continue;
+        };
         if debug_level() >= 2 {
             // The device's own timing where it has one (GPU events), else wall time.
-            let timed = kernel.launch_timed(&bufs);
+            let timed = kernel.launch_timed(bufs);
             let clock = if timed.is_some() { "" } else { " (wall)" };
             let dt = timed.unwrap_or_else(|| t0.elapsed().as_secs_f64());
             let bytes: usize = bufs.iter().map(|b| b.nbytes()).sum();
@@ -268,7 +318,7 @@ pub fn run_schedule(dev: &dyn Device, items: &[ScheduleItem]) -> Result<(), Devi
                 clock
             );
         } else {
-            kernel.launch(&bufs);
+            kernel.launch(bufs);
         }
         in_kernels += t0.elapsed().as_secs_f64();
     }

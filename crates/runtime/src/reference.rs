@@ -14,11 +14,20 @@ use crate::Buffer;
 use crate::device::{Device, DeviceError, Kernel};
 
 /// The reference interpreter device.
-pub struct RefDevice;
+pub struct RefDevice {
+    name: &'static str,
+}
+
+impl RefDevice {
+    /// The device called `name` (`REF`, `REF:1`).
+    pub fn new(name: &'static str) -> RefDevice {
+        RefDevice { name }
+    }
+}
 
 impl Device for RefDevice {
     fn name(&self) -> &'static str {
-        "REF"
+        self.name
     }
 
     fn caps(&self) -> TargetCaps {

@@ -8,15 +8,26 @@
 //! adapter and device are created once per process.
 //!
 //! # Memory
-//! As a first step (like `CUDA`), buffers live in host memory. A launch uploads each *distinct*
-//! buffer of the kernel ([`Buffer::id`]; a buffer bound to several slots is one GPU buffer bound
-//! at several bindings) with `Queue::write_buffer`, dispatches, copies the output (slot 0) into a
-//! `MAP_READ` staging buffer, maps it and copies [`Buffer::nbytes`] bytes back. The GPU buffer of
-//! a host buffer has `storage_bytes = max(4, nbytes rounded up to a multiple of 4)` bytes
-//! ([`storage_bytes`]); host bytes are copied verbatim (little-endian), the padding is zero.
+//! Buffers live in GPU memory: the device's [`Allocator`] gives each
+//! [`Buffer`](crate::Buffer) a `wgpu::Buffer` (`STORAGE | COPY_SRC | COPY_DST`) of
+//! `storage_bytes = max(4, nbytes rounded up to a multiple of 4)` bytes ([`storage_bytes`]),
+//! zero-initialized unless its first writer overwrites it whole (then it may be a reused one:
+//! freed GPU buffers are pooled by size). Kernels bind those buffers directly and are submitted
+//! to the queue without waiting; the host waits only in [`Allocator::copyout`] (reading a tensor)
+//! and when timing (`DEBUG=2`). Uploads are `Queue::write_buffer`; downloads copy into a pooled
+//! `MAP_READ` staging buffer and map it. Two buffers of the same device copy on the GPU
+//! (`copy_buffer_to_buffer`).
+//!
+//! `WEBGPU_HOST_BUFFERS=1` brings back the first design, for comparison: buffers in host
+//! memory, each launch uploading its distinct buffers, dispatching and reading the output back
+//! (a synchronization per kernel).
+//!
 //! Dtypes narrower than 32 bits are packed in 32-bit words by the shader; 8-byte dtypes are used
-//! natively when the device has `SHADER_INT64`/`SHADER_F64`. GPU buffers (storage and staging)
-//! are pooled by size and reused from launch to launch.
+//! natively when the device has `SHADER_INT64`/`SHADER_F64`.
+//!
+//! # Several devices
+//! `WEBGPU:1`, `WEBGPU:2`, ... are devices of their own (their own wgpu device and queue, on the
+//! first adapter, as tinygrad opens one per name), with their own buffers and kernels.
 //!
 //! # Binding convention (what the WGSL renderer emits)
 //! Buffer slot `i` is `@group(0) @binding(i) var<storage, read_write>`: every slot is a
@@ -44,8 +55,8 @@
 //! timestamp writes, resolved and scaled by `Queue::get_timestamp_period`; without it the time
 //! is wall clock (labelled `(wall)` by `realize`).
 //!
-//! [`Buffer::id`]: crate::Buffer::id
-//! [`Buffer::nbytes`]: crate::Buffer::nbytes
+//! [`Allocator`]: crate::allocator::Allocator
+//! [`Allocator::copyout`]: crate::allocator::Allocator::copyout
 //! [`Device::check_buffer`]: crate::Device::check_buffer
 //! [`Kernel::launch_timed`]: crate::Kernel::launch_timed
 
@@ -54,17 +65,18 @@ use std::sync::Arc;
 use crate::device::{Device, DeviceError};
 
 #[cfg(feature = "webgpu")]
-pub use imp::{WebGpuDevice, WgslKernel, device, validate_wgsl};
+pub use imp::{WebGpuDevice, WgslKernel, device, device_named, validate_wgsl};
 
-/// The `WEBGPU` device, or why it is unavailable.
-pub fn open() -> Result<Arc<dyn Device>, DeviceError> {
+/// The `WEBGPU` device called `name` (`WEBGPU`, `WEBGPU:1`), or why it is unavailable.
+pub fn open(name: &'static str) -> Result<Arc<dyn Device>, DeviceError> {
     #[cfg(feature = "webgpu")]
     {
-        device().map(|d| d as Arc<dyn Device>)
+        device_named(name).map(|d| d as Arc<dyn Device>)
     }
     #[cfg(not(feature = "webgpu"))]
     {
         Err(unavailable(
+            name,
             "this build has no WebGPU support (build with `--features webgpu`)".into(),
         ))
     }
@@ -76,9 +88,9 @@ pub fn storage_bytes(nbytes: usize) -> usize {
     tinygrad_codegen::wgsl::storage_bytes(tinygrad_dtype::DType::UINT8, nbytes)
 }
 
-fn unavailable(reason: String) -> DeviceError {
+fn unavailable(name: &str, reason: String) -> DeviceError {
     DeviceError::Unavailable {
-        name: "WEBGPU".into(),
+        name: name.into(),
         reason,
     }
 }
@@ -96,6 +108,7 @@ mod imp {
 
     use super::{storage_bytes, unavailable};
     use crate::Buffer;
+    use crate::allocator::{Allocator, Direction, RawMem, count_transfer};
     use crate::device::{Device, DeviceError, Kernel};
 
     /// Checks a WGSL module with naga: parses it and validates it with every validation flag,
@@ -113,12 +126,30 @@ mod imp {
         Ok(())
     }
 
-    /// The `WEBGPU` device, created on first use (once per process).
+    /// The `WEBGPU` device (`WEBGPU:0`), created on first use (once per process).
     pub fn device() -> Result<Arc<WebGpuDevice>, DeviceError> {
-        static DEVICE: OnceLock<Result<Arc<WebGpuDevice>, DeviceError>> = OnceLock::new();
-        DEVICE
-            .get_or_init(|| WebGpuDevice::new().map(Arc::new))
+        device_named("WEBGPU")
+    }
+
+    /// The WebGPU device called `name` (canonical: `WEBGPU`, `WEBGPU:1`), created on first
+    /// use (once per process and name).
+    pub fn device_named(name: &'static str) -> Result<Arc<WebGpuDevice>, DeviceError> {
+        type Devices = Mutex<HashMap<&'static str, Result<Arc<WebGpuDevice>, DeviceError>>>;
+        static DEVICES: OnceLock<Devices> = OnceLock::new();
+        let mut devices = DEVICES
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        devices
+            .entry(name)
+            .or_insert_with(|| WebGpuDevice::new(name).map(Arc::new))
             .clone()
+    }
+
+    /// Whether `WEBGPU_HOST_BUFFERS=1` asks for buffers in host memory (the first design).
+    fn host_buffers() -> bool {
+        static ON: OnceLock<bool> = OnceLock::new();
+        *ON.get_or_init(|| std::env::var("WEBGPU_HOST_BUFFERS").is_ok_and(|v| v == "1"))
     }
 
     /// Which pool a GPU buffer belongs to.
@@ -142,6 +173,10 @@ mod imp {
 
     /// What the device and its kernels share.
     struct Shared {
+        /// The device's name (`WEBGPU`, `WEBGPU:1`).
+        name: &'static str,
+        /// `WEBGPU_HOST_BUFFERS=1`: buffers in host memory, copied around every launch.
+        host_buffers: bool,
         device: wgpu::Device,
         queue: wgpu::Queue,
         limits: wgpu::Limits,
@@ -173,7 +208,7 @@ mod imp {
             }
         }
 
-        /// A GPU buffer of `size` bytes from the pool, or a new one.
+        /// A GPU buffer of `size` bytes from the pool (stale contents), or a new one.
         fn take(&self, kind: Kind, size: u64) -> wgpu::Buffer {
             let mut pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(b) = pool.free.get_mut(&(kind, size)).and_then(Vec::pop) {
@@ -181,6 +216,11 @@ mod imp {
                 return b;
             }
             drop(pool);
+            self.create(kind, size)
+        }
+
+        /// A new GPU buffer of `size` bytes (wgpu zero-initializes it).
+        fn create(&self, kind: Kind, size: u64) -> wgpu::Buffer {
             let usage = match kind {
                 Kind::Storage => {
                     wgpu::BufferUsages::STORAGE
@@ -197,6 +237,63 @@ mod imp {
             })
         }
 
+        /// A timestamp query set of two queries and the buffer it resolves into.
+        fn timestamp_queries(&self) -> (wgpu::QuerySet, wgpu::Buffer) {
+            let set = self.device.create_query_set(&wgpu::QuerySetDescriptor {
+                label: None,
+                ty: wgpu::QueryType::Timestamp,
+                count: 2,
+            });
+            let resolve = self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: None,
+                size: 16,
+                usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: false,
+            });
+            (set, resolve)
+        }
+
+        /// Maps `bufs` for reading once submission `index` has run, and waits for it.
+        fn map_and_wait(
+            &self,
+            bufs: &[&wgpu::Buffer],
+            index: wgpu::SubmissionIndex,
+        ) -> Result<(), String> {
+            let (tx, rx) = mpsc::channel();
+            for b in bufs {
+                let tx = tx.clone();
+                b.map_async(wgpu::MapMode::Read, .., move |r| {
+                    let _ = tx.send(r);
+                });
+            }
+            self.device
+                .poll(wgpu::PollType::Wait {
+                    submission_index: Some(index),
+                    timeout: None,
+                })
+                .map_err(|e| format!("waiting for the GPU: {e}"))?;
+            for _ in bufs {
+                rx.recv()
+                    .map_err(|_| "a buffer map never completed".to_string())?
+                    .map_err(|e| format!("mapping a result buffer: {e}"))?;
+            }
+            Ok(())
+        }
+
+        /// The GPU time between a mapped timestamp buffer's two ticks, in seconds (unmaps it).
+        fn read_timestamps(&self, ts: &wgpu::Buffer) -> Result<f64, String> {
+            let ticks: [u64; 2] = {
+                let view = ts
+                    .get_mapped_range(..)
+                    .map_err(|e| format!("reading the timestamps: {e}"))?;
+                let words: &[u64] = bytemuck::cast_slice(&view[..16]);
+                [words[0], words[1]]
+            };
+            ts.unmap();
+            let period_ns = f64::from(self.queue.get_timestamp_period());
+            Ok(ticks[1].saturating_sub(ticks[0]) as f64 * period_ns / 1e9)
+        }
+
         /// Returns buffers to the pool (dropping them when it is full).
         fn give(&self, kind: Kind, bufs: impl IntoIterator<Item = wgpu::Buffer>) {
             let mut pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
@@ -210,9 +307,157 @@ mod imp {
         }
     }
 
+    /// The device's memory: `wgpu::Buffer`s of `STORAGE | COPY_SRC | COPY_DST`, pooled by size.
+    struct WebGpuAllocator {
+        shared: Arc<Shared>,
+    }
+
+    impl WebGpuAllocator {
+        fn gpu_buffer<'a>(&self, mem: &'a RawMem) -> Result<&'a wgpu::Buffer, DeviceError> {
+            mem.downcast_ref::<wgpu::Buffer>()
+                .ok_or_else(|| self.failed("a buffer that is no WebGPU buffer".into()))
+        }
+
+        fn failed(&self, message: String) -> DeviceError {
+            DeviceError::Transfer {
+                device: self.shared.name.to_string(),
+                message,
+            }
+        }
+    }
+
+    impl Allocator for WebGpuAllocator {
+        fn device(&self) -> &str {
+            self.shared.name
+        }
+
+        fn alloc(&self, nbytes: usize, zeroed: bool) -> Result<RawMem, DeviceError> {
+            let sh = &*self.shared;
+            let size = storage_bytes(nbytes) as u64;
+            let oom = |message: String| DeviceError::OutOfMemory {
+                device: sh.name.to_string(),
+                bytes: nbytes,
+                message,
+            };
+            if size > sh.limits.max_buffer_size {
+                return Err(oom(format!(
+                    "{size} bytes exceed the adapter's max_buffer_size of {} bytes ({} MiB)",
+                    sh.limits.max_buffer_size,
+                    sh.limits.max_buffer_size >> 20
+                )));
+            }
+            let buf = sh
+                .scoped(|| {
+                    if zeroed {
+                        sh.create(Kind::Storage, size)
+                    } else {
+                        sh.take(Kind::Storage, size)
+                    }
+                })
+                .map_err(|e| oom(format!("wgpu refused: {e}")))?;
+            Ok(Box::new(buf))
+        }
+
+        fn free(&self, mem: RawMem, _nbytes: usize) {
+            if let Ok(b) = mem.downcast::<wgpu::Buffer>() {
+                self.shared.give(Kind::Storage, [*b]);
+            }
+        }
+
+        fn copyin(&self, dst: &mut RawMem, src: &[u8]) -> Result<(), DeviceError> {
+            let sh = &*self.shared;
+            let buf = self.gpu_buffer(dst)?;
+            if src.is_empty() {
+                return Ok(());
+            }
+            count_transfer(Direction::HostToDevice, src.len());
+            sh.scoped(|| {
+                // uploads are whole 4-byte words
+                if src.len() % 4 == 0 {
+                    sh.queue.write_buffer(buf, 0, src);
+                } else {
+                    let mut padded = src.to_vec();
+                    padded.resize(storage_bytes(src.len()), 0);
+                    sh.queue.write_buffer(buf, 0, &padded);
+                }
+            })
+            .map_err(|e| self.failed(format!("upload of {} bytes: {e}", src.len())))
+        }
+
+        fn copyout(&self, src: &RawMem, dst: &mut [u8]) -> Result<(), DeviceError> {
+            let sh = &*self.shared;
+            let buf = self.gpu_buffer(src)?;
+            if dst.is_empty() {
+                return Ok(());
+            }
+            count_transfer(Direction::DeviceToHost, dst.len());
+            let size = storage_bytes(dst.len()) as u64;
+            let mut staging = None;
+            let result = sh.scoped(|| -> Result<(), String> {
+                let stage = sh.take(Kind::Staging, size);
+                let mut enc = sh
+                    .device
+                    .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+                enc.copy_buffer_to_buffer(buf, 0, &stage, 0, size);
+                let index = sh.queue.submit([enc.finish()]);
+                sh.map_and_wait(&[&stage], index)?;
+                {
+                    let view = stage
+                        .get_mapped_range(..)
+                        .map_err(|e| format!("reading the result: {e}"))?;
+                    dst.copy_from_slice(&view[..dst.len()]);
+                }
+                stage.unmap();
+                staging = Some(stage);
+                Ok(())
+            });
+            let result = result.and_then(|r| r);
+            if result.is_ok() {
+                sh.give(Kind::Staging, staging);
+            }
+            result.map_err(|e| self.failed(format!("download of {} bytes: {e}", dst.len())))
+        }
+
+        fn transfer(
+            &self,
+            dst: &mut RawMem,
+            src: &RawMem,
+            nbytes: usize,
+        ) -> Result<bool, DeviceError> {
+            let sh = &*self.shared;
+            let (d, s) = (self.gpu_buffer(dst)?, self.gpu_buffer(src)?);
+            if nbytes == 0 {
+                return Ok(true);
+            }
+            count_transfer(Direction::DeviceToDevice, nbytes);
+            let size = (storage_bytes(nbytes) as u64).min(d.size()).min(s.size());
+            sh.scoped(|| {
+                let mut enc = sh
+                    .device
+                    .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+                enc.copy_buffer_to_buffer(s, 0, d, 0, size);
+                sh.queue.submit([enc.finish()]);
+            })
+            .map_err(|e| self.failed(format!("copy of {nbytes} bytes on the device: {e}")))?;
+            Ok(true)
+        }
+
+        fn synchronize(&self) -> Result<(), DeviceError> {
+            self.shared
+                .device
+                .poll(wgpu::PollType::Wait {
+                    submission_index: None,
+                    timeout: None,
+                })
+                .map(|_| ())
+                .map_err(|e| self.failed(format!("waiting for the GPU: {e}")))
+        }
+    }
+
     /// The `WEBGPU` device: one wgpu adapter and device.
     pub struct WebGpuDevice {
         shared: Arc<Shared>,
+        allocator: Arc<WebGpuAllocator>,
         info: wgpu::AdapterInfo,
         adapter_features: wgpu::Features,
     }
@@ -221,7 +466,8 @@ mod imp {
         /// Opens the first adapter of the backends in `WGPU_BACKEND` (default: every backend
         /// this build has) and a device with the adapter's limits and whichever of
         /// `SHADER_INT64`, `SHADER_F64` and `TIMESTAMP_QUERY` it has.
-        pub fn new() -> Result<WebGpuDevice, DeviceError> {
+        pub fn new(name: &'static str) -> Result<WebGpuDevice, DeviceError> {
+            let unavailable = |reason| unavailable(name, reason);
             let backends =
                 wgpu::Backends::from_env().unwrap_or(wgpu::Instance::enabled_backend_features());
             let instance = wgpu::Instance::new(wgpu::InstanceDescriptor {
@@ -262,15 +508,21 @@ mod imp {
                     .unwrap_or_else(|e| e.into_inner())
                     .push(e.to_string());
             }));
-            Ok(WebGpuDevice {
-                shared: Arc::new(Shared {
-                    device,
+            let shared = Arc::new(Shared {
+                name,
+                host_buffers: host_buffers(),
+                device,
                     queue,
                     limits,
                     features,
-                    pool: Mutex::new(Pool::default()),
-                    uncaptured,
+                pool: Mutex::new(Pool::default()),
+                uncaptured,
+            });
+            Ok(WebGpuDevice {
+                allocator: Arc::new(WebGpuAllocator {
+                    shared: shared.clone(),
                 }),
+                shared,
                 info: adapter.get_info(),
                 adapter_features,
             })
@@ -456,7 +708,7 @@ mod imp {
 
     impl Device for WebGpuDevice {
         fn name(&self) -> &'static str {
-            "WEBGPU"
+            self.shared.name
         }
 
         fn caps(&self) -> TargetCaps {
@@ -477,6 +729,14 @@ mod imp {
             Ok(Arc::new(kernel))
         }
 
+        fn allocator(&self) -> Option<Arc<dyn Allocator>> {
+            if self.shared.host_buffers {
+                None
+            } else {
+                Some(self.allocator.clone())
+            }
+        }
+
         fn check_buffer(&self, dtype: DType, size: usize) -> Result<(), DeviceError> {
             let nbytes = size.saturating_mul(dtype.itemsize());
             let bytes = storage_bytes(nbytes) as u64;
@@ -491,8 +751,9 @@ mod imp {
                 return Err(DeviceError::Launch {
                     kernel: String::new(),
                     message: format!(
-                        "a buffer of {size} {dtype} ({nbytes} bytes) exceeds the WEBGPU \
+                        "a buffer of {size} {dtype} ({nbytes} bytes) exceeds the {} \
                          adapter's {which} of {limit} bytes ({} MiB)",
+                        self.shared.name,
                         limit >> 20
                     ),
                 });
@@ -522,8 +783,9 @@ mod imp {
             &self.name
         }
 
-        /// Runs the kernel on `bufs` (one per binding; slot 0 is the output, copied back).
-        /// With `timed` and `TIMESTAMP_QUERY`, returns the compute pass's GPU time in seconds.
+        /// Runs the kernel on `bufs` (one per binding; slot 0 is the output): queued on the
+        /// device's buffers without waiting, unless `timed`. With `timed` and
+        /// `TIMESTAMP_QUERY`, waits and returns the compute pass's GPU time in seconds.
         pub fn run(&self, bufs: &[Arc<Buffer>], timed: bool) -> Result<Option<f64>, String> {
             if bufs.len() != self.nbindings {
                 return Err(format!(
@@ -532,9 +794,105 @@ mod imp {
                     self.nbindings
                 ));
             }
-            let Some(out) = bufs.first() else {
+            if bufs.is_empty() {
                 return Err("a kernel needs at least its output buffer".into());
-            };
+            }
+            if self.shared.host_buffers {
+                self.run_staged(bufs, timed)
+            } else {
+                self.run_resident(bufs, timed)
+            }
+        }
+
+        /// The launch on device buffers: bind, dispatch, submit; wait only when timed.
+        fn run_resident(&self, bufs: &[Arc<Buffer>], timed: bool) -> Result<Option<f64>, String> {
+            let sh = &*self.shared;
+            let timed = timed && self.timestamps;
+            let mut handles: Vec<wgpu::Buffer> = Vec::with_capacity(bufs.len());
+            for b in bufs {
+                let handle = b
+                    .with_device_mem(|m| {
+                        if m.allocator().device() != sh.name {
+                            return Err(format!(
+                                "{b:?} is in {}'s memory, not {}'s",
+                                m.allocator().device(),
+                                sh.name
+                            ));
+                        }
+                        m.raw()
+                            .downcast_ref::<wgpu::Buffer>()
+                            .cloned()
+                            .ok_or_else(|| format!("{b:?} is not a WebGPU buffer"))
+                    })
+                    .map_err(|e| e.to_string())??;
+                handles.push(handle);
+            }
+            let mut ts_staging: Option<wgpu::Buffer> = None;
+            let result = sh.scoped(|| -> Result<Option<f64>, String> {
+                let entries: Vec<wgpu::BindGroupEntry> = handles
+                    .iter()
+                    .enumerate()
+                    .map(|(slot, h)| wgpu::BindGroupEntry {
+                        binding: slot as u32,
+                        resource: h.as_entire_binding(),
+                    })
+                    .collect();
+                let bind_group = sh.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: Some(&self.name),
+                    layout: &self.layout,
+                    entries: &entries,
+                });
+                let queries = timed.then(|| sh.timestamp_queries());
+                let mut enc = sh
+                    .device
+                    .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+                self.encode_pass(&mut enc, &bind_group, queries.as_ref().map(|(q, _)| q));
+                if let Some((set, resolve)) = &queries {
+                    let ts = sh.take(Kind::Staging, 16);
+                    enc.resolve_query_set(set, 0..2, resolve, 0);
+                    enc.copy_buffer_to_buffer(resolve, 0, &ts, 0, 16);
+                    ts_staging = Some(ts);
+                }
+                let index = sh.queue.submit([enc.finish()]);
+                match &ts_staging {
+                    Some(ts) => {
+                        sh.map_and_wait(&[ts], index)?;
+                        Ok(Some(sh.read_timestamps(ts)?))
+                    }
+                    None => Ok(None),
+                }
+            });
+            let result = result.and_then(|r| r);
+            if result.is_ok() {
+                sh.give(Kind::Staging, ts_staging);
+            }
+            result
+        }
+
+        /// Records the kernel's compute pass (with timestamp writes when `queries`).
+        fn encode_pass(
+            &self,
+            enc: &mut wgpu::CommandEncoder,
+            bind_group: &wgpu::BindGroup,
+            queries: Option<&wgpu::QuerySet>,
+        ) {
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some(&self.name),
+                timestamp_writes: queries.map(|set| wgpu::ComputePassTimestampWrites {
+                    query_set: set,
+                    beginning_of_pass_write_index: Some(0),
+                    end_of_pass_write_index: Some(1),
+                }),
+            });
+            pass.set_pipeline(&self.pipeline);
+            pass.set_bind_group(0, bind_group, &[]);
+            pass.dispatch_workgroups(self.workgroups, 1, 1);
+        }
+
+        /// The launch of the first design (`WEBGPU_HOST_BUFFERS=1`): buffers in host memory,
+        /// each distinct one uploaded, the kernel dispatched, the output (slot 0) read back.
+        fn run_staged(&self, bufs: &[Arc<Buffer>], timed: bool) -> Result<Option<f64>, String> {
+            let out = &bufs[0];
             let sh = &*self.shared;
             let timed = timed && self.timestamps;
             // One GPU buffer per distinct host buffer.
@@ -556,6 +914,7 @@ mod imp {
             let result = sh.scoped(|| -> Result<Option<f64>, String> {
                 for &i in &distinct {
                     let mut bytes = bufs[i].to_bytes();
+                    count_transfer(Direction::HostToDevice, bytes.len());
                     bytes.resize(storage_bytes(bytes.len()), 0);
                     let b = sh.take(Kind::Storage, bytes.len() as u64);
                     sh.queue.write_buffer(&b, 0, &bytes);
@@ -574,38 +933,11 @@ mod imp {
                     layout: &self.layout,
                     entries: &entries,
                 });
-                let queries = timed.then(|| {
-                    let set = sh.device.create_query_set(&wgpu::QuerySetDescriptor {
-                        label: None,
-                        ty: wgpu::QueryType::Timestamp,
-                        count: 2,
-                    });
-                    let resolve = sh.device.create_buffer(&wgpu::BufferDescriptor {
-                        label: None,
-                        size: 16,
-                        usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
-                        mapped_at_creation: false,
-                    });
-                    (set, resolve)
-                });
+                let queries = timed.then(|| sh.timestamp_queries());
                 let mut enc = sh
                     .device
                     .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
-                {
-                    let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                        label: Some(&self.name),
-                        timestamp_writes: queries.as_ref().map(|(set, _)| {
-                            wgpu::ComputePassTimestampWrites {
-                                query_set: set,
-                                beginning_of_pass_write_index: Some(0),
-                                end_of_pass_write_index: Some(1),
-                            }
-                        }),
-                    });
-                    pass.set_pipeline(&self.pipeline);
-                    pass.set_bind_group(0, &bind_group, &[]);
-                    pass.dispatch_workgroups(self.workgroups, 1, 1);
-                }
+                self.encode_pass(&mut enc, &bind_group, queries.as_ref().map(|(q, _)| q));
                 let stage = sh.take(Kind::Staging, out_bytes);
                 enc.copy_buffer_to_buffer(&gpu[slot_to[0]], 0, &stage, 0, out_bytes);
                 if let Some((set, resolve)) = &queries {
@@ -615,50 +947,22 @@ mod imp {
                     ts_staging = Some(ts);
                 }
                 let index = sh.queue.submit([enc.finish()]);
-                let (tx, rx) = mpsc::channel();
                 let mut maps = vec![&stage];
                 maps.extend(ts_staging.as_ref());
-                for b in &maps {
-                    let tx = tx.clone();
-                    b.map_async(wgpu::MapMode::Read, .., move |r| {
-                        let _ = tx.send(r);
-                    });
-                }
-                sh.device
-                    .poll(wgpu::PollType::Wait {
-                        submission_index: Some(index),
-                        timeout: None,
-                    })
-                    .map_err(|e| format!("waiting for the GPU: {e}"))?;
-                for _ in &maps {
-                    rx.recv()
-                        .map_err(|_| "a buffer map never completed".to_string())?
-                        .map_err(|e| format!("mapping a result buffer: {e}"))?;
-                }
+                sh.map_and_wait(&maps, index)?;
                 {
                     let view = stage
                         .get_mapped_range(..)
                         .map_err(|e| format!("reading the result: {e}"))?;
                     out.copy_in(&view[..out.nbytes()]);
                 }
+                count_transfer(Direction::DeviceToHost, out.nbytes());
                 stage.unmap();
                 staging = Some(stage);
-                let seconds = match &ts_staging {
-                    Some(ts) => {
-                        let ticks: [u64; 2] = {
-                            let view = ts
-                                .get_mapped_range(..)
-                                .map_err(|e| format!("reading the timestamps: {e}"))?;
-                            let words: &[u64] = bytemuck::cast_slice(&view[..16]);
-                            [words[0], words[1]]
-                        };
-                        ts.unmap();
-                        let period_ns = f64::from(sh.queue.get_timestamp_period());
-                        Some(ticks[1].saturating_sub(ticks[0]) as f64 * period_ns / 1e9)
-                    }
-                    None => None,
-                };
-                Ok(seconds)
+                match &ts_staging {
+                    Some(ts) => Ok(Some(sh.read_timestamps(ts)?)),
+                    None => Ok(None),
+                }
             });
             let result = result.and_then(|r| r);
             // After an error a buffer may still be mapped or in use: only clean ones are reused.

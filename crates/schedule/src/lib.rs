@@ -101,7 +101,7 @@ fn schedule_uncached(outputs: &[UOp], new_buffer: &mut dyn FnMut(DType, usize) -
         }
     }
     for n in &topo {
-        if n.op() == Ops::Contiguous {
+        if matches!(n.op(), Ops::Contiguous | Ops::Copy) {
             realize.insert(n.clone());
         }
     }
@@ -126,6 +126,16 @@ fn schedule_uncached(outputs: &[UOp], new_buffer: &mut dyn FnMut(DType, usize) -
             }
             let shape = n.shape_vec();
             let numel: usize = shape.iter().product();
+            if n.op() == Ops::Copy {
+                let (kernel, buf) = (items.len(), new_buffer(n.dtype(), numel));
+                if numel > 0 {
+                    items.push(copy_item(n, buf.clone()));
+                }
+                becomes.insert(n.clone(), buffer_view(&buf, n.dtype(), &shape));
+                done.insert(n.clone(), buf);
+                built.push((n.clone(), kernel));
+                continue;
+            }
             let is_realized = |u: &UOp| u != n && realize.contains(u);
             let ranges = output_ranges(&shape);
             let n_ranges = ranges.iter().filter(|r| r.op() == Ops::Range).count();
@@ -170,17 +180,7 @@ fn schedule_uncached(outputs: &[UOp], new_buffer: &mut dyn FnMut(DType, usize) -
                 }));
                 items.push(ScheduleItem { ast, bufs });
             }
-            let view = if shape.len() == 1 {
-                buf.clone()
-            } else {
-                UOp::new(
-                    Ops::Reshape,
-                    n.dtype(),
-                    vec![buf.clone()],
-                    Arg::shape(&shape),
-                )
-            };
-            becomes.insert(n.clone(), view);
+            becomes.insert(n.clone(), buffer_view(&buf, n.dtype(), &shape));
             done.insert(n.clone(), buf);
             built.push((n.clone(), kernel));
         }
@@ -197,4 +197,38 @@ fn schedule_uncached(outputs: &[UOp], new_buffer: &mut dyn FnMut(DType, usize) -
         }
     }
     sched
+}
+
+/// `buf` seen with `shape` (a reshape unless the shape is flat).
+fn buffer_view(buf: &UOp, dtype: DType, shape: &[usize]) -> UOp {
+    if shape.len() == 1 {
+        buf.clone()
+    } else {
+        UOp::new(Ops::Reshape, dtype, vec![buf.clone()], Arg::shape(shape))
+    }
+}
+
+/// The transfer item of a `Copy` node into `dst`: `Copy` with the node's devices and no
+/// sources as its AST, bound to (`dst`, the source's buffer).
+///
+/// # Panics
+/// If the source is not a buffer (or a reshape of one): the tensor layer realizes a copy's
+/// source on its own device first, since the scheduler does not know devices.
+fn copy_item(n: &UOp, dst: UOp) -> ScheduleItem {
+    let mut src = n.s(0).clone();
+    while src.op() == Ops::Reshape {
+        src = src.s(0).clone();
+    }
+    assert!(
+        src.op() == Ops::Buffer,
+        "schedule: the source of COPY {} must be realized first (a {} node, shape {:?}); \
+         Tensor::realize realizes it on its device",
+        n.arg(),
+        n.s(0).op(),
+        n.s(0).shape()
+    );
+    ScheduleItem {
+        ast: UOp::new(Ops::Copy, n.dtype(), vec![], n.arg().clone()),
+        bufs: vec![dst, src],
+    }
 }

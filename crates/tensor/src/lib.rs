@@ -69,8 +69,9 @@ pub use scatter::PadMode;
 pub use tensor::{Tensor, TensorError};
 pub use tinygrad_dtype::{ConstValue, DType};
 pub use tinygrad_runtime::{
-    DeviceError, beam_stats, compile_count, default_device, get_device, set_beam,
-    set_beam_cache_dir,
+    DeviceError, TransferStats, beam_stats, canonical_device, compile_count, default_device,
+    get_device, set_beam, set_beam_cache_dir, thread_transfer_stats, transfer_stats,
+    with_default_device,
 };
 pub use tinygrad_schedule::schedule_cache_hits;
 pub use tinygrad_uop::{Ops, UOp};

@@ -1,5 +1,6 @@
 //! The lazy [`Tensor`]: a handle to a UOp graph on a device, realized on demand.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, RwLock};
 
@@ -62,15 +63,17 @@ impl Tensor {
     /// If `device` names no device of this library (an unknown name is reported where the
     /// tensor is made, not when it is first realized).
     pub fn from_uop(uop: UOp, device: &str) -> Tensor {
-        assert!(
-            tinygrad_runtime::device::is_device_name(device),
-            "Tensor: unknown device {device:?} (devices: {})",
-            tinygrad_runtime::DEVICE_NAMES.join(", ")
-        );
+        let canonical = tinygrad_runtime::device::canonical_device(device).unwrap_or_else(|| {
+            panic!(
+                "Tensor: unknown device {device:?} (devices: {}, each with an optional index: \
+                 CPU:1)",
+                tinygrad_runtime::DEVICE_NAMES.join(", ")
+            )
+        });
         Tensor {
             inner: Arc::new(Inner {
                 uop: RwLock::new(uop),
-                device: device.into(),
+                device: canonical.into(),
                 autograd: Default::default(),
                 view: None,
                 written_through: Default::default(),
@@ -91,6 +94,19 @@ impl Tensor {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+
+    /// Like [`Tensor::with_uop`], on another device (a copy).
+    fn with_uop_on(&self, uop: UOp, device: &str) -> Tensor {
+        Tensor {
+            inner: Arc::new(Inner {
+                uop: RwLock::new(crate::autograd::track(uop)),
+                device: device.into(),
+                autograd: Default::default(),
+                view: None,
+                written_through: Default::default(),
+            }),
+        }
     }
 
     pub(crate) fn with_uop(&self, uop: UOp) -> Tensor {
@@ -888,45 +904,47 @@ impl Tensor {
             .zip(&snaps)
             .filter(|(_, u)| !is_buffer_view(u))
             .collect();
-        let Some((first, _)) = todo.first() else {
+        if todo.is_empty() {
             return Ok(snaps);
-        };
-        let devname = first.device().to_string();
-        for (t, _) in &todo {
-            assert_eq!(
-                t.device(),
-                devname,
-                "realize: tensors on different devices ({} and {devname})",
-                t.device()
-            );
         }
-        let dev = get_device(&devname)?;
-        let outs: Vec<UOp> = todo.iter().map(|(_, u)| (*u).clone()).collect();
-        let t0 = std::time::Instant::now();
-        let sched = create_schedule(&outs, &mut |dt, n| Buffer::new(&devname, dt, n).uop());
-        if tinygrad_runtime::device::debug_level() >= 2 {
-            eprintln!(
-                "*** scheduled {} kernels in {:.2} ms",
-                sched.items.len(),
-                t0.elapsed().as_secs_f64() * 1e3
-            );
+        // Tensors on several devices: each device's graphs are scheduled and run on their own.
+        let mut by_device: indexmap::IndexMap<&str, Vec<(&Tensor, &UOp)>> = Default::default();
+        for &(t, u) in &todo {
+            by_device.entry(t.device()).or_default().push((t, u));
         }
-        run_schedule(dev.as_ref(), &sched.items)?;
-        for (t, o) in &todo {
-            let new = sched
-                .becomes
-                .get(*o)
-                .expect("every output is realized")
-                .clone();
-            let mut cur = t.inner.uop.write().unwrap_or_else(|e| e.into_inner());
-            // Only if nobody assigned a new graph meanwhile (compare and swap).
-            if *cur == **o {
-                *cur = new;
+        let mut becomes: HashMap<UOp, UOp> = HashMap::new();
+        for (devname, group) in by_device {
+            let dev = get_device(devname)?;
+            let outs: Vec<UOp> = group.iter().map(|(_, u)| (*u).clone()).collect();
+            // A copy's source lives on another device: realize it there first.
+            let resolved = realize_copy_sources(&outs)?;
+            let t0 = std::time::Instant::now();
+            let sched = create_schedule(&resolved, &mut |dt, n| Buffer::new(devname, dt, n).uop());
+            if tinygrad_runtime::device::debug_level() >= 2 {
+                eprintln!(
+                    "*** scheduled {} kernels in {:.2} ms",
+                    sched.items.len(),
+                    t0.elapsed().as_secs_f64() * 1e3
+                );
+            }
+            run_schedule(dev.as_ref(), &sched.items)?;
+            for ((t, o), r) in group.iter().zip(&resolved) {
+                let new = sched
+                    .becomes
+                    .get(r)
+                    .expect("every output is realized")
+                    .clone();
+                let mut cur = t.inner.uop.write().unwrap_or_else(|e| e.into_inner());
+                // Only if nobody assigned a new graph meanwhile (compare and swap).
+                if *cur == **o {
+                    *cur = new.clone();
+                }
+                becomes.insert((*o).clone(), new);
             }
         }
         Ok(snaps
             .iter()
-            .map(|u| sched.becomes.get(u).cloned().unwrap_or_else(|| u.clone()))
+            .map(|u| becomes.get(u).cloned().unwrap_or_else(|| u.clone()))
             .collect())
     }
 
@@ -1048,13 +1066,13 @@ impl Tensor {
         if dev.name() == self.device() {
             return Ok(self.clone());
         }
-        let bytes = self.try_to_bytes()?;
-        Ok(Tensor::from_bytes(
-            &bytes,
+        let copy = UOp::new(
+            Ops::Copy,
             self.dtype(),
-            &self.shape(),
-            dev.name(),
-        ))
+            vec![self.uop()],
+            Arg::copy(self.device(), dev.name()),
+        );
+        Ok(self.with_uop_on(copy, dev.name()))
     }
 
     /// Forces a copy into a fresh buffer when realized (its own kernel).
@@ -1112,3 +1130,32 @@ impl fmt::Display for TensorError {
 }
 
 impl std::error::Error for TensorError {}
+
+/// `outs` with every `Copy` whose source is not yet a buffer made to copy a buffer instead:
+/// each such source is realized on its own device (innermost copies first, so a source that
+/// itself copies from a third device finds that copy's source realized). The scheduler, which
+/// knows no devices, then turns each `Copy` into a transfer item.
+fn realize_copy_sources(outs: &[UOp]) -> Result<Vec<UOp>, DeviceError> {
+    let sink = UOp::new(Ops::Sink, DType::VOID, outs.to_vec(), Arg::None);
+    let pending: Vec<UOp> = sink
+        .toposort()
+        .into_iter()
+        .filter(|u| u.op() == Ops::Copy && !is_buffer_view(u.s(0)))
+        .collect();
+    if pending.is_empty() {
+        return Ok(outs.to_vec());
+    }
+    let mut done: HashMap<UOp, UOp> = HashMap::new();
+    for copy in &pending {
+        let (from, _) = copy
+            .arg()
+            .as_copy()
+            .expect("a Copy names its source device");
+        let src = copy.s(0).substitute(&done);
+        let source = Tensor::from_uop(src, from);
+        let view = Tensor::realize_snapshots(&[&source])?.remove(0);
+        let resolved = UOp::new(Ops::Copy, copy.dtype(), vec![view], copy.arg().clone());
+        done.insert(copy.clone(), resolved);
+    }
+    Ok(outs.iter().map(|o| o.substitute(&done)).collect())
+}

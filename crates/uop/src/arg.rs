@@ -86,6 +86,19 @@ impl Arg {
         Arg::Str(s.into())
     }
 
+    /// The argument of a `Copy` from device `from` to device `to`: `Str("FROM->TO")`.
+    pub fn copy(from: &str, to: &str) -> Arg {
+        Arg::Str(format!("{from}->{to}").into())
+    }
+
+    /// The source and target devices of a `Copy`'s argument ([`Arg::copy`]).
+    pub fn as_copy(&self) -> Option<(&str, &str)> {
+        match self {
+            Arg::Str(s) => s.split_once("->"),
+            _ => None,
+        }
+    }
+
     /// The constant, if this is a `Const` argument.
     pub fn as_const(&self) -> Option<ConstValue> {
         match self {

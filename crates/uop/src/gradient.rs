@@ -188,7 +188,7 @@ fn inverse_permutation(p: &[usize]) -> Vec<usize> {
 /// The local derivative rules of every primitive op of the tensor-level graph. The context is
 /// the gradient flowing into the matched node; each rule answers with [`pack_gradients`].
 ///
-/// Ops without a rule (`Copy`, `Assign`, kernel-level ops) make [`compute_gradient`] panic if a
+/// Ops without a rule (`Assign`, kernel-level ops) make [`compute_gradient`] panic if a
 /// gradient has to flow through them.
 pub fn pm_gradient() -> &'static PatternMatcher<UOp> {
     static PM: LazyLock<PatternMatcher<UOp>> = LazyLock::new(|| {
@@ -308,6 +308,11 @@ pub fn pm_gradient() -> &'static PatternMatcher<UOp> {
                 one(movement(g, Contiguous, Arg::None))
             }),
             rule(&[Detach], |_, _| none(1)),
+            // a copy's gradient is copied back to where its source lives
+            rule(&[Copy], |g, ret| {
+                let (from, to) = ret.arg().as_copy().expect("a Copy names its devices");
+                one(UOp::new(Copy, g.dtype(), vec![g.clone()], Arg::copy(to, from)))
+            }),
         ])
     });
     &PM
@@ -591,11 +596,26 @@ mod tests {
     }
 
     #[test]
-    #[should_panic(expected = "no gradient rule for COPY")]
+    #[should_panic(expected = "no gradient rule for VECTORIZE")]
     fn missing_rule_names_the_op() {
         let x = buf(&[2], 1);
-        let c = UOp::new(Ops::Copy, DType::FLOAT32, vec![x.clone()], Arg::str("CPU"));
+        let c = UOp::new(Ops::Vectorize, DType::FLOAT32, vec![x.clone()], Arg::None);
         compute_gradient(&c, &full_like(&x, 1.0), &[x]);
+    }
+
+    #[test]
+    fn a_copy_gradient_is_copied_back() {
+        let x = buf(&[2], 1);
+        let c = UOp::new(
+            Ops::Copy,
+            DType::FLOAT32,
+            vec![x.clone()],
+            Arg::copy("CPU", "WEBGPU"),
+        );
+        let g = compute_gradient(&c, &full_like(&c, 1.0), std::slice::from_ref(&x));
+        let gx = g[&x].clone();
+        assert_eq!(gx.op(), Ops::Copy);
+        assert_eq!(gx.arg().as_copy(), Some(("WEBGPU", "CPU")));
     }
 
     #[test]

@@ -7,7 +7,8 @@
 //! - `Buffer`: no `src`; `arg` = `Buffer` (identity, size, device handle); dtype = element type.
 //! - `Const`: no `src` (or one `Device`-like src, unused); `arg` = `Const` value; shape `[]`.
 //! - `Contiguous`, `Detach`, `ContiguousBackward`: one `src`, same dtype; realize/grad markers.
-//! - `Copy`: one `src`; `arg` = target device name (`Str`).
+//! - `Copy`: one `src`; `arg` = `Str("FROM->TO")`, the source's and the target's devices
+//!   (`Arg::copy`, `Arg::as_copy`).
 //! - `Assign`: `src` = (target, value); writes value into target's buffer.
 //! - `Cast`/`Bitcast`: one `src`; dtype = target dtype.
 //! - `Reshape`/`Expand`: one `src`; `arg` = `Shape` (new shape).

@@ -288,8 +288,11 @@ fn check(u: &UOp, stage: Stage) -> Check {
         Copy => {
             nsrc(u, 1, 1)?;
             same_dtype(u, 0)?;
-            rule(matches!(u.arg(), Arg::Str(_)), || {
-                format!("the argument must be a device name, is {}", u.arg())
+            rule(u.arg().as_copy().is_some(), || {
+                format!(
+                    "the argument must name the devices (\"FROM->TO\"), is {}",
+                    u.arg()
+                )
             })
         }
         Assign => {

@@ -1,0 +1,194 @@
+//! Buffers live on their device: on `WEBGPU` (in CI Mesa's software Vulkan driver), a 20-kernel
+//! graph and beautiful_mnist training steps move no bytes between the host and the device but
+//! the inputs, uploaded once, and the values read back — counted by the runtime's transfer
+//! counters (this thread's, so that other tests running meanwhile do not count).
+//!
+//! `CUDA` runs the same checks where a GPU exists (`--features cuda`); otherwise the test says
+//! why it is skipped.
+
+use tinygrad_tensor::nn::optim::{self, Optimizer};
+use tinygrad_tensor::nn::{BatchNorm, Conv2d, Linear, Module, get_parameters};
+use tinygrad_tensor::{
+    DType, Dims, Reduction, Tensor, TransferStats, impl_parameters, thread_transfer_stats,
+    with_default_device,
+};
+
+/// Runs `check` on `device`, or says why it is skipped (a missing WebGPU adapter fails under
+/// `TINYGRAD_REQUIRE_WEBGPU=1`, as in CI).
+fn on(device: &str, test: &str, check: impl FnOnce(&str)) {
+    match tinygrad_tensor::get_device(device) {
+        Ok(_) => check(device),
+        Err(e) => {
+            let required = device == "WEBGPU"
+                && std::env::var("TINYGRAD_REQUIRE_WEBGPU").is_ok_and(|v| v == "1");
+            assert!(!required, "TINYGRAD_REQUIRE_WEBGPU is set, but: {e}");
+            eprintln!("{test}: SKIPPED on {device}: {e}");
+        }
+    }
+}
+
+/// What crossed between host and device while `f` ran on this thread.
+fn counted<R>(f: impl FnOnce() -> R) -> (R, TransferStats) {
+    let before = thread_transfer_stats();
+    let r = f();
+    (r, thread_transfer_stats().since(&before))
+}
+
+/// A chain of 20 kernels (each step made its own kernel by `contiguous`), reading its input and
+/// the previous step.
+fn chain20(x: &Tensor) -> Tensor {
+    let mut h = x.clone();
+    for i in 0..20 {
+        let step = match i % 4 {
+            0 => (&h * 1.5 + 0.25).relu(),
+            1 => (&h - x).abs().sqrt(),
+            2 => &h * &h + x,
+            _ => (&h + 1.0).log() - (x * 0.5),
+        };
+        h = step.contiguous();
+    }
+    h
+}
+
+fn chain_keeps_buffers_on(device: &str) {
+    let values: Vec<f32> = (0..4096).map(|i| ((i * 37) % 101) as f32 / 50.0).collect();
+    let ((), stats) = counted(|| {
+        let x = Tensor::from_slice_on(&values, &[64, 64], device);
+        let out = chain20(&x);
+        assert_eq!(Tensor::schedule(&[&out]).len(), 20, "20 kernels");
+        let got = out.to_vec::<f32>();
+        let want = chain20(&Tensor::from_slice_on(&values, &[64, 64], "CPU")).to_vec::<f32>();
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert!(
+                (g - w).abs() <= 1e-4 + 1e-4 * w.abs(),
+                "element {i}: {g} on {device}, {w} on CPU"
+            );
+        }
+    });
+    let bytes = (values.len() * 4) as u64;
+    assert_eq!(
+        stats,
+        TransferStats {
+            host_to_device: bytes,
+            device_to_host: bytes,
+            device_to_device: 0,
+            copies: 2,
+        },
+        "on {device}: one upload of the input, one download of the result, nothing per kernel"
+    );
+    eprintln!("chain of 20 kernels on {device}: {stats:?}");
+}
+
+#[test]
+fn a_20_kernel_graph_uploads_its_input_once_and_downloads_its_result_once() {
+    on("WEBGPU", "chain20", chain_keeps_buffers_on);
+    on("CUDA", "chain20", chain_keeps_buffers_on);
+}
+
+/// beautiful_mnist's model (tinygrad's `examples/beautiful_mnist.py`).
+struct Model {
+    c1: Conv2d,
+    c2: Conv2d,
+    bn1: BatchNorm,
+    c3: Conv2d,
+    c4: Conv2d,
+    bn2: BatchNorm,
+    l1: Linear,
+}
+impl_parameters!(Model {
+    c1,
+    c2,
+    bn1,
+    c3,
+    c4,
+    bn2,
+    l1
+});
+
+impl Module for Model {
+    fn forward(&self, x: &Tensor) -> Tensor {
+        let pool = |x: Tensor| x.max_pool2d(2, Dims::default(), 1, 0, false);
+        let x = self.c2.forward(&self.c1.forward(x).relu()).relu();
+        let x = pool(self.bn1.forward(&x));
+        let x = self.c4.forward(&self.c3.forward(&x).relu()).relu();
+        let x = pool(self.bn2.forward(&x));
+        self.l1.forward(&x.flatten(1, -1))
+    }
+}
+
+fn mnist_steps_keep_buffers_on(device: &str) {
+    const BS: usize = 4;
+    let images: Vec<f32> = (0..BS * 784).map(|i| ((i * 7919) % 256) as f32 / 255.0).collect();
+    let labels: Vec<i32> = (0..BS as i32).map(|i| (i * 3) % 10).collect();
+    with_default_device(device, || {
+        let ((model, mut opt, x, y), setup) = counted(|| {
+            Tensor::manual_seed(3);
+            let model = Model {
+                c1: Conv2d::new(1, 32, 5),
+                c2: Conv2d::new(32, 32, 5),
+                bn1: BatchNorm::new(32),
+                c3: Conv2d::new(32, 64, 3),
+                c4: Conv2d::new(64, 64, 3),
+                bn2: BatchNorm::new(64),
+                l1: Linear::new(576, 10),
+            };
+            let params = get_parameters(&model);
+            assert!(params.iter().all(|p| p.device() == device));
+            let opt = optim::adam(params, 1e-3);
+            let x = Tensor::from_slice(&images, &[BS, 1, 28, 28]);
+            let y = Tensor::from_slice(&labels, &[BS]);
+            assert_eq!((x.device(), y.device()), (device, device));
+            (model, opt, x, y)
+        });
+        // The setup's uploads: the batch; each random init's 8-byte threefry key (the weight
+        // and bias of 4 convolutions and the linear layer: the values are drawn on the device);
+        // Adam's learning rate (a 4-byte float32 buffer, as in tinygrad).
+        let batch = (images.len() * 4 + labels.len() * 4) as u64;
+        assert_eq!(
+            setup,
+            TransferStats {
+                host_to_device: batch + 10 * 8 + 4,
+                device_to_host: 0,
+                device_to_device: 0,
+                copies: 2 + 10 + 1,
+            },
+            "setting up on {device}"
+        );
+        let (losses, steps) = counted(|| {
+            (0..3)
+                .map(|_| {
+                    let _train = Tensor::train(true);
+                    opt.zero_grad();
+                    let loss = model
+                        .forward(&x)
+                        .sparse_categorical_crossentropy(&y, -1, 0.0, Reduction::Mean);
+                    loss.backward();
+                    opt.step_with(&[&loss]);
+                    loss.item::<f32>()
+                })
+                .collect::<Vec<f32>>()
+        });
+        assert!(
+            losses.iter().all(|l| l.is_finite()),
+            "losses {losses:?} on {device}"
+        );
+        assert_eq!(
+            steps,
+            TransferStats {
+                host_to_device: 0,
+                device_to_host: 3 * DType::FLOAT32.itemsize() as u64,
+                device_to_device: 0,
+                copies: 3,
+            },
+            "3 training steps on {device}: each reads its loss back, nothing else crosses \
+             (the first one also initializes the parameters, on the device)"
+        );
+        eprintln!("3 beautiful_mnist steps on {device}: losses {losses:?}; setup {setup:?}, steps {steps:?}");
+    });
+}
+
+#[test]
+fn beautiful_mnist_steps_upload_the_batch_once_and_read_back_only_the_loss() {
+    on("WEBGPU", "mnist", mnist_steps_keep_buffers_on);
+    on("CUDA", "mnist", mnist_steps_keep_buffers_on);
+}
