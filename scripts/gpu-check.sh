@@ -7,6 +7,8 @@
 #   2. the golden suite (738 cases of tests/golden/cases.json) with DEV=CUDA;
 #   2b. tinygrad's test_ops.py calls (crates/tensor/tests/test_ops.rs, every case) on CUDA;
 #   3. the CPU/REF/CUDA differential proptest (random graphs) with DEV=CUDA;
+#   3b. device memory: a 20-kernel graph and beautiful_mnist steps move only their inputs and
+#      results between host and GPU (transfer counters), to() between every pair of devices;
 #   4. every other tensor test with DEV=CUDA (tensors created without a device land on CUDA);
 #   5. `cargo xtask bench` on CUDA (all its rows run on DEV; kernel-only GFLOP/s from DEBUG=2,
 #      timed with CUDA events), when this checkout has the bench.
@@ -58,18 +60,20 @@ step "tinygrad's test_ops.py calls on CUDA" 180 \
     env DEV=CUDA cargo test "${FEATURES[@]}" --quiet --test test_ops -- --nocapture test_ops_dev
 step "differential proptest CPU/REF/CUDA" 120 \
     env DEV=CUDA cargo test "${FEATURES[@]}" --quiet --test differential -- --nocapture
+step "device memory on CUDA (transfer counters, to() between devices)" 120 \
+    cargo test "${FEATURES[@]}" --quiet --test device_memory --test devices -- --nocapture
 # Every other test binary of the tensor crate, with CUDA as the default device.
 others=()
 for f in crates/tensor/tests/*.rs; do
     t=$(basename "$f" .rs)
-    case $t in ptx | golden | differential | test_ops) ;; *) others+=(--test "$t") ;; esac
+    case $t in ptx | golden | differential | test_ops | device_memory | devices) ;; *) others+=(--test "$t") ;; esac
 done
 step "other tensor tests with DEV=CUDA" 120 \
     env DEV=CUDA cargo test "${FEATURES[@]}" --quiet "${others[@]}"
 
 if grep -q '"bench"' xtask/src/main.rs 2>/dev/null; then
     echo
-    echo "=== [$(elapsed)s] cargo xtask bench on CUDA (wall time incl. host<->device copies)"
+    echo "=== [$(elapsed)s] cargo xtask bench on CUDA (wall time; buffers stay on the GPU)"
     XTASK=(cargo run --quiet --release -p xtask --features tinygrad-tensor/cuda --)
     if timeout 150 env DEV=CUDA "${XTASK[@]}" bench --quick; then
         echo "=== kernel-only timings (DEBUG=2, CUDA events), fastest line per kernel:"

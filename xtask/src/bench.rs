@@ -36,10 +36,12 @@
 //! - `mnist`, `encoder1` `[q]`, `encoder32`, `decode`: whole models, see `models` — a
 //!   beautiful_mnist training step (min / median / max of 10 steps), a MiniLM-shaped encoder on
 //!   1 and 32 sequences of 12 tokens, one decode step over a KV cache; each vs PyTorch.
-//! - `webgpu_add` `[q]`, `webgpu_matmul`: `a+b` on 1M f32 (GB/s) and a 256x256x256 matmul
-//!   (GFLOP/s) on the `WEBGPU` device, with the copies to and from it (buffers live in host
-//!   memory), vs the same on the `CPU` device; the row's note names the adapter (on a machine without a
-//!   GPU the software driver, llvmpipe). Skipped, saying why, without an adapter.
+//! - `webgpu_add` `[q]`, `webgpu_matmul`, `webgpu_chain` `[q]`, `webgpu_mnist`: the `WEBGPU`
+//!   device, see `device` — `a+b` and a matmul with their inputs on the device, vs the `CPU`
+//!   device; a chain of 20 kernels and a beautiful_mnist training step, vs the same with
+//!   `WEBGPU_HOST_BUFFERS=1` (buffers in host memory, copied around every kernel: the design
+//!   before buffers lived on the device), both measured in child processes of the same run.
+//!   Skipped, saying why, without an adapter.
 //!
 //! Without a filter, `--quick` runs only the `[q]` rows, with smaller sizes and fewer runs (a
 //! smoke test of about a minute); with a filter it runs the selected rows with fewer runs.
@@ -64,7 +66,10 @@
 //! whenever no reference time was measured (no reference, or the library unavailable: the note
 //! says why).
 
+mod device;
 mod models;
+
+pub use device::child as device_child;
 
 use std::fmt::Write as _;
 use std::hint::black_box;
@@ -1156,75 +1161,6 @@ fn to_json(rows: &[Row]) -> String {
 }
 
 /// A benchmark: its row, or `None` when it can't run here (it prints why).
-/// The `WEBGPU` device's adapter, e.g. `llvmpipe (LLVM 15.0.6, 256 bits), Cpu`, or why there
-/// is none.
-fn webgpu_adapter() -> Result<String, String> {
-    let d = tinygrad_runtime::webgpu::device().map_err(|e| e.to_string())?;
-    let info = d.adapter_info();
-    Ok(format!("{}, {:?}", info.name, info.device_type))
-}
-
-/// `a+b` on 1M f32 (`matmul`: a 256x256x256 matmul) on `WEBGPU`, timed with the host copies a
-/// launch makes (buffers live in host memory), vs the same on this build's `CPU` device. The
-/// note names the adapter: on a machine without a GPU that is the software driver (llvmpipe).
-fn bench_webgpu(matmul: bool, o: &Opts) -> Option<Row> {
-    let adapter = match webgpu_adapter() {
-        Ok(a) => a,
-        Err(e) => {
-            println!("(webgpu row skipped: {e})");
-            return None;
-        }
-    };
-    let n = if matmul { 256 } else { 1 << 20 };
-    let shape: &[usize] = if matmul { &[n, n] } else { &[n] };
-    let elems: usize = shape.iter().product();
-    let (av, bv) = (rand_vec(elems, 10), rand_vec(elems, 11));
-    let on = |dev: &str| {
-        let a = Tensor::from_slice_on(&av, shape, dev);
-        let b = Tensor::from_slice_on(&bv, shape, dev);
-        a.realize();
-        b.realize();
-        (a, b)
-    };
-    let op = |a: &Tensor, b: &Tensor| if matmul { a.matmul(b) } else { a + b };
-    let (ga, gb) = on("WEBGPU");
-    let (ca, cb) = on("CPU");
-    let (got, want) = (op(&ga, &gb).to_vec::<f32>(), op(&ca, &cb).to_vec::<f32>());
-    let runs = reps(o.quick, 11);
-    let time = |a: &Tensor, b: &Tensor, secs: u64| {
-        median_time(3, runs, budget(o.quick, secs), || {
-            let r = op(a, b);
-            r.realize();
-            black_box(&r);
-        })
-    };
-    let ours = time(&ga, &gb, 10);
-    let cpu = time(&ca, &cb, 5);
-    let (name, unit) = if matmul {
-        (
-            format!("WEBGPU matmul {n}x{n}x{n} f32"),
-            Unit::Gflops(2.0 * (n as f64).powi(3)),
-        )
-    } else {
-        (
-            format!("WEBGPU a+b {}M f32", n >> 20),
-            Unit::Gbs(3.0 * 4.0 * n as f64),
-        )
-    };
-    Some(Row {
-        name,
-        secs: ours,
-        unit,
-        refs: vec![Reference::timed(
-            "tinygrad-rs CPU",
-            cpu,
-            unit,
-            max_rel_err(&got, &want) < 1e-5,
-        )],
-        note: format!("adapter: {adapter}; incl. copies to and from it"),
-    })
-}
-
 type BenchFn = Box<dyn Fn(&Opts) -> Option<Row>>;
 
 /// The benchmarks: key (selects it), part of `--quick`, function.
@@ -1270,8 +1206,26 @@ fn benches() -> Vec<(&'static str, bool, BenchFn)> {
             Box::new(|o| Some(models::bench_encoder(32, o))),
         ),
         ("decode", false, Box::new(|o| Some(models::bench_decode(o)))),
-        ("webgpu_add", true, Box::new(|o| bench_webgpu(false, o))),
-        ("webgpu_matmul", false, Box::new(|o| bench_webgpu(true, o))),
+        (
+            "webgpu_add",
+            true,
+            Box::new(|o| device::bench_webgpu(false, o)),
+        ),
+        (
+            "webgpu_matmul",
+            false,
+            Box::new(|o| device::bench_webgpu(true, o)),
+        ),
+        (
+            "webgpu_chain",
+            true,
+            Box::new(|o| device::bench_resident(device::Job::Chain, o)),
+        ),
+        (
+            "webgpu_mnist",
+            false,
+            Box::new(|o| device::bench_resident(device::Job::Mnist, o)),
+        ),
     ]
 }
 

@@ -100,6 +100,14 @@ fn main() -> ExitCode {
                 }
             }
         }
+        // (internal) one WEBGPU job of `bench`, timed in a child process: see `bench::device`
+        Some("__device-job") => match bench::device_child(&args[1..]) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("xtask __device-job: {e}");
+                ExitCode::FAILURE
+            }
+        },
         Some(other) => {
             eprintln!("xtask: unknown command {other:?}\n\n{}", help());
             ExitCode::FAILURE

@@ -64,12 +64,7 @@ pub trait Allocator: Send + Sync {
     ///
     /// # Errors
     /// When the device fails.
-    fn transfer(
-        &self,
-        dst: &mut RawMem,
-        src: &RawMem,
-        nbytes: usize,
-    ) -> Result<bool, DeviceError> {
+    fn transfer(&self, dst: &mut RawMem, src: &RawMem, nbytes: usize) -> Result<bool, DeviceError> {
         let _ = (dst, src, nbytes);
         Ok(false)
     }
@@ -139,12 +134,7 @@ impl Drop for DeviceMem {
 
 impl fmt::Debug for DeviceMem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "<{} bytes on {}>",
-            self.nbytes,
-            self.allocator.device()
-        )
+        write!(f, "<{} bytes on {}>", self.nbytes, self.allocator.device())
     }
 }
 

@@ -77,6 +77,7 @@ impl Buffer {
              (isize::MAX)",
             tinygrad_uop::shape::MAX_BYTES
         );
+        let device = crate::device::canonical_device(device).unwrap_or_else(|| device.into());
         Arc::new(Buffer {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             device: device.into(),
@@ -176,13 +177,15 @@ impl Buffer {
             return DeviceMem::new(allocator, self.nbytes(), !for_overwrite)
                 .map(Storage::Device)
                 .map_err(|e| match e {
-                    DeviceError::OutOfMemory { device, bytes, message } => {
-                        DeviceError::OutOfMemory {
-                            device,
-                            bytes,
-                            message: format!("{} {} elements: {message}", self.size, self.dtype),
-                        }
-                    }
+                    DeviceError::OutOfMemory {
+                        device,
+                        bytes,
+                        message,
+                    } => DeviceError::OutOfMemory {
+                        device,
+                        bytes,
+                        message: format!("{} {} elements: {message}", self.size, self.dtype),
+                    },
                     e => e,
                 });
         }
@@ -208,10 +211,7 @@ impl Buffer {
     ///
     /// # Errors
     /// When allocating fails, or the buffer is in host memory (a buffer of a host device).
-    pub fn with_device_mem<R>(
-        &self,
-        f: impl FnOnce(&DeviceMem) -> R,
-    ) -> Result<R, DeviceError> {
+    pub fn with_device_mem<R>(&self, f: impl FnOnce(&DeviceMem) -> R) -> Result<R, DeviceError> {
         let mut g = self.guard();
         if g.is_none() {
             *g = Some(self.new_storage(false)?);
@@ -268,6 +268,32 @@ impl Buffer {
                 debug_copy(&self.device, "<- host (copyin)", bytes.len(), t0);
                 Ok(())
             }
+        }
+    }
+
+    /// Keeps `bytes` (exactly [`Self::nbytes`]) in host memory, whatever the device: for data
+    /// made on a device this machine lacks, which can then still be read back or copied to
+    /// another device, while kernels on its own device are `Err`s (the device is unavailable).
+    ///
+    /// # Panics
+    /// If the length is wrong, the host memory cannot be allocated, or the buffer already holds
+    /// device memory.
+    pub fn stage_in_host(&self, bytes: &[u8]) {
+        assert_eq!(
+            bytes.len(),
+            self.nbytes(),
+            "Buffer::stage_in_host: wrong length"
+        );
+        let mut g = self.guard();
+        if g.is_none() {
+            let words = self.nbytes().div_ceil(8);
+            *g = Some(Storage::Host(zeroed_words(words, self)));
+        }
+        match g.as_mut().expect("allocated above") {
+            Storage::Host(mem) => {
+                bytemuck::cast_slice_mut::<u64, u8>(mem)[..bytes.len()].copy_from_slice(bytes);
+            }
+            Storage::Device(_) => panic!("Buffer::stage_in_host: {self:?} holds device memory"),
         }
     }
 
@@ -348,7 +374,10 @@ impl Buffer {
             *dg = Some(self.new_storage(true)?);
         }
         let n = self.nbytes();
-        match (sg.as_ref().expect("allocated above"), dg.as_mut().expect("allocated above")) {
+        match (
+            sg.as_ref().expect("allocated above"),
+            dg.as_mut().expect("allocated above"),
+        ) {
             (Storage::Host(s), Storage::Host(d)) => {
                 bytemuck::cast_slice_mut::<u64, u8>(d)[..n]
                     .copy_from_slice(&bytemuck::cast_slice::<u64, u8>(s)[..n]);
@@ -362,7 +391,8 @@ impl Buffer {
                 .allocator()
                 .copyout(s.raw(), &mut bytemuck::cast_slice_mut::<u64, u8>(d)[..n]),
             (Storage::Device(s), Storage::Device(d)) => {
-                let same = std::ptr::addr_eq(Arc::as_ptr(s.allocator()), Arc::as_ptr(d.allocator()));
+                let same =
+                    std::ptr::addr_eq(Arc::as_ptr(s.allocator()), Arc::as_ptr(d.allocator()));
                 let allocator = d.allocator().clone();
                 if same && allocator.transfer(d.raw_mut(), s.raw(), n)? {
                     return Ok(());

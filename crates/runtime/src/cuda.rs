@@ -250,12 +250,12 @@ mod imp {
                 return Ok(());
             }
             let name = self.name;
-            let slice = dst
-                .downcast_mut::<CudaSlice<u8>>()
-                .ok_or_else(|| DeviceError::Transfer {
-                    device: name.to_string(),
-                    message: "a buffer that is no CUDA allocation".into(),
-                })?;
+            let slice =
+                dst.downcast_mut::<CudaSlice<u8>>()
+                    .ok_or_else(|| DeviceError::Transfer {
+                        device: name.to_string(),
+                        message: "a buffer that is no CUDA allocation".into(),
+                    })?;
             count_transfer(Direction::HostToDevice, src.len());
             let mut view = slice.slice_mut(0..src.len());
             self.stream

@@ -187,9 +187,7 @@ pub fn split_device(name: &str) -> Option<(&'static str, usize)> {
         Some((k, i)) => (k, i.parse::<usize>().ok()?),
         None => (name, 0),
     };
-    let kind = DEVICE_NAMES
-        .iter()
-        .find(|d| d.eq_ignore_ascii_case(kind))?;
+    let kind = DEVICE_NAMES.iter().find(|d| d.eq_ignore_ascii_case(kind))?;
     Some((kind, index))
 }
 

@@ -31,9 +31,9 @@ pub mod reference;
 pub mod thread_pool;
 pub mod webgpu;
 
+pub use allocator::{TransferStats, thread_transfer_stats, transfer_stats};
 pub use beam::{beam_stats, beam_width, set_beam, set_beam_cache_dir};
 pub use buffer::{Buffer, BufferRef};
-pub use allocator::{TransferStats, thread_transfer_stats, transfer_stats};
 pub use device::{
     DEVICE_NAMES, Device, DeviceError, Kernel, canonical_device, debug_level, default_device,
     get_device, with_default_device,

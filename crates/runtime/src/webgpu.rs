@@ -100,15 +100,18 @@ mod imp {
     use std::borrow::Cow;
     use std::collections::HashMap;
     use std::fmt::Write as _;
-    use std::sync::mpsc;
     use std::sync::{Arc, Mutex, OnceLock};
 
     use tinygrad_codegen::{Program, TargetCaps};
     use tinygrad_dtype::DType;
 
+    // (the allocator, the buffer pool and the helpers on `Shared`: webgpu/imp/memory.rs)
+    mod memory;
+    use memory::{Kind, Pool, WebGpuAllocator};
+
     use super::{storage_bytes, unavailable};
     use crate::Buffer;
-    use crate::allocator::{Allocator, Direction, RawMem, count_transfer};
+    use crate::allocator::{Allocator, Direction, count_transfer};
     use crate::device::{Device, DeviceError, Kernel};
 
     /// Checks a WGSL module with naga: parses it and validates it with every validation flag,
@@ -152,25 +155,6 @@ mod imp {
         *ON.get_or_init(|| std::env::var("WEBGPU_HOST_BUFFERS").is_ok_and(|v| v == "1"))
     }
 
-    /// Which pool a GPU buffer belongs to.
-    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-    enum Kind {
-        /// `STORAGE | COPY_DST | COPY_SRC`: a kernel's buffer.
-        Storage,
-        /// `MAP_READ | COPY_DST`: where results are read back.
-        Staging,
-    }
-
-    /// Free GPU buffers by kind and size, and their total bytes.
-    #[derive(Default)]
-    struct Pool {
-        free: HashMap<(Kind, u64), Vec<wgpu::Buffer>>,
-        bytes: u64,
-    }
-
-    /// Pooled buffers kept at most, in bytes (beyond this, returned buffers are dropped).
-    const POOL_BYTES: u64 = 512 << 20;
-
     /// What the device and its kernels share.
     struct Shared {
         /// The device's name (`WEBGPU`, `WEBGPU:1`).
@@ -185,273 +169,6 @@ mod imp {
         pool: Mutex<Pool>,
         /// Errors that reached the uncaptured-error handler (outside any error scope).
         uncaptured: Arc<Mutex<Vec<String>>>,
-    }
-
-    impl Shared {
-        /// Runs `f` inside validation and out-of-memory error scopes: wgpu's errors as `Err`.
-        fn scoped<T>(&self, f: impl FnOnce() -> T) -> Result<T, String> {
-            let oom = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-            let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
-            let out = f();
-            let validation = pollster::block_on(validation.pop());
-            let oom = pollster::block_on(oom.pop());
-            let mut errors: Vec<String> = [validation, oom]
-                .into_iter()
-                .flatten()
-                .map(|e| e.to_string())
-                .collect();
-            errors.append(&mut self.uncaptured.lock().unwrap_or_else(|e| e.into_inner()));
-            if errors.is_empty() {
-                Ok(out)
-            } else {
-                Err(errors.join("\n"))
-            }
-        }
-
-        /// A GPU buffer of `size` bytes from the pool (stale contents), or a new one.
-        fn take(&self, kind: Kind, size: u64) -> wgpu::Buffer {
-            let mut pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(b) = pool.free.get_mut(&(kind, size)).and_then(Vec::pop) {
-                pool.bytes -= size;
-                return b;
-            }
-            drop(pool);
-            self.create(kind, size)
-        }
-
-        /// A new GPU buffer of `size` bytes (wgpu zero-initializes it).
-        fn create(&self, kind: Kind, size: u64) -> wgpu::Buffer {
-            let usage = match kind {
-                Kind::Storage => {
-                    wgpu::BufferUsages::STORAGE
-                        | wgpu::BufferUsages::COPY_DST
-                        | wgpu::BufferUsages::COPY_SRC
-                }
-                Kind::Staging => wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            };
-            self.device.create_buffer(&wgpu::BufferDescriptor {
-                label: None,
-                size,
-                usage,
-                mapped_at_creation: false,
-            })
-        }
-
-        /// A timestamp query set of two queries and the buffer it resolves into.
-        fn timestamp_queries(&self) -> (wgpu::QuerySet, wgpu::Buffer) {
-            let set = self.device.create_query_set(&wgpu::QuerySetDescriptor {
-                label: None,
-                ty: wgpu::QueryType::Timestamp,
-                count: 2,
-            });
-            let resolve = self.device.create_buffer(&wgpu::BufferDescriptor {
-                label: None,
-                size: 16,
-                usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
-                mapped_at_creation: false,
-            });
-            (set, resolve)
-        }
-
-        /// Maps `bufs` for reading once submission `index` has run, and waits for it.
-        fn map_and_wait(
-            &self,
-            bufs: &[&wgpu::Buffer],
-            index: wgpu::SubmissionIndex,
-        ) -> Result<(), String> {
-            let (tx, rx) = mpsc::channel();
-            for b in bufs {
-                let tx = tx.clone();
-                b.map_async(wgpu::MapMode::Read, .., move |r| {
-                    let _ = tx.send(r);
-                });
-            }
-            self.device
-                .poll(wgpu::PollType::Wait {
-                    submission_index: Some(index),
-                    timeout: None,
-                })
-                .map_err(|e| format!("waiting for the GPU: {e}"))?;
-            for _ in bufs {
-                rx.recv()
-                    .map_err(|_| "a buffer map never completed".to_string())?
-                    .map_err(|e| format!("mapping a result buffer: {e}"))?;
-            }
-            Ok(())
-        }
-
-        /// The GPU time between a mapped timestamp buffer's two ticks, in seconds (unmaps it).
-        fn read_timestamps(&self, ts: &wgpu::Buffer) -> Result<f64, String> {
-            let ticks: [u64; 2] = {
-                let view = ts
-                    .get_mapped_range(..)
-                    .map_err(|e| format!("reading the timestamps: {e}"))?;
-                let words: &[u64] = bytemuck::cast_slice(&view[..16]);
-                [words[0], words[1]]
-            };
-            ts.unmap();
-            let period_ns = f64::from(self.queue.get_timestamp_period());
-            Ok(ticks[1].saturating_sub(ticks[0]) as f64 * period_ns / 1e9)
-        }
-
-        /// Returns buffers to the pool (dropping them when it is full).
-        fn give(&self, kind: Kind, bufs: impl IntoIterator<Item = wgpu::Buffer>) {
-            let mut pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
-            for b in bufs {
-                let size = b.size();
-                if pool.bytes + size <= POOL_BYTES {
-                    pool.bytes += size;
-                    pool.free.entry((kind, size)).or_default().push(b);
-                }
-            }
-        }
-    }
-
-    /// The device's memory: `wgpu::Buffer`s of `STORAGE | COPY_SRC | COPY_DST`, pooled by size.
-    struct WebGpuAllocator {
-        shared: Arc<Shared>,
-    }
-
-    impl WebGpuAllocator {
-        fn gpu_buffer<'a>(&self, mem: &'a RawMem) -> Result<&'a wgpu::Buffer, DeviceError> {
-            mem.downcast_ref::<wgpu::Buffer>()
-                .ok_or_else(|| self.failed("a buffer that is no WebGPU buffer".into()))
-        }
-
-        fn failed(&self, message: String) -> DeviceError {
-            DeviceError::Transfer {
-                device: self.shared.name.to_string(),
-                message,
-            }
-        }
-    }
-
-    impl Allocator for WebGpuAllocator {
-        fn device(&self) -> &str {
-            self.shared.name
-        }
-
-        fn alloc(&self, nbytes: usize, zeroed: bool) -> Result<RawMem, DeviceError> {
-            let sh = &*self.shared;
-            let size = storage_bytes(nbytes) as u64;
-            let oom = |message: String| DeviceError::OutOfMemory {
-                device: sh.name.to_string(),
-                bytes: nbytes,
-                message,
-            };
-            if size > sh.limits.max_buffer_size {
-                return Err(oom(format!(
-                    "{size} bytes exceed the adapter's max_buffer_size of {} bytes ({} MiB)",
-                    sh.limits.max_buffer_size,
-                    sh.limits.max_buffer_size >> 20
-                )));
-            }
-            let buf = sh
-                .scoped(|| {
-                    if zeroed {
-                        sh.create(Kind::Storage, size)
-                    } else {
-                        sh.take(Kind::Storage, size)
-                    }
-                })
-                .map_err(|e| oom(format!("wgpu refused: {e}")))?;
-            Ok(Box::new(buf))
-        }
-
-        fn free(&self, mem: RawMem, _nbytes: usize) {
-            if let Ok(b) = mem.downcast::<wgpu::Buffer>() {
-                self.shared.give(Kind::Storage, [*b]);
-            }
-        }
-
-        fn copyin(&self, dst: &mut RawMem, src: &[u8]) -> Result<(), DeviceError> {
-            let sh = &*self.shared;
-            let buf = self.gpu_buffer(dst)?;
-            if src.is_empty() {
-                return Ok(());
-            }
-            count_transfer(Direction::HostToDevice, src.len());
-            sh.scoped(|| {
-                // uploads are whole 4-byte words
-                if src.len() % 4 == 0 {
-                    sh.queue.write_buffer(buf, 0, src);
-                } else {
-                    let mut padded = src.to_vec();
-                    padded.resize(storage_bytes(src.len()), 0);
-                    sh.queue.write_buffer(buf, 0, &padded);
-                }
-            })
-            .map_err(|e| self.failed(format!("upload of {} bytes: {e}", src.len())))
-        }
-
-        fn copyout(&self, src: &RawMem, dst: &mut [u8]) -> Result<(), DeviceError> {
-            let sh = &*self.shared;
-            let buf = self.gpu_buffer(src)?;
-            if dst.is_empty() {
-                return Ok(());
-            }
-            count_transfer(Direction::DeviceToHost, dst.len());
-            let size = storage_bytes(dst.len()) as u64;
-            let mut staging = None;
-            let result = sh.scoped(|| -> Result<(), String> {
-                let stage = sh.take(Kind::Staging, size);
-                let mut enc = sh
-                    .device
-                    .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
-                enc.copy_buffer_to_buffer(buf, 0, &stage, 0, size);
-                let index = sh.queue.submit([enc.finish()]);
-                sh.map_and_wait(&[&stage], index)?;
-                {
-                    let view = stage
-                        .get_mapped_range(..)
-                        .map_err(|e| format!("reading the result: {e}"))?;
-                    dst.copy_from_slice(&view[..dst.len()]);
-                }
-                stage.unmap();
-                staging = Some(stage);
-                Ok(())
-            });
-            let result = result.and_then(|r| r);
-            if result.is_ok() {
-                sh.give(Kind::Staging, staging);
-            }
-            result.map_err(|e| self.failed(format!("download of {} bytes: {e}", dst.len())))
-        }
-
-        fn transfer(
-            &self,
-            dst: &mut RawMem,
-            src: &RawMem,
-            nbytes: usize,
-        ) -> Result<bool, DeviceError> {
-            let sh = &*self.shared;
-            let (d, s) = (self.gpu_buffer(dst)?, self.gpu_buffer(src)?);
-            if nbytes == 0 {
-                return Ok(true);
-            }
-            count_transfer(Direction::DeviceToDevice, nbytes);
-            let size = (storage_bytes(nbytes) as u64).min(d.size()).min(s.size());
-            sh.scoped(|| {
-                let mut enc = sh
-                    .device
-                    .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
-                enc.copy_buffer_to_buffer(s, 0, d, 0, size);
-                sh.queue.submit([enc.finish()]);
-            })
-            .map_err(|e| self.failed(format!("copy of {nbytes} bytes on the device: {e}")))?;
-            Ok(true)
-        }
-
-        fn synchronize(&self) -> Result<(), DeviceError> {
-            self.shared
-                .device
-                .poll(wgpu::PollType::Wait {
-                    submission_index: None,
-                    timeout: None,
-                })
-                .map(|_| ())
-                .map_err(|e| self.failed(format!("waiting for the GPU: {e}")))
-        }
     }
 
     /// The `WEBGPU` device: one wgpu adapter and device.
@@ -512,9 +229,9 @@ mod imp {
                 name,
                 host_buffers: host_buffers(),
                 device,
-                    queue,
-                    limits,
-                    features,
+                queue,
+                limits,
+                features,
                 pool: Mutex::new(Pool::default()),
                 uncaptured,
             });

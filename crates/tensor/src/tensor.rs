@@ -363,9 +363,11 @@ impl Tensor {
     /// assert_eq!(t.to_vec::<u16>(), vec![1, 2, 258]);
     /// ```
     ///
+    /// On a GPU device the bytes are uploaded now, once.
+    ///
     /// # Panics
-    /// If `bytes` is not exactly the size of `shape` in `dtype`, or the shape is too large to be
-    /// a buffer (its byte size exceeds `isize::MAX`).
+    /// If `bytes` is not exactly the size of `shape` in `dtype`, the shape is too large to be
+    /// a buffer (its byte size exceeds `isize::MAX`), or the device fails or is out of memory.
     pub fn from_bytes(bytes: &[u8], dtype: DType, shape: &[usize], device: &str) -> Tensor {
         let n = numel_or_panic("Tensor::from_bytes", shape, dtype.itemsize());
         assert_eq!(
@@ -376,7 +378,13 @@ impl Tensor {
             n * dtype.itemsize()
         );
         let buf = Buffer::new(device, dtype, n);
-        buf.copy_in(bytes);
+        match buf.try_copy_in(bytes) {
+            Ok(()) => {}
+            // A device this machine lacks: the data waits in host memory (it can be read back
+            // or moved with `to`), and kernels on the device are `Err`s when realized.
+            Err(DeviceError::Unavailable { .. }) => buf.stage_in_host(bytes),
+            Err(e) => panic!("Tensor::from_bytes: {e}"),
+        }
         let u = buf.uop();
         let u = if shape.len() == 1 {
             u
@@ -813,7 +821,9 @@ impl Tensor {
 
     // ---- realize and data ----
 
-    /// Schedules (without running) the kernels that would compute `tensors`.
+    /// Schedules (without running) the kernels that would compute `tensors` on their device
+    /// (the first tensor's). A copy from another device is a transfer item (`Copy` AST); its
+    /// source, on the other device, is realized there first (that part does run).
     ///
     /// ```
     /// use tinygrad_tensor::Tensor;
@@ -821,9 +831,15 @@ impl Tensor {
     /// let b = (&a + 1.0) * 2.0;
     /// assert_eq!(Tensor::schedule(&[&b]).len(), 1); // one fused kernel
     /// assert_eq!(Tensor::schedule(&[&a]).len(), 0); // already a buffer
+    /// let c = (&a * 3.0).to("REF") + 1.0;
+    /// assert_eq!(Tensor::schedule(&[&c]).len(), 2); // the copy, then one kernel on REF
     /// ```
+    ///
+    /// # Panics
+    /// If realizing a copy's source fails.
     pub fn schedule(tensors: &[&Tensor]) -> Vec<ScheduleItem> {
         let outs: Vec<UOp> = tensors.iter().map(|t| t.uop()).collect();
+        let outs = realize_copy_sources(&outs).unwrap_or_else(|e| panic!("schedule: {e}"));
         let dev = tensors
             .first()
             .map_or_else(default_device, |t| t.device().to_string());
@@ -1136,6 +1152,9 @@ impl std::error::Error for TensorError {}
 /// itself copies from a third device finds that copy's source realized). The scheduler, which
 /// knows no devices, then turns each `Copy` into a transfer item.
 fn realize_copy_sources(outs: &[UOp]) -> Result<Vec<UOp>, DeviceError> {
+    if !outs.iter().any(UOp::has_copy) {
+        return Ok(outs.to_vec());
+    }
     let sink = UOp::new(Ops::Sink, DType::VOID, outs.to_vec(), Arg::None);
     let pending: Vec<UOp> = sink
         .toposort()

@@ -118,7 +118,9 @@ impl Module for Model {
 
 fn mnist_steps_keep_buffers_on(device: &str) {
     const BS: usize = 4;
-    let images: Vec<f32> = (0..BS * 784).map(|i| ((i * 7919) % 256) as f32 / 255.0).collect();
+    let images: Vec<f32> = (0..BS * 784)
+        .map(|i| ((i * 7919) % 256) as f32 / 255.0)
+        .collect();
     let labels: Vec<i32> = (0..BS as i32).map(|i| (i * 3) % 10).collect();
     with_default_device(device, || {
         let ((model, mut opt, x, y), setup) = counted(|| {
@@ -159,9 +161,12 @@ fn mnist_steps_keep_buffers_on(device: &str) {
                 .map(|_| {
                     let _train = Tensor::train(true);
                     opt.zero_grad();
-                    let loss = model
-                        .forward(&x)
-                        .sparse_categorical_crossentropy(&y, -1, 0.0, Reduction::Mean);
+                    let loss = model.forward(&x).sparse_categorical_crossentropy(
+                        &y,
+                        -1,
+                        0.0,
+                        Reduction::Mean,
+                    );
                     loss.backward();
                     opt.step_with(&[&loss]);
                     loss.item::<f32>()
@@ -183,7 +188,9 @@ fn mnist_steps_keep_buffers_on(device: &str) {
             "3 training steps on {device}: each reads its loss back, nothing else crosses \
              (the first one also initializes the parameters, on the device)"
         );
-        eprintln!("3 beautiful_mnist steps on {device}: losses {losses:?}; setup {setup:?}, steps {steps:?}");
+        eprintln!(
+            "3 beautiful_mnist steps on {device}: losses {losses:?}; setup {setup:?}, steps {steps:?}"
+        );
     });
 }
 
@@ -191,4 +198,66 @@ fn mnist_steps_keep_buffers_on(device: &str) {
 fn beautiful_mnist_steps_upload_the_batch_once_and_read_back_only_the_loss() {
     on("WEBGPU", "mnist", mnist_steps_keep_buffers_on);
     on("CUDA", "mnist", mnist_steps_keep_buffers_on);
+}
+
+fn dropped_inputs_stay_correct_on(device: &str) {
+    // Each input is dropped right after its kernel is queued; its memory goes back to the pool
+    // and the next iteration's upload (the same size) takes it. The queue orders that upload
+    // after the kernel that read the old contents, so every result is its own input's.
+    let outs: Vec<(usize, Tensor)> = (0..40)
+        .map(|i| {
+            let a = Tensor::from_slice_on(&vec![i as f32; 1 << 15], &[1 << 15], device);
+            let b = &a * 2.0 + 1.0;
+            b.realize();
+            drop(a);
+            (i, b)
+        })
+        .collect();
+    for (i, b) in outs {
+        let want = 2.0 * i as f32 + 1.0;
+        assert!(
+            b.to_vec::<f32>().iter().all(|&v| v == want),
+            "output {i} on {device}: not {want}"
+        );
+    }
+}
+
+#[test]
+fn inputs_dropped_while_their_kernels_are_queued_leave_results_intact() {
+    on("WEBGPU", "dropped inputs", dropped_inputs_stay_correct_on);
+    on("CUDA", "dropped inputs", dropped_inputs_stay_correct_on);
+}
+
+#[test]
+fn a_buffer_beyond_the_device_limits_is_an_err_before_anything_runs() {
+    on("WEBGPU", "limits", |device| {
+        let x = Tensor::from_slice_on(&[1.0f32, 2.0], &[2], device);
+        let small = &x * 2.0;
+        // 40M float32 = 160 MB: above lavapipe's 128 MiB binding limit (only asserted when the
+        // adapter's limit is below it)
+        let big = Tensor::full_on(&[40_000_000], 1.5, DType::FLOAT32, device) + 1.0f32;
+        let ((), stats) = counted(|| match Tensor::try_realize_all(&[&small, &big]) {
+            Err(e) => {
+                let m = e.to_string();
+                assert!(
+                    m.contains("max_storage_buffer_binding_size") && m.contains("bytes"),
+                    "{m}"
+                );
+            }
+            Ok(()) => eprintln!("limits: this adapter binds 160 MB: no limit hit"),
+        });
+        if stats.copies == 0 {
+            // nothing ran: `small` is still its graph, and one kernel away
+            assert_eq!(Tensor::schedule(&[&small]).len(), 1);
+        }
+        assert_eq!(small.to_vec::<f32>(), vec![2.0, 4.0]);
+        // an allocation above the device's largest buffer is an OutOfMemory naming the limit
+        let huge = tinygrad_runtime::Buffer::new(device, DType::FLOAT32, 1 << 40);
+        let e = huge.try_allocate(false).unwrap_err();
+        assert!(
+            matches!(e, tinygrad_runtime::DeviceError::OutOfMemory { .. })
+                && e.to_string().contains("max_buffer_size"),
+            "{e}"
+        );
+    });
 }

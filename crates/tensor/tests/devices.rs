@@ -57,11 +57,7 @@ fn to_round_trips_between_every_pair_of_devices_for_every_dtype_bit_exact() {
                 let t = Tensor::from_bytes(&bytes, dtype, &[7], a);
                 let there = t.to(b);
                 assert_eq!(there.device(), b);
-                assert_eq!(
-                    there.try_to_bytes().unwrap(),
-                    bytes,
-                    "{dtype} {a} -> {b}"
-                );
+                assert_eq!(there.try_to_bytes().unwrap(), bytes, "{dtype} {a} -> {b}");
                 let back = there.to(a);
                 assert_eq!(back.device(), a);
                 assert_eq!(
@@ -194,5 +190,8 @@ fn host_devices_move_no_bytes_over_the_bus() {
     let t = Tensor::from_slice_on(&[1.0f32; 64], &[64], "CPU");
     let u = (t.to("CPU:1") * 2.0).to("REF");
     assert_eq!(u.to_vec::<f32>(), vec![2.0; 64]);
-    assert_eq!(thread_transfer_stats().since(&before).host_device_bytes(), 0);
+    assert_eq!(
+        thread_transfer_stats().since(&before).host_device_bytes(),
+        0
+    );
 }

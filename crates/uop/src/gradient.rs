@@ -311,7 +311,12 @@ pub fn pm_gradient() -> &'static PatternMatcher<UOp> {
             // a copy's gradient is copied back to where its source lives
             rule(&[Copy], |g, ret| {
                 let (from, to) = ret.arg().as_copy().expect("a Copy names its devices");
-                one(UOp::new(Copy, g.dtype(), vec![g.clone()], Arg::copy(to, from)))
+                one(UOp::new(
+                    Copy,
+                    g.dtype(),
+                    vec![g.clone()],
+                    Arg::copy(to, from),
+                ))
             }),
         ])
     });

@@ -26,6 +26,8 @@ pub struct UOpNode {
     pub arg: Arg,
     /// Structural hash (from op, dtype, arg and the sources' hashes): stable across runs.
     hash: u64,
+    /// Whether a `Copy` is this node or among its ancestors (set at construction).
+    has_copy: bool,
     /// Lazily computed facts about this node (integer bounds, shape) cached by upper modules.
     pub(crate) cache: NodeCache,
 }
@@ -167,17 +169,26 @@ impl UOp {
                 return UOp(n);
             }
         }
+        let has_copy = op == Ops::Copy || src.iter().any(|s| s.0.has_copy);
         let node = Arc::new(UOpNode {
             op,
             dtype,
             src: src.into_boxed_slice(),
             arg,
             hash,
+            has_copy,
             cache: NodeCache::default(),
         });
         bucket.retain(|w| w.strong_count() > 0);
         bucket.push(Arc::downgrade(&node));
         UOp(node)
+    }
+
+    /// Whether this node or one of its ancestors is a `Copy` (a transfer between devices):
+    /// known without walking the graph.
+    #[inline]
+    pub fn has_copy(&self) -> bool {
+        self.0.has_copy
     }
 
     /// The operation.

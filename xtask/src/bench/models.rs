@@ -17,7 +17,7 @@ use tinygrad_tensor::DType;
 use tinygrad_tensor::nn::{Embedding, LayerNorm};
 
 /// tinygrad's beautiful_mnist model, as in `crates/tensor/examples/mnist.rs`.
-struct MnistModel {
+pub(super) struct MnistModel {
     c1: Conv2d,
     c2: Conv2d,
     bn1: BatchNorm,
@@ -37,7 +37,7 @@ impl_parameters!(MnistModel {
 });
 
 impl MnistModel {
-    fn new() -> MnistModel {
+    pub(super) fn new() -> MnistModel {
         MnistModel {
             c1: Conv2d::new(1, 32, 5),
             c2: Conv2d::new(32, 32, 5),
