@@ -36,9 +36,10 @@
 //! - `mnist`, `encoder1` `[q]`, `encoder32`, `decode`: whole models, see `models` — a
 //!   beautiful_mnist training step (min / median / max of 10 steps), a MiniLM-shaped encoder on
 //!   1 and 32 sequences of 12 tokens, one decode step over a KV cache; each vs PyTorch.
-//! - `webgpu_add` `[q]`, `webgpu_matmul`, `webgpu_chain` `[q]`, `webgpu_mnist`: the `WEBGPU`
-//!   device, see `device` — `a+b` and a matmul with their inputs on the device, vs the `CPU`
-//!   device; a chain of 20 kernels and a beautiful_mnist training step, vs the same with
+//! - `webgpu_add` `[q]`, `webgpu_matmul`, `webgpu_chain` `[q]`, `webgpu_chain256`,
+//!   `webgpu_mnist`: the `WEBGPU` device, see `device` — `a+b` and a matmul with their inputs on
+//!   the device, vs the `CPU` device; chains of 20 kernels and a beautiful_mnist training step, vs
+//!   the same with
 //!   `WEBGPU_HOST_BUFFERS=1` (buffers in host memory, copied around every kernel: the design
 //!   before buffers lived on the device), both measured in child processes of the same run.
 //!   Skipped, saying why, without an adapter.
@@ -1219,7 +1220,12 @@ fn benches() -> Vec<(&'static str, bool, BenchFn)> {
         (
             "webgpu_chain",
             true,
-            Box::new(|o| device::bench_resident(device::Job::Chain, o)),
+            Box::new(|o| device::bench_resident(device::Job::Chain(64), o)),
+        ),
+        (
+            "webgpu_chain256",
+            false,
+            Box::new(|o| device::bench_resident(device::Job::Chain(256), o)),
         ),
         (
             "webgpu_mnist",
