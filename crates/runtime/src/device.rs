@@ -151,6 +151,15 @@ pub trait Device: Send + Sync {
         None
     }
 
+    /// Starts the work launched so far (a device that batches launches submits its batch),
+    /// without waiting; `run_schedule` calls it at the end of a schedule. A no-op by default.
+    ///
+    /// # Errors
+    /// When the device fails.
+    fn flush(&self) -> Result<(), DeviceError> {
+        Ok(())
+    }
+
     /// Waits until every kernel and copy queued on the device has run (a no-op for devices that
     /// run synchronously).
     ///

@@ -322,6 +322,8 @@ pub fn run_schedule(dev: &dyn Device, items: &[ScheduleItem]) -> Result<(), Devi
         }
         in_kernels += t0.elapsed().as_secs_f64();
     }
+    // the device starts on what is queued (nothing waits)
+    dev.flush()?;
     if debug_level() >= 2 && items.len() > 1 {
         let total = start.elapsed().as_secs_f64();
         eprintln!(

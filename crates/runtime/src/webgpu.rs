@@ -107,7 +107,7 @@ mod imp {
 
     // (the allocator, the buffer pool and the helpers on `Shared`: webgpu/imp/memory.rs)
     mod memory;
-    use memory::{Kind, Pool, WebGpuAllocator};
+    use memory::{Kind, Pending, Pool, WebGpuAllocator};
 
     use super::{storage_bytes, unavailable};
     use crate::Buffer;
@@ -167,6 +167,8 @@ mod imp {
         features: wgpu::Features,
         /// Free GPU buffers, reused by size.
         pool: Mutex<Pool>,
+        /// Kernels recorded and not yet submitted.
+        pending: Mutex<Pending>,
         /// Errors that reached the uncaptured-error handler (outside any error scope).
         uncaptured: Arc<Mutex<Vec<String>>>,
     }
@@ -233,6 +235,7 @@ mod imp {
                 limits,
                 features,
                 pool: Mutex::new(Pool::default()),
+                pending: Mutex::new(Pending::default()),
                 uncaptured,
             });
             Ok(WebGpuDevice {
@@ -446,6 +449,16 @@ mod imp {
             Ok(Arc::new(kernel))
         }
 
+        fn flush(&self) -> Result<(), DeviceError> {
+            self.shared
+                .scoped(|| self.shared.flush())
+                .map(|_| ())
+                .map_err(|message| DeviceError::Launch {
+                    kernel: String::new(),
+                    message: format!("submitting the queued kernels: {message}"),
+                })
+        }
+
         fn allocator(&self) -> Option<Arc<dyn Allocator>> {
             if self.shared.host_buffers {
                 None
@@ -521,7 +534,9 @@ mod imp {
             }
         }
 
-        /// The launch on device buffers: bind, dispatch, submit; wait only when timed.
+        /// The launch on device buffers: bind and record the dispatch into the device's pending
+        /// batch (submitted when full, by [`Device::flush`] at the end of a schedule, or before
+        /// any copy); when timed, submit it alone and wait for its timestamps.
         fn run_resident(&self, bufs: &[Arc<Buffer>], timed: bool) -> Result<Option<f64>, String> {
             let sh = &*self.shared;
             let timed = timed && self.timestamps;
@@ -559,25 +574,23 @@ mod imp {
                     layout: &self.layout,
                     entries: &entries,
                 });
-                let queries = timed.then(|| sh.timestamp_queries());
+                if !timed {
+                    // queued with the kernels before it, submitted by the batch
+                    sh.record(|enc| self.encode_pass(enc, &bind_group, None));
+                    return Ok(None);
+                }
+                let (set, resolve) = sh.timestamp_queries();
                 let mut enc = sh
                     .device
                     .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
-                self.encode_pass(&mut enc, &bind_group, queries.as_ref().map(|(q, _)| q));
-                if let Some((set, resolve)) = &queries {
-                    let ts = sh.take(Kind::Staging, 16);
-                    enc.resolve_query_set(set, 0..2, resolve, 0);
-                    enc.copy_buffer_to_buffer(resolve, 0, &ts, 0, 16);
-                    ts_staging = Some(ts);
-                }
-                let index = sh.queue.submit([enc.finish()]);
-                match &ts_staging {
-                    Some(ts) => {
-                        sh.map_and_wait(&[ts], index)?;
-                        Ok(Some(sh.read_timestamps(ts)?))
-                    }
-                    None => Ok(None),
-                }
+                self.encode_pass(&mut enc, &bind_group, Some(&set));
+                let ts = sh.take(Kind::Staging, 16);
+                enc.resolve_query_set(&set, 0..2, &resolve, 0);
+                enc.copy_buffer_to_buffer(&resolve, 0, &ts, 0, 16);
+                let index = sh.after_pending(|| sh.queue.submit([enc.finish()]));
+                let ts = ts_staging.insert(ts);
+                sh.map_and_wait(&[ts], index)?;
+                Ok(Some(sh.read_timestamps(ts)?))
             });
             let result = result.and_then(|r| r);
             if result.is_ok() {

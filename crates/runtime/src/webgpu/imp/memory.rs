@@ -25,6 +25,18 @@ pub(super) struct Pool {
     bytes: u64,
 }
 
+/// Kernels recorded into one command encoder at most before it is submitted (so the GPU starts
+/// on a long schedule before its end).
+const MAX_BATCH: usize = 32;
+
+/// Work recorded but not yet submitted: kernels (and on-device copies) in one command encoder,
+/// submitted together by [`Shared::flush`] (one submission per batch instead of per kernel).
+#[derive(Default)]
+pub(super) struct Pending {
+    enc: Option<wgpu::CommandEncoder>,
+    recorded: usize,
+}
+
 /// Pooled buffers kept at most, in bytes (beyond this, returned buffers are dropped).
 const POOL_BYTES: u64 = 512 << 20;
 
@@ -135,6 +147,44 @@ impl Shared {
         Ok(ticks[1].saturating_sub(ticks[0]) as f64 * period_ns / 1e9)
     }
 
+    /// Records `f` into the pending command encoder (created on first use); a full batch is
+    /// submitted. Nothing waits.
+    pub(super) fn record(&self, f: impl FnOnce(&mut wgpu::CommandEncoder)) {
+        let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        let enc = p.enc.get_or_insert_with(|| {
+            self.device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None })
+        });
+        f(enc);
+        p.recorded += 1;
+        if p.recorded >= MAX_BATCH {
+            Self::submit_pending(&self.queue, &mut p);
+        }
+    }
+
+    /// Submits the pending work, if any (without waiting).
+    pub(super) fn flush(&self) -> Option<wgpu::SubmissionIndex> {
+        let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        Self::submit_pending(&self.queue, &mut p)
+    }
+
+    /// Submits the pending work, then runs `f` with nothing else recorded meanwhile: what
+    /// `f` queues (an upload, a submission of its own) comes after every kernel recorded before.
+    /// Uploads need this: `Queue::write_buffer` runs at the start of the next submission, so
+    /// without the flush it would overtake kernels recorded before it.
+    pub(super) fn after_pending<T>(&self, f: impl FnOnce() -> T) -> T {
+        let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        Self::submit_pending(&self.queue, &mut p);
+        f()
+    }
+
+    /// (Under the pending lock, so that batches are submitted in the order they were recorded.)
+    fn submit_pending(queue: &wgpu::Queue, p: &mut Pending) -> Option<wgpu::SubmissionIndex> {
+        p.recorded = 0;
+        let enc = p.enc.take()?;
+        Some(queue.submit([enc.finish()]))
+    }
+
     /// Returns buffers to the pool (dropping them when it is full).
     pub(super) fn give(&self, kind: Kind, bufs: impl IntoIterator<Item = wgpu::Buffer>) {
         let mut pool = self.pool.lock().unwrap_or_else(|e| e.into_inner());
@@ -213,14 +263,16 @@ impl Allocator for WebGpuAllocator {
         }
         count_transfer(Direction::HostToDevice, src.len());
         sh.scoped(|| {
-            // uploads are whole 4-byte words
-            if src.len().is_multiple_of(4) {
-                sh.queue.write_buffer(buf, 0, src);
-            } else {
-                let mut padded = src.to_vec();
-                padded.resize(storage_bytes(src.len()), 0);
-                sh.queue.write_buffer(buf, 0, &padded);
-            }
+            sh.after_pending(|| {
+                // uploads are whole 4-byte words
+                if src.len().is_multiple_of(4) {
+                    sh.queue.write_buffer(buf, 0, src);
+                } else {
+                    let mut padded = src.to_vec();
+                    padded.resize(storage_bytes(src.len()), 0);
+                    sh.queue.write_buffer(buf, 0, &padded);
+                }
+            })
         })
         .map_err(|e| self.failed(format!("upload of {} bytes: {e}", src.len())))
     }
@@ -240,7 +292,7 @@ impl Allocator for WebGpuAllocator {
                 .device
                 .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
             enc.copy_buffer_to_buffer(buf, 0, &stage, 0, size);
-            let index = sh.queue.submit([enc.finish()]);
+            let index = sh.after_pending(|| sh.queue.submit([enc.finish()]));
             sh.map_and_wait(&[&stage], index)?;
             {
                 let view = stage
@@ -267,18 +319,16 @@ impl Allocator for WebGpuAllocator {
         }
         count_transfer(Direction::DeviceToDevice, nbytes);
         let size = (storage_bytes(nbytes) as u64).min(d.size()).min(s.size());
-        sh.scoped(|| {
-            let mut enc = sh
-                .device
-                .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
-            enc.copy_buffer_to_buffer(s, 0, d, 0, size);
-            sh.queue.submit([enc.finish()]);
-        })
-        .map_err(|e| self.failed(format!("copy of {nbytes} bytes on the device: {e}")))?;
+        // recorded with the kernels, in order
+        sh.scoped(|| sh.record(|enc| enc.copy_buffer_to_buffer(s, 0, d, 0, size)))
+            .map_err(|e| self.failed(format!("copy of {nbytes} bytes on the device: {e}")))?;
         Ok(true)
     }
 
     fn synchronize(&self) -> Result<(), DeviceError> {
+        self.shared
+            .scoped(|| self.shared.flush())
+            .map_err(|e| self.failed(format!("submitting the queued kernels: {e}")))?;
         self.shared
             .device
             .poll(wgpu::PollType::Wait {
