@@ -12,9 +12,12 @@
 //! [`Buffer`](crate::Buffer) a `wgpu::Buffer` (`STORAGE | COPY_SRC | COPY_DST`) of
 //! `storage_bytes = max(4, nbytes rounded up to a multiple of 4)` bytes ([`storage_bytes`]),
 //! zero-initialized unless its first writer overwrites it whole (then it may be a reused one:
-//! freed GPU buffers are pooled by size). Kernels bind those buffers directly and are submitted
-//! to the queue without waiting; the host waits only in [`Allocator::copyout`] (reading a tensor)
-//! and when timing (`DEBUG=2`). Uploads are `Queue::write_buffer`; downloads copy into a pooled
+//! freed GPU buffers are pooled by size). Kernels bind those buffers directly and are recorded
+//! into one pending command encoder, submitted as a batch (every 32 kernels, at the end of a
+//! schedule — [`Device::flush`] — and before any upload, download or timed launch, so that an
+//! upload, which wgpu runs at the start of the next submission, never overtakes a kernel
+//! recorded before it). Nothing waits: the host waits only in [`Allocator::copyout`] (reading a
+//! tensor) and when timing (`DEBUG=2`). Uploads are `Queue::write_buffer`; downloads copy into a pooled
 //! `MAP_READ` staging buffer and map it. Two buffers of the same device copy on the GPU
 //! (`copy_buffer_to_buffer`).
 //!
@@ -58,6 +61,7 @@
 //! [`Allocator`]: crate::allocator::Allocator
 //! [`Allocator::copyout`]: crate::allocator::Allocator::copyout
 //! [`Device::check_buffer`]: crate::Device::check_buffer
+//! [`Device::flush`]: crate::Device::flush
 //! [`Kernel::launch_timed`]: crate::Kernel::launch_timed
 
 use std::sync::Arc;
