@@ -163,6 +163,7 @@ mod imp {
                 stream: self.stream.clone(),
                 dims: launch_dims(prog),
                 globals: prog.globals.clone(),
+                extents: prog.extents.clone(),
                 source,
             }))
         }
@@ -314,6 +315,8 @@ mod imp {
         stream: Arc<CudaStream>,
         dims: LaunchDims,
         globals: Vec<DType>,
+        /// The least size of each slot's buffer, checked at every launch.
+        extents: Vec<usize>,
         source: String,
     }
 
@@ -356,11 +359,11 @@ mod imp {
             }
             // SAFETY: the kernel was rendered from the program whose global slots these are: one
             // `.param .u64` per slot, each the device pointer of an allocation of this device
-            // (checked above) of at least the slot buffer's `nbytes` (dtypes and counts checked
-            // by `checked_run`; extents by `run_schedule`). The generated code indexes within the
-            // buffers' shapes and predicates gated accesses. The allocations outlive the kernel:
-            // `bufs` own them, and memory freed after this call is reused only by work queued
-            // on this same stream after the kernel.
+            // (checked above) of at least the slot buffer's `nbytes`; `checked_run` checked the
+            // slot count, the dtypes and that every buffer covers its slot's extent (the largest
+            // index the kernel's ungated accesses reach; gated accesses are predicated). The
+            // allocations outlive the kernel: `bufs` own them, and memory freed after this call
+            // is reused only by work queued on this same stream after the kernel.
             let events = unsafe { launch.launch(cfg) }.map_err(|e| e.to_string())?;
             match events {
                 Some((start, end)) => {
@@ -382,6 +385,9 @@ mod imp {
                     b.dtype, *dt,
                     "kernel launch: buffer {b:?} bound to a {dt} slot"
                 );
+            }
+            if let Err(e) = crate::realize::check_extents(&self.extents, bufs, "") {
+                panic!("kernel launch: {e}");
             }
             self.run(bufs, timed)
                 .unwrap_or_else(|e| panic!("CUDA kernel launch failed: {e}"))

@@ -224,9 +224,11 @@ type Prepared = (Vec<Arc<Buffer>>, Option<Entry>);
 /// Runs `items` in order on `dev`: kernels on `dev`, copies (`Copy` items: slot 0 on `dev`,
 /// slot 1 on any device) the way the two devices allow.
 ///
-/// Before anything runs, every buffer is checked against the device's limits and allocated and
-/// every kernel compiled, so that a buffer too large, an allocation refused or a kernel that
-/// does not compile is an `Err` with nothing half done. Kernels are queued without waiting
+/// Before anything runs, every buffer is checked to be on the device and within its limits, and
+/// allocated, and every kernel compiled, so that a buffer of another device or too large, an
+/// allocation refused or a kernel that does not compile is an `Err` with nothing half done.
+/// (BEAM, on the CPU, times its candidates then, on inputs that earlier kernels have not
+/// computed yet: the timings may differ from the real run's, the results cannot.) Kernels are queued without waiting
 /// (on GPU devices the host waits only when it reads data).
 ///
 /// # Errors
@@ -246,9 +248,20 @@ pub fn run_schedule(dev: &dyn Device, items: &[ScheduleItem]) -> Result<(), Devi
             .collect();
         let is_copy = item.ast.op() == Ops::Copy;
         let name = if is_copy { "copy" } else { "" };
+        // a kernel runs on `dev`'s buffers only (a copy reads another device's)
+        let own = if is_copy { &bufs[..1] } else { &bufs[..] };
+        if let Some(b) = own.iter().find(|b| *b.device != *dev.name()) {
+            return Err(DeviceError::Launch {
+                kernel: name.to_string(),
+                message: format!(
+                    "{b:?} is on {}, the kernel runs on {}",
+                    b.device,
+                    dev.name()
+                ),
+            });
+        }
         // limits first: a buffer the device cannot bind is not allocated at all
-        let bound = if is_copy { &bufs[..1] } else { &bufs[..] };
-        for b in bound {
+        for b in own {
             dev.check_buffer(b.dtype, b.size).map_err(|e| match e {
                 DeviceError::Launch { message, .. } => DeviceError::Launch {
                     kernel: name.to_string(),
@@ -286,6 +299,7 @@ pub fn run_schedule(dev: &dyn Device, items: &[ScheduleItem]) -> Result<(), Devi
             if debug_level() >= 2 {
                 // the copy's own time: wait for both devices
                 dev.synchronize()?;
+                crate::device::get_device(&bufs[1].device)?.synchronize()?;
                 let dt = t0.elapsed().as_secs_f64();
                 eprintln!(
                     "*** {:<4} {:<24} arg  2 tm {:9.2}us {:7.2} GB/s  {} <- {}, {} bytes",

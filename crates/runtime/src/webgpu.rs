@@ -564,7 +564,9 @@ mod imp {
                 handles.push(handle);
             }
             let mut ts_staging: Option<wgpu::Buffer> = None;
-            let result = sh.scoped(|| -> Result<Option<f64>, String> {
+            // the bind group in a scope of its own: an invalid one is an error here, before
+            // anything is recorded into the batch that other kernels share
+            let bind_group = sh.scoped(|| {
                 let entries: Vec<wgpu::BindGroupEntry> = handles
                     .iter()
                     .enumerate()
@@ -573,11 +575,13 @@ mod imp {
                         resource: h.as_entire_binding(),
                     })
                     .collect();
-                let bind_group = sh.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                sh.device.create_bind_group(&wgpu::BindGroupDescriptor {
                     label: Some(&self.name),
                     layout: &self.layout,
                     entries: &entries,
-                });
+                })
+            })?;
+            let result = sh.scoped(|| -> Result<Option<f64>, String> {
                 if !timed {
                     // queued with the kernels before it, submitted by the batch
                     sh.record(|enc| self.encode_pass(enc, &bind_group, None));

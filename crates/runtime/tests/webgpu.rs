@@ -138,6 +138,36 @@ fn add_1000_f32_grid_stride() {
 }
 
 #[test]
+fn an_upload_never_overtakes_a_kernel_recorded_before_it() {
+    let Some(d) = dev() else { return };
+    let n = 4096;
+    let k = d
+        .wgsl_kernel("add_order", add_shader(n), "main", 3, 16)
+        .expect("compiles");
+    let (a, b): (Vec<f32>, Vec<f32>) = ((0..n).map(|i| i as f32).collect(), vec![1.0; n]);
+    let (out, ab, bb) = (
+        Buffer::new("WEBGPU", DType::FLOAT32, n),
+        f32_buffer(&a),
+        f32_buffer(&b),
+    );
+    // recorded into the device's batch, not yet submitted
+    k.run(&[out.clone(), ab.clone(), bb], false)
+        .expect("launch");
+    // wgpu runs an upload at the start of the next submission: without submitting the batch
+    // first, the kernel would read these values instead of `a`
+    ab.copy_in(bytemuck::cast_slice(&vec![-100.0f32; n]));
+    let want: Vec<f32> = a.iter().map(|x| x + 1.0).collect();
+    let got = f32_values(&out);
+    assert!(
+        got == want,
+        "the kernel read the upload made after it: out[..4] = {:?}, want {:?}",
+        &got[..4],
+        &want[..4]
+    );
+    assert!(f32_values(&ab).iter().all(|&v| v == -100.0));
+}
+
+#[test]
 fn same_buffer_bound_twice() {
     let Some(d) = dev() else { return };
     // out[i] = x[i] * x[i] + out[i], with x bound at bindings 1 and 2.

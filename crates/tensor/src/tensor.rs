@@ -839,7 +839,8 @@ impl Tensor {
     /// If realizing a copy's source fails.
     pub fn schedule(tensors: &[&Tensor]) -> Vec<ScheduleItem> {
         let outs: Vec<UOp> = tensors.iter().map(|t| t.uop()).collect();
-        let outs = realize_copy_sources(&outs).unwrap_or_else(|e| panic!("schedule: {e}"));
+        let outs = realize_copy_sources(&outs, &mut HashMap::new())
+            .unwrap_or_else(|e| panic!("schedule: {e}"));
         let dev = tensors
             .first()
             .map_or_else(default_device, |t| t.device().to_string());
@@ -929,11 +930,14 @@ impl Tensor {
             by_device.entry(t.device()).or_default().push((t, u));
         }
         let mut becomes: HashMap<UOp, UOp> = HashMap::new();
+        // What earlier groups and copy sources realized (graph -> its buffer view): a later
+        // group reuses it instead of computing it again (`realize_all(&[&a, &a.to("CPU")])`).
+        let mut known: HashMap<UOp, UOp> = HashMap::new();
         for (devname, group) in by_device {
             let dev = get_device(devname)?;
             let outs: Vec<UOp> = group.iter().map(|(_, u)| (*u).clone()).collect();
             // A copy's source lives on another device: realize it there first.
-            let resolved = realize_copy_sources(&outs)?;
+            let resolved = realize_copy_sources(&outs, &mut known)?;
             let t0 = std::time::Instant::now();
             let sched = create_schedule(&resolved, &mut |dt, n| Buffer::new(devname, dt, n).uop());
             if tinygrad_runtime::device::debug_level() >= 2 {
@@ -955,6 +959,7 @@ impl Tensor {
                 if *cur == **o {
                     *cur = new.clone();
                 }
+                known.insert((*o).clone(), new.clone());
                 becomes.insert((*o).clone(), new);
             }
         }
@@ -977,7 +982,7 @@ impl Tensor {
             b = b.s(0).clone();
         }
         let buf = Buffer::of(&b).expect("a realized snapshot is a buffer view");
-        Ok(buf.to_bytes())
+        buf.try_to_bytes()
     }
 
     /// The data as a `Vec<T>` (realizes first).
@@ -1150,31 +1155,46 @@ impl std::error::Error for TensorError {}
 /// `outs` with every `Copy` whose source is not yet a buffer made to copy a buffer instead:
 /// each such source is realized on its own device (innermost copies first, so a source that
 /// itself copies from a third device finds that copy's source realized). The scheduler, which
-/// knows no devices, then turns each `Copy` into a transfer item.
-fn realize_copy_sources(outs: &[UOp]) -> Result<Vec<UOp>, DeviceError> {
+/// knows no devices, then turns each `Copy` into a transfer item. `known` holds graphs realized
+/// before (graph -> buffer view), reused instead of computed again; the sources realized here
+/// are added to it.
+fn realize_copy_sources(
+    outs: &[UOp],
+    known: &mut HashMap<UOp, UOp>,
+) -> Result<Vec<UOp>, DeviceError> {
+    let outs: Vec<UOp> = if known.is_empty() {
+        outs.to_vec()
+    } else {
+        outs.iter().map(|o| o.substitute(known)).collect()
+    };
     if !outs.iter().any(UOp::has_copy) {
-        return Ok(outs.to_vec());
+        return Ok(outs);
     }
-    let sink = UOp::new(Ops::Sink, DType::VOID, outs.to_vec(), Arg::None);
+    let sink = UOp::new(Ops::Sink, DType::VOID, outs.clone(), Arg::None);
     let pending: Vec<UOp> = sink
         .toposort()
         .into_iter()
         .filter(|u| u.op() == Ops::Copy && !is_buffer_view(u.s(0)))
         .collect();
     if pending.is_empty() {
-        return Ok(outs.to_vec());
+        return Ok(outs);
     }
-    let mut done: HashMap<UOp, UOp> = HashMap::new();
     for copy in &pending {
         let (from, _) = copy
             .arg()
             .as_copy()
             .expect("a Copy names its source device");
-        let src = copy.s(0).substitute(&done);
-        let source = Tensor::from_uop(src, from);
-        let view = Tensor::realize_snapshots(&[&source])?.remove(0);
+        let src = copy.s(0).substitute(known);
+        let view = if is_buffer_view(&src) {
+            src
+        } else {
+            let source = Tensor::from_uop(src, from);
+            let view = Tensor::realize_snapshots(&[&source])?.remove(0);
+            known.insert(copy.s(0).clone(), view.clone());
+            view
+        };
         let resolved = UOp::new(Ops::Copy, copy.dtype(), vec![view], copy.arg().clone());
-        done.insert(copy.clone(), resolved);
+        known.insert(copy.clone(), resolved);
     }
-    Ok(outs.iter().map(|o| o.substitute(&done)).collect())
+    Ok(outs.iter().map(|o| o.substitute(known)).collect())
 }

@@ -84,6 +84,11 @@ fn a_copy_is_a_lazy_graph_op_scheduled_as_a_transfer() {
         // the source is computed on CPU, copied, and computed on further on `b`
         let moved = (&a * 2.0).permute(&[1, 0]).to(b);
         let out = &moved + 1.0;
+        // on `b`: the transfer item, then the kernel adding one
+        let items = Tensor::schedule(&[&out]);
+        assert_eq!(items.len(), 2, "on {b}");
+        assert_eq!(items[0].ast.op(), tinygrad_tensor::Ops::Copy, "on {b}");
+        assert_eq!(items[0].ast.arg().as_copy(), Some(("CPU", b)));
         assert_eq!(out.device(), b);
         assert_eq!(out.shape(), vec![2, 2]);
         assert_eq!(out.to_vec::<f32>(), vec![3.0, 7.0, 5.0, 9.0], "on {b}");
@@ -194,4 +199,20 @@ fn host_devices_move_no_bytes_over_the_bus() {
         thread_transfer_stats().since(&before).host_device_bytes(),
         0
     );
+}
+
+#[test]
+fn a_tensor_and_its_copy_realized_together_in_either_order() {
+    for &d in devices().iter().filter(|d| **d != "CPU") {
+        for copy_first in [false, true] {
+            let a = Tensor::from_slice_on(&[1.0f32, 2.0], &[2], "CPU") * 3.0;
+            let b = a.to(d);
+            let all = if copy_first { [&b, &a] } else { [&a, &b] };
+            Tensor::try_realize_all(&all).unwrap();
+            // both are buffers now: the copy reused a's result
+            assert!(tinygrad_schedule_is_buffer(&a) && tinygrad_schedule_is_buffer(&b));
+            assert_eq!(a.to_vec::<f32>(), vec![3.0, 6.0]);
+            assert_eq!(b.to_vec::<f32>(), vec![3.0, 6.0], "on {d}");
+        }
+    }
 }
