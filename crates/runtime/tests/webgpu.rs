@@ -109,7 +109,7 @@ fn add_1000_f32_grid_stride() {
     let want: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
     assert_eq!(got, want);
 
-    // 1M elements (12 MB moved each way), 1024 workgroups.
+    // 1M elements (12 MB read and written by the kernel), 1024 workgroups.
     let n = 1 << 20;
     let k = d
         .wgsl_kernel("add_1m", add_shader(n), "main", 3, 1024)
@@ -125,7 +125,7 @@ fn add_1000_f32_grid_stride() {
     }
     let gpu = k.run(&bufs, true).expect("timed launch");
     eprintln!(
-        "add 1M f32 (with copies): wall ms {times:.2?}; timestamp query: {:?}",
+        "add 1M f32 (buffers on the device): wall ms {times:.2?}; timestamp query: {:?}",
         gpu.map(|s| format!("{:.1} us", s * 1e6))
     );
     let got = f32_values(&out);
