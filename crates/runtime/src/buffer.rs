@@ -137,24 +137,6 @@ impl Buffer {
         HostLock(g)
     }
 
-    /// Whether the buffer's memory is allocated (in host or device memory).
-    pub fn is_allocated(&self) -> bool {
-        self.guard().is_some()
-    }
-
-    /// Whether the buffer lives (or will live) in a GPU device's memory rather than the host's.
-    ///
-    /// # Errors
-    /// When the buffer is not allocated yet and its device is unavailable.
-    pub fn is_device_resident(&self) -> Result<bool, DeviceError> {
-        if let Some(s) = self.guard().as_ref() {
-            return Ok(matches!(s, Storage::Device(_)));
-        }
-        Ok(crate::device::get_device(&self.device)?
-            .allocator()
-            .is_some())
-    }
-
     /// Allocates the memory now if it is not yet (zeroed, or for a writer that overwrites every
     /// element, possibly a reused allocation), in host memory or the device's, so that a
     /// failure is an `Err` here instead of a panic in the middle of a kernel launch.

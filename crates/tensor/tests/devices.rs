@@ -92,17 +92,26 @@ fn a_copy_is_a_lazy_graph_op_scheduled_as_a_transfer() {
         assert_eq!(out.device(), b);
         assert_eq!(out.shape(), vec![2, 2]);
         assert_eq!(out.to_vec::<f32>(), vec![3.0, 7.0, 5.0, 9.0], "on {b}");
-        // nothing ran before the values were asked for: the copy's source is realized then
+        // nothing runs or moves before the values are asked for
+        let before = thread_transfer_stats();
         let lazy = (&a + 10.0).to(b);
-        assert!(
-            !tinygrad_schedule_is_buffer(&lazy),
-            "to() stays lazy until realized"
-        );
+        assert!(!is_buffer(&lazy), "to() stays a graph until realized");
+        assert_eq!(thread_transfer_stats().since(&before).copies, 0, "on {b}");
         assert_eq!(lazy.to_vec::<f32>(), vec![11.0, 12.0, 13.0, 14.0]);
+        if b.starts_with("WEBGPU") || b.starts_with("CUDA") {
+            // then: one upload (the copy) and one download (the values)
+            let moved = thread_transfer_stats().since(&before);
+            assert_eq!(
+                (moved.host_to_device, moved.device_to_host),
+                (16, 16),
+                "on {b}"
+            );
+        }
     }
 }
 
-fn tinygrad_schedule_is_buffer(t: &Tensor) -> bool {
+/// Whether the tensor is realized: its graph is a buffer (or a reshape of one).
+fn is_buffer(t: &Tensor) -> bool {
     let mut u = t.uop();
     while u.op() == tinygrad_tensor::Ops::Reshape {
         u = u.s(0).clone();
@@ -210,7 +219,7 @@ fn a_tensor_and_its_copy_realized_together_in_either_order() {
             let all = if copy_first { [&b, &a] } else { [&a, &b] };
             Tensor::try_realize_all(&all).unwrap();
             // both are buffers now: the copy reused a's result
-            assert!(tinygrad_schedule_is_buffer(&a) && tinygrad_schedule_is_buffer(&b));
+            assert!(is_buffer(&a) && is_buffer(&b));
             assert_eq!(a.to_vec::<f32>(), vec![3.0, 6.0]);
             assert_eq!(b.to_vec::<f32>(), vec![3.0, 6.0], "on {d}");
         }
