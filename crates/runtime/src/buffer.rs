@@ -92,9 +92,14 @@ impl Buffer {
         self.size * self.dtype.itemsize()
     }
 
-    /// Process-unique id.
+    /// Process-unique id. Ids grow: a buffer made later has a larger one.
     pub fn id(&self) -> u64 {
         self.id
+    }
+
+    /// The id the next buffer made will have (or a smaller one than any made after this call).
+    pub fn next_id() -> u64 {
+        NEXT_ID.load(Ordering::Relaxed)
     }
 
     fn guard(&self) -> MutexGuard<'_, Option<Storage>> {
@@ -234,6 +239,7 @@ impl Buffer {
             self.dtype,
             self.nbytes()
         );
+        crate::capture::note_upload(self.id);
         let mut g = self.guard();
         if g.is_none() {
             *g = Some(self.new_storage(true)?);
@@ -261,6 +267,7 @@ impl Buffer {
     /// If the length is wrong, the host memory cannot be allocated, or the buffer already holds
     /// device memory.
     pub fn stage_in_host(&self, bytes: &[u8]) {
+        crate::capture::note_upload(self.id);
         assert_eq!(
             bytes.len(),
             self.nbytes(),

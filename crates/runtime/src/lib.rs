@@ -15,6 +15,8 @@
 //!   `webgpu`, on by default).
 //! - [`reference`](mod@reference): `REF`, an interpreter of the linear program — the oracle for every backend.
 //! - [`realize`]: running a schedule with a compiled-kernel cache and `DEBUG` output.
+//! - [`capture`]: recording the launches of schedules run on a thread and replaying them on
+//!   other buffers (the runtime half of the tensor layer's `Jit`).
 //! - [`beam`]: BEAM search (`BEAM=n`) for kernel opts, with its on-disk cache.
 //! - [`thread_pool`]: the persistent worker threads that split CPU kernels across cores.
 
@@ -22,6 +24,7 @@ pub mod allocator;
 pub mod beam;
 pub mod buffer;
 pub mod buffer_pool;
+pub mod capture;
 pub mod cpu;
 pub mod cuda;
 pub mod device;
@@ -40,4 +43,5 @@ pub use device::{
 };
 pub use realize::{
     compile_count, get_kernel, kernel_cache_capacity, kernel_cache_len, run_schedule,
+    thread_run_counts,
 };

@@ -18,7 +18,7 @@ use crate::device::{Device, DeviceError, Kernel, debug_level};
 
 /// A compiled kernel, its name, its flop estimate per launch and the least size of each slot's
 /// buffer ([`tinygrad_codegen::program::slot_extents`]), checked before every launch.
-type Entry = (Arc<dyn Kernel>, String, f64, Arc<[usize]>);
+pub(crate) type Entry = Arc<(Arc<dyn Kernel>, String, f64, Arc<[usize]>)>;
 
 /// Compiled kernels by device, kernel AST and beam width (0: the heuristic's opts), at most
 /// `cap` of them: when full, the least recently used tenth is evicted (its compiled code is
@@ -84,6 +84,18 @@ fn cache() -> &'static Mutex<KernelCache> {
 
 static COMPILES: AtomicUsize = AtomicUsize::new(0);
 
+thread_local! {
+    /// Schedules run and items launched by this thread (replays included), for tests.
+    static THREAD_RUNS: std::cell::Cell<(usize, usize)> = const { std::cell::Cell::new((0, 0)) };
+}
+
+/// How many schedules this thread has run with [`run_schedule`], and how many items (kernels
+/// and copies) it has launched, replays ([`crate::capture::replay`]) included: a JIT replay
+/// launches without scheduling. For tests (other threads' work is not counted).
+pub fn thread_run_counts() -> (usize, usize) {
+    THREAD_RUNS.with(std::cell::Cell::get)
+}
+
 /// How many kernels have been compiled in this process (cache misses), for tests.
 pub fn compile_count() -> usize {
     COMPILES.load(Ordering::Relaxed)
@@ -95,7 +107,7 @@ pub fn get_kernel(
     dev: &dyn Device,
     ast: &UOp,
 ) -> Result<(Arc<dyn Kernel>, String, f64), DeviceError> {
-    get_kernel_for(dev, ast, None).map(|(k, name, flops, _)| (k, name, flops))
+    get_kernel_for(dev, ast, None).map(|e| (e.0.clone(), e.1.clone(), e.2))
 }
 
 /// [`get_kernel`]; with `beam = Some((bufs, width))` and a device that takes kernel opts, the
@@ -115,7 +127,7 @@ fn get_kernel_for(
     }
     if let Some(compiled) = dev.compile_ast(ast) {
         let (kernel, name, flops) = compiled?;
-        let entry = (kernel, name, flops, slot_extents(ast).into());
+        let entry = Arc::new((kernel, name, flops, slot_extents(ast).into()));
         COMPILES.fetch_add(1, Ordering::Relaxed);
         if debug_level() >= 4 {
             eprintln!("{}", entry.0.source());
@@ -154,12 +166,12 @@ fn get_kernel_for(
         eprintln!("{}", kernel.source());
     }
     let flops = estimate_flops(&prog.uops);
-    let entry = (
+    let entry = Arc::new((
         kernel,
         prog.name.clone(),
         flops,
         prog.extents.clone().into(),
-    );
+    ));
     cache()
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -219,7 +231,7 @@ fn estimate_flops(uops: &[UOp]) -> f64 {
 }
 
 /// A schedule item made ready to run: its buffers, and its kernel (`None`: a copy).
-type Prepared = (Vec<Arc<Buffer>>, Option<Entry>);
+pub(crate) type Prepared = (Vec<Arc<Buffer>>, Option<Entry>);
 
 /// Runs `items` in order on `dev`: kernels on `dev`, copies (`Copy` items: slot 0 on `dev`,
 /// slot 1 on any device) the way the two devices allow.
@@ -235,6 +247,7 @@ type Prepared = (Vec<Arc<Buffer>>, Option<Entry>);
 /// [`DeviceError`] for a buffer over a limit, an allocation or compilation that fails, or a
 /// copy that fails.
 pub fn run_schedule(dev: &dyn Device, items: &[ScheduleItem]) -> Result<(), DeviceError> {
+    THREAD_RUNS.with(|c| c.set((c.get().0 + 1, c.get().1)));
     let width = crate::beam::beam_width();
     let start = Instant::now();
     let mut prepared: Vec<Prepared> = Vec::with_capacity(items.len());
@@ -291,10 +304,23 @@ pub fn run_schedule(dev: &dyn Device, items: &[ScheduleItem]) -> Result<(), Devi
         check_extents(&entry.3, &bufs, &entry.1)?;
         prepared.push((bufs, Some(entry)));
     }
+    crate::capture::record(dev.name(), items, &prepared);
+    launch_prepared(dev, &prepared, start)
+}
+
+/// Launches prepared items in order on `dev` (buffers allocated, kernels compiled), then
+/// flushes the device: the second half of [`run_schedule`], and what a captured schedule
+/// replays ([`crate::capture`]). `start` is when the caller began (for `DEBUG=2`'s total).
+pub(crate) fn launch_prepared(
+    dev: &dyn Device,
+    prepared: &[Prepared],
+    start: Instant,
+) -> Result<(), DeviceError> {
+    THREAD_RUNS.with(|c| c.set((c.get().0, c.get().1 + prepared.len())));
     let mut in_kernels = 0.0f64;
-    for (bufs, entry) in &prepared {
+    for (bufs, entry) in prepared {
         let t0 = Instant::now();
-        let Some((kernel, name, flops, _)) = entry else {
+        let Some(entry) = entry else {
             bufs[0].copy_from(&bufs[1])?;
             if debug_level() >= 2 {
                 // the copy's own time: wait for both devices
@@ -315,6 +341,7 @@ pub fn run_schedule(dev: &dyn Device, items: &[ScheduleItem]) -> Result<(), Devi
             in_kernels += t0.elapsed().as_secs_f64();
             continue;
         };
+        let (kernel, name, flops, _) = &**entry;
         if debug_level() >= 2 {
             // The device's own timing where it has one (GPU events), else wall time.
             let timed = kernel.launch_timed(bufs);
@@ -338,11 +365,11 @@ pub fn run_schedule(dev: &dyn Device, items: &[ScheduleItem]) -> Result<(), Devi
     }
     // the device starts on what is queued (nothing waits)
     dev.flush()?;
-    if debug_level() >= 2 && items.len() > 1 {
+    if debug_level() >= 2 && prepared.len() > 1 {
         let total = start.elapsed().as_secs_f64();
         eprintln!(
             "*** schedule of {} kernels: {:.2} ms, {:.2} ms of it outside kernels",
-            items.len(),
+            prepared.len(),
             total * 1e3,
             (total - in_kernels) * 1e3
         );

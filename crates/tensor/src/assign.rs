@@ -98,7 +98,7 @@ impl Tensor {
         } else if !is_buffer_view(&u) && u.op() != Ops::Detach {
             u = UOp::new(Ops::Detach, u.dtype(), vec![u], Arg::None);
         }
-        *self.inner.uop.write().unwrap_or_else(|e| e.into_inner()) = u;
+        self.set_uop(u);
         self
     }
 
@@ -131,7 +131,7 @@ impl Tensor {
             self.device(),
             value.device()
         );
-        *self.inner.uop.write().unwrap_or_else(|e| e.into_inner()) = value.uop();
+        self.set_uop(value.uop());
         self
     }
 }
@@ -206,7 +206,7 @@ impl Tensor {
         for (op, arg) in ops {
             u = UOp::new(*op, u.dtype(), vec![u], arg.clone());
         }
-        *self.inner.uop.write().unwrap_or_else(|e| e.into_inner()) = u;
+        self.set_uop(u);
     }
 }
 

@@ -34,6 +34,13 @@ pub(crate) struct GradState {
     grad: Mutex<Option<Tensor>>,
 }
 
+impl GradState {
+    /// The gradient slot, locked (the JIT sets a replay's gradients through it).
+    pub(crate) fn grad_slot(&self) -> std::sync::MutexGuard<'_, Option<Tensor>> {
+        lock(&self.grad)
+    }
+}
+
 /// Every tensor ever marked `requires_grad(true)` (tinygrad's `all_tensors`, restricted to the
 /// ones `backward` can fill). Weak: a dropped tensor leaves the list on the next scan.
 static LEAVES: Mutex<Vec<Weak<Inner>>> = Mutex::new(Vec::new());
@@ -167,7 +174,7 @@ impl Tensor {
                     self.device(),
                 );
                 fresh.realize();
-                *self.inner.uop.write().unwrap_or_else(|e| e.into_inner()) = fresh.uop();
+                self.set_uop(fresh.uop());
             }
             let mut reg = lock(&LEAVES);
             if !reg.iter().any(|w| w.as_ptr() == Arc::as_ptr(&self.inner)) {
@@ -229,6 +236,7 @@ impl Tensor {
     /// ```
     pub fn set_grad(&self, grad: Option<Tensor>) {
         *lock(&self.inner.autograd.grad) = grad;
+        crate::jit::note_grad(&self.inner);
     }
 
     // ---- backward and gradient ----
@@ -296,12 +304,13 @@ impl Tensor {
         for (t, g) in leaves.iter().zip(grads) {
             let g = g.unwrap_or_else(|| Tensor::zeros_like(t));
             let mut slot = lock(&t.inner.autograd.grad);
+            crate::jit::note_grad(&t.inner);
             match slot.as_ref() {
                 None => *slot = Some(g),
                 // tinygrad assigns into the existing gradient: handles to it see the sum
                 Some(prev) => {
                     let sum = (prev + &g).uop();
-                    *prev.inner.uop.write().unwrap_or_else(|e| e.into_inner()) = sum;
+                    prev.set_uop(sum);
                 }
             }
         }

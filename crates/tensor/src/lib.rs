@@ -30,6 +30,8 @@
 //! - [`scatter`]: `pad_mode` ([`PadMode`]: reflect/replicate/circular), `scatter`/`scatter_reduce`, `meshgrid`, `masked_select`.
 //! - [`setitem`]: `setitem` — writing into the part of a tensor an index selects.
 //! - [`assign`]: `assign` — replacing a tensor's value lazily (optimizer updates).
+//! - [`jit`]: [`Jit`] — capturing the kernels of a function of tensors once and replaying them
+//!   on new inputs, with every replay checked against the capture.
 //! - [`nn`]: layers, `Module`/`Parameters` and state dicts, optimizers, safetensors files,
 //!   weight initialization.
 //! - [`operators`]: Rust operator overloading.
@@ -43,6 +45,7 @@ pub mod einsum;
 pub mod element;
 pub mod elementwise;
 pub mod indexing;
+pub mod jit;
 pub mod keccak;
 pub mod linalg;
 pub mod math;
@@ -63,6 +66,7 @@ pub use element::Element;
 pub use elementwise::{IntoOperand, Operand, broadcast_shape};
 pub use half::{bf16, f16};
 pub use indexing::{Idx, IndexError, SplitSizes};
+pub use jit::{Jit, JitError, OnMismatch};
 pub use nn_ops::{Dims, InterpolateMode, Padding, Reduction};
 pub use reduce::Axis;
 pub use scatter::PadMode;
@@ -70,8 +74,8 @@ pub use tensor::{Tensor, TensorError};
 pub use tinygrad_dtype::{ConstValue, DType};
 pub use tinygrad_runtime::{
     DeviceError, TransferStats, beam_stats, canonical_device, compile_count, default_device,
-    get_device, set_beam, set_beam_cache_dir, thread_transfer_stats, transfer_stats,
-    with_default_device,
+    get_device, set_beam, set_beam_cache_dir, thread_run_counts, thread_transfer_stats,
+    transfer_stats, with_default_device,
 };
 pub use tinygrad_schedule::schedule_cache_hits;
 pub use tinygrad_uop::{Ops, UOp};

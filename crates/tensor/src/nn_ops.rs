@@ -1904,6 +1904,8 @@ impl Tensor {
         let c1 = c0.add(half as u32);
         // the key from a buffer, not constants: every call of a shape is the same kernel
         let key = Tensor::from_slice_on(&[k0, k1], &[2], device);
+        // a JIT replay derives the next call's key instead of reusing this upload
+        crate::jit::note_rand_key(&key, device, num as u64);
         let (k0, k1) = (key.shrink(&[(0, 1)]), key.shrink(&[(1, 2)]));
         let (x0, x1) = Tensor::threefry2x32(&c0, &c1, &k0, &k1);
         let words = high.where_(&x1, &x0);

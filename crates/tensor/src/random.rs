@@ -28,6 +28,29 @@ fn state() -> std::sync::MutexGuard<'static, RngState> {
     RNG.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The whole random state (seed, keys and counters), for the JIT's `JIT_CHECK` to run a step
+/// twice from the same state.
+pub(crate) struct RngSnapshot {
+    seed: u64,
+    devices: Vec<(String, u64)>,
+}
+
+/// The current random state.
+pub(crate) fn snapshot() -> RngSnapshot {
+    let s = state();
+    RngSnapshot {
+        seed: s.seed,
+        devices: s.devices.clone(),
+    }
+}
+
+/// Puts back a state from [`snapshot`].
+pub(crate) fn restore(snap: RngSnapshot) {
+    let mut s = state();
+    s.seed = snap.seed;
+    s.devices = snap.devices;
+}
+
 /// Sets the seed and forgets every device's key and counter (tinygrad's `manual_seed`).
 pub(crate) fn set_seed(seed: u64) {
     let mut s = state();

@@ -23,6 +23,20 @@ pub(crate) struct Inner {
     /// Set when an assignment through a view gave this tensor a new graph: realizing any of its
     /// views then realizes it too, so its graph does not grow with every such assignment.
     pub(crate) written_through: std::sync::atomic::AtomicBool,
+    /// When the handle was made ([`next_handle_id`]): the JIT tells the tensors that existed
+    /// before a capture (state) from those its function made.
+    pub(crate) created: u64,
+}
+
+static NEXT_HANDLE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+/// The creation stamp of the next tensor handle (stamps only grow).
+pub(crate) fn next_handle_id() -> u64 {
+    NEXT_HANDLE.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+fn handle_stamp() -> u64 {
+    NEXT_HANDLE.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 /// What a view tensor views: its base tensor and the movement ops (op, argument) from it.
@@ -77,6 +91,7 @@ impl Tensor {
                 autograd: Default::default(),
                 view: None,
                 written_through: Default::default(),
+                created: handle_stamp(),
             }),
         }
     }
@@ -89,11 +104,21 @@ impl Tensor {
     /// assert_eq!((t.uop().shape_vec(), t.uop().dtype()), (vec![2, 3], DType::INT32));
     /// ```
     pub fn uop(&self) -> UOp {
-        self.inner
+        let u = self
+            .inner
             .uop
             .read()
             .unwrap_or_else(|e| e.into_inner())
-            .clone()
+            .clone();
+        crate::jit::note_read(&self.inner, &u);
+        u
+    }
+
+    /// Gives this handle a new graph (what `assign`, `replace` and realizing do), telling an
+    /// open JIT capture.
+    pub(crate) fn set_uop(&self, u: UOp) {
+        *self.inner.uop.write().unwrap_or_else(|e| e.into_inner()) = u;
+        crate::jit::note_write(&self.inner);
     }
 
     /// Like [`Tensor::with_uop`], on another device (a copy).
@@ -105,6 +130,7 @@ impl Tensor {
                 autograd: Default::default(),
                 view: None,
                 written_through: Default::default(),
+                created: handle_stamp(),
             }),
         }
     }
@@ -118,6 +144,7 @@ impl Tensor {
                 autograd: Default::default(),
                 view: None,
                 written_through: Default::default(),
+                created: handle_stamp(),
             }),
         }
     }
@@ -151,6 +178,7 @@ impl Tensor {
                 autograd: Default::default(),
                 view: Some(view),
                 written_through: Default::default(),
+                created: handle_stamp(),
             }),
         }
     }
@@ -958,6 +986,8 @@ impl Tensor {
                 // Only if nobody assigned a new graph meanwhile (compare and swap).
                 if *cur == **o {
                     *cur = new.clone();
+                    drop(cur);
+                    crate::jit::note_write(&t.inner);
                 }
                 known.insert((*o).clone(), new.clone());
                 becomes.insert((*o).clone(), new);
