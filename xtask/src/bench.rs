@@ -33,9 +33,13 @@
 //!   realize), µs, vs numpy, PyTorch and tinygrad running the same chain (Python loop included).
 //! - `latency_cold` `[q]`: the same chain with a constant that changes every run, so every run
 //!   compiles a new kernel (build + realize + read back), µs; no reference.
+//! - `jit_latency` `[q]`: the same chain through a `Jit` (a replay of the captured kernel), µs,
+//!   vs the chain without the `Jit` (warm realize, same run) and PyTorch eager.
 //! - `mnist`, `encoder1` `[q]`, `encoder32`, `decode`: whole models, see `models` — a
 //!   beautiful_mnist training step (min / median / max of 10 steps), a MiniLM-shaped encoder on
 //!   1 and 32 sequences of 12 tokens, one decode step over a KV cache; each vs PyTorch.
+//! - `jit_mnist`: the beautiful_mnist training step through a `Jit` (replays), vs the same step
+//!   without it, measured alternately in the same run.
 //! - `webgpu_add` `[q]`, `webgpu_matmul`, `webgpu_chain` `[q]`, `webgpu_chain256`,
 //!   `webgpu_mnist`: the `WEBGPU` device, see `device` — `a+b` and a matmul with their inputs on
 //!   the device, vs the `CPU` device; chains of 20 kernels and a beautiful_mnist training step, vs
@@ -82,7 +86,7 @@ use crate::pyref::{self, Lib, PyRun, Runs};
 
 use tinygrad_tensor::nn::optim::{self, Optimizer};
 use tinygrad_tensor::nn::{BatchNorm, Conv2d, Linear, Module, get_parameters};
-use tinygrad_tensor::{Dims, Reduction, Tensor, compile_count, impl_parameters};
+use tinygrad_tensor::{Dims, Jit, Reduction, Tensor, compile_count, impl_parameters};
 
 /// Options from the command line.
 pub struct Opts {
@@ -997,6 +1001,56 @@ fn bench_latency(o: &Opts) -> Row {
     }
 }
 
+/// The `latency` chain through a `Jit`: replays of the captured kernel, vs the same chain
+/// built and realized without it, and PyTorch eager (all in this run).
+fn bench_jit_latency(o: &Opts) -> Row {
+    let xv = rand_vec(16, 7);
+    let x = input(&xv, &[4, 4]);
+    let want = chain_plain(&xv, 1.0);
+    let runs = reps(o.quick, 2000);
+    let mut jit = Jit::new(|t: &[Tensor]| vec![chain_with(&t[0], 1.0)]);
+    let mut got = vec![];
+    for _ in 0..3 {
+        got = jit
+            .call(std::slice::from_ref(&x))
+            .expect("the chain replays")[0]
+            .to_vec::<f32>();
+    }
+    let replays = jit.replays();
+    let ours = median_time(20, runs, budget(o.quick, 3), || {
+        black_box(
+            jit.call(std::slice::from_ref(&x))
+                .expect("the chain replays"),
+        );
+    });
+    let replayed = jit.replays() > replays;
+    let plain = median_time(20, runs, budget(o.quick, 3), || {
+        let y = chain_with(&x, 1.0);
+        y.realize();
+        black_box(&y);
+    });
+    let chain = "x = inp(0, 4, 4)\n\
+         def op():\n    y = x\n    for i in range(20):\n        m = i % 5\n        \
+         if m == 0: y = y + 1.0\n        elif m == 1: y = y * 0.5\n        \
+         elif m == 2: y = torch.relu(y)\n        elif m == 3: y = y - 0.25\n        \
+         else: y = -y\n    return y\n";
+    let pt = torch(chain, &[&xv], 20, runs, budget(o.quick, 3));
+    Row {
+        name: "20-op chain on 4x4, Jit replay".into(),
+        secs: ours,
+        unit: Unit::Us,
+        refs: vec![
+            Reference::timed("without Jit (warm realize)", plain, Unit::Us, true),
+            Reference::torch(pt, Unit::Us, |w| max_rel_err(&got, w) < 1e-6),
+        ],
+        note: if replayed {
+            check(max_rel_err(&got, &want) < 1e-6, "vs loop")
+        } else {
+            check(false, "the Jit did not replay")
+        },
+    }
+}
+
 fn bench_latency_cold(o: &Opts) -> Row {
     // Every run gets a constant never used before in this process: a kernel never compiled.
     static RUN: AtomicU32 = AtomicU32::new(0);
@@ -1195,7 +1249,17 @@ fn benches() -> Vec<(&'static str, bool, BenchFn)> {
             true,
             Box::new(|o| Some(bench_latency_cold(o))),
         ),
+        (
+            "jit_latency",
+            true,
+            Box::new(|o| Some(bench_jit_latency(o))),
+        ),
         ("mnist", false, Box::new(|o| Some(models::bench_mnist(o)))),
+        (
+            "jit_mnist",
+            false,
+            Box::new(|o| Some(models::bench_mnist_jit(o))),
+        ),
         (
             "encoder1",
             true,

@@ -14,7 +14,8 @@
 //! The model (tinygrad's): Conv2d(1,32,5)-relu-Conv2d(32,32,5)-relu-BatchNorm-max_pool2d,
 //! Conv2d(32,64,3)-relu-Conv2d(64,64,3)-relu-BatchNorm-max_pool2d, flatten, Linear(576,10);
 //! Adam (lr 1e-3), batch 512. Each training step (forward, backward, Adam update, BatchNorm
-//! statistics, loss) is one schedule.
+//! statistics, loss) is one schedule, run through a `Jit`: from the third step on, a replay of
+//! the captured kernels on the new batch (`JIT=0` runs every step normally).
 //!
 //! Environment: `STEPS` (default 70, tinygrad's), `BS` (512), `LR` (0.001), `EVAL_EVERY`
 //! (steps between test evaluations, default: only at the end), `SEED` (42), `SAVE` (write the
@@ -31,7 +32,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use tinygrad_tensor::nn::optim::{self, Optimizer};
 use tinygrad_tensor::nn::state::safe_save;
 use tinygrad_tensor::nn::{BatchNorm, Conv2d, Linear, Module, get_parameters, get_state_dict};
-use tinygrad_tensor::{Dims, Reduction, Tensor, impl_parameters};
+use tinygrad_tensor::{Dims, Jit, Reduction, Tensor, impl_parameters};
 
 const PIXELS: usize = 28 * 28;
 const TEST_PER_CLASS: usize = 200;
@@ -204,6 +205,19 @@ fn main() {
     let mut rng = Rng(seed | 1);
     let mut xb = vec![0f32; bs * PIXELS];
     let mut yb = vec![0i32; bs];
+    // The training step through a `Jit`: after the first calls it replays the captured kernels
+    // on each new batch, without building or scheduling the graph (`JIT=0`: plain steps).
+    let mut jit = Jit::new(|io: &[Tensor]| {
+        let _train = Tensor::train(true);
+        opt.zero_grad();
+        let loss =
+            model
+                .forward(&io[0])
+                .sparse_categorical_crossentropy(&io[1], -1, 0.0, Reduction::Mean);
+        loss.backward();
+        opt.step_with(&[&loss]);
+        vec![loss]
+    });
     let mut times = vec![];
     let bar = ProgressBar::new(steps as u64).with_style(
         ProgressStyle::with_template(
@@ -222,17 +236,8 @@ fn main() {
         }
         let x = Tensor::from_slice(&xb, &[bs, 1, 28, 28]);
         let y = Tensor::from_slice(&yb, &[bs]);
-        let loss = {
-            let _train = Tensor::train(true);
-            opt.zero_grad();
-            let loss =
-                model
-                    .forward(&x)
-                    .sparse_categorical_crossentropy(&y, -1, 0.0, Reduction::Mean);
-            loss.backward();
-            opt.step_with(&[&loss]);
-            loss.item::<f32>()
-        };
+        let outs = jit.call(&[x, y]).unwrap_or_else(|e| panic!("mnist: {e}"));
+        let loss = outs[0].item::<f32>();
         let ms = t0.elapsed().as_secs_f64() * 1e3;
         times.push(ms);
         bar.set_message(format!("{loss:.4}  {ms:6.0} ms/step"));

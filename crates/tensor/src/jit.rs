@@ -400,6 +400,9 @@ impl fmt::Display for InputSig {
     }
 }
 
+/// A gradient the function realized: its view, where its buffer comes from, its device.
+type RealizedGrad = (ViewTemplate, Src, Arc<str>);
+
 /// A capture, ready to replay.
 struct Plan {
     inputs: Vec<InputSig>,
@@ -416,7 +419,7 @@ struct Plan {
     writes: Vec<(Target, ViewTemplate, Src)>,
     /// Gradients the function set: the view of a realized one and its source, or `None` (left
     /// lazy: cleared after a replay).
-    grads: Vec<(Weak<Inner>, Option<(ViewTemplate, Src, Arc<str>)>)>,
+    grads: Vec<(Weak<Inner>, Option<RealizedGrad>)>,
     /// Tensors (not inputs) that held input `i`'s buffer at capture: they must still hold it.
     input_aliases: Vec<(Weak<Inner>, usize)>,
 }
@@ -724,6 +727,8 @@ pub struct Jit<F> {
     f: F,
     on_mismatch: OnMismatch,
     check: bool,
+    /// `JIT=0`: every call runs the function normally.
+    disabled: bool,
     /// Calls recorded since the last (re)start, and the last one's signature.
     recorded: usize,
     last: Option<Signature>,
@@ -733,12 +738,15 @@ pub struct Jit<F> {
 
 impl<F: FnMut(&[Tensor]) -> Vec<Tensor>> Jit<F> {
     /// Wraps `f`; nothing runs until [`Jit::call`]. `JIT_CHECK=1` in the environment turns on
-    /// [`Jit::check_replays`].
+    /// [`Jit::check_replays`]; `JIT=0` turns the JIT off (every call runs `f` normally, as
+    /// tinygrad's `JIT=0`).
     pub fn new(f: F) -> Jit<F> {
+        let flag = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
         Jit {
             f,
             on_mismatch: OnMismatch::Error,
-            check: std::env::var("JIT_CHECK").is_ok_and(|v| v != "0" && !v.is_empty()),
+            check: flag("JIT_CHECK").is_some_and(|v| v != "0"),
+            disabled: flag("JIT").is_some_and(|v| v == "0"),
             recorded: 0,
             last: None,
             plan: None,
@@ -788,6 +796,12 @@ impl<F: FnMut(&[Tensor]) -> Vec<Tensor>> Jit<F> {
     /// See [`JitError`]: inputs that do not match the capture (or a re-capture, per
     /// [`Jit::on_mismatch`]), a function that cannot be captured, a device failure.
     pub fn call(&mut self, inputs: &[Tensor]) -> Result<Vec<Tensor>, JitError> {
+        if self.disabled {
+            let outs = (self.f)(inputs);
+            let refs: Vec<&Tensor> = outs.iter().collect();
+            Tensor::try_realize_all(&refs)?;
+            return Ok(outs);
+        }
         let (sigs, bufs) = input_buffers(inputs)?;
         if let Some(plan) = &self.plan {
             match plan.check_inputs(&sigs, &bufs) {
@@ -1130,5 +1144,35 @@ impl Plan {
                 *t.inner.uop.write().unwrap_or_else(|e| e.into_inner()) = u.clone();
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_check_finds_a_differing_byte_and_a_differing_shape() {
+        let a = Tensor::from_slice(&[1.0f32, 2.0, 3.0], &[3]);
+        let b = Tensor::from_slice(&[1.0f32, 2.5, 3.0], &[3]);
+        a.realize();
+        b.realize();
+        assert_eq!(compare_one("x", &a.uop(), &a.uop()), Ok(()));
+        let e = compare_one("output 0", &a.uop(), &b.uop()).unwrap_err();
+        assert!(
+            matches!(&e, JitError::Check(m) if m.contains("output 0") && m.contains("1 of 12 bytes")),
+            "{e}"
+        );
+        let c = a.reshape(&[1, 3]);
+        let e = compare_one("y", &a.uop(), &c.uop()).unwrap_err();
+        assert!(
+            matches!(&e, JitError::Check(m) if m.contains("[1, 3]")),
+            "{e}"
+        );
+        let e = compare("output", std::slice::from_ref(&a), &[a.clone(), b.clone()]).unwrap_err();
+        assert!(
+            matches!(&e, JitError::Check(m) if m.contains("1 outputs")),
+            "{e}"
+        );
     }
 }

@@ -2,6 +2,7 @@
 //! shapes give the same values on `CPU` and `REF` and match a tiny eager evaluator written here.
 //! The graphs read three buffers and reuse nodes (two indexings of one node, a node broadcast
 //! inside a reduction), so the scheduler's realize rules and its gather collapse are exercised.
+//! The same graphs through a `Jit` replay give the normal run's bits on new inputs.
 
 use proptest::prelude::*;
 use tinygrad_tensor::Tensor;
@@ -280,5 +281,52 @@ proptest! {
             prop_assert!((*c as f64 - e).abs() <= tol, "CPU[{}] = {} expected {} (steps {:?})", i, c, e, steps);
             prop_assert!((*r as f64 - e).abs() <= tol, "REF[{}] = {} expected {} (steps {:?})", i, r, e, steps);
         }
+    }
+}
+
+/// The graph of [`run`] on given inputs (`ts` and their eager values `arrs`: t0, t1, other).
+fn build(ts: &[Tensor], arrs: &[Arr], steps: &[(u8, u8)]) -> Tensor {
+    let (mut t, mut a) = (
+        &ts[0] + &ts[1] * 0.5,
+        arrs[0].zip(&arrs[1], |x, y| x + y * 0.5),
+    );
+    for &(c, arg) in steps {
+        let (nt, na) = step(&t, &a, (&ts[2], &arrs[2]), c, arg);
+        t = nt;
+        a = na;
+    }
+    t
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+    /// A `Jit` replaying a random graph on new inputs gives the normal run's bits. (Gathers
+    /// upload their index tensor inside the function, which the JIT refuses: they become relu.)
+    #[test]
+    fn jit_replays_of_random_graphs_equal_normal_runs_bit_for_bit(
+        shape in prop::collection::vec(1usize..5, 1..4),
+        seed in 0u64..1000,
+        steps in prop::collection::vec((any::<u8>(), any::<u8>()), 1..9),
+    ) {
+        let steps: Vec<(u8, u8)> = steps
+            .iter()
+            .map(|&(c, a)| (if c % 15 == 14 { 3 } else { c }, a))
+            .collect();
+        let inputs = |k: u64| {
+            let (t0, a0) = input(&shape, seed + 10 * k, "CPU");
+            let (t1, a1) = input(&shape, seed + 10 * k + 2, "CPU");
+            let (o, ao) = input(&shape, seed + 10 * k + 1, "CPU");
+            (vec![t0, t1, o], vec![a0, a1, ao])
+        };
+        let (_, proto) = inputs(0);
+        let mut jit = tinygrad_tensor::Jit::new(|ts: &[Tensor]| vec![build(ts, &proto, &steps)]);
+        for k in 0..5 {
+            let (ts, arrs) = inputs(k);
+            let got = jit.call(&ts).map_err(|e| TestCaseError::fail(format!("{e}")))?;
+            let want = build(&ts, &arrs, &steps);
+            let bits = |t: &Tensor| t.to_vec::<f32>().iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            prop_assert_eq!(bits(&got[0]), bits(&want), "call {} (steps {:?})", k, &steps);
+        }
+        prop_assert_eq!(jit.replays(), 3);
     }
 }

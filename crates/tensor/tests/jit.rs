@@ -148,13 +148,19 @@ fn a_weight_changed_between_calls_is_read_by_the_next_replay() {
     w.assign(&Tensor::from_slice(&[5.0f32, 6.0, 7.0, 8.0], &[4]))
         .realize();
     let x = input(7, 4);
-    assert_eq!(bits(&jit.call(&[x.clone()]).unwrap()[0]), bits(&(&x * &w)));
+    assert_eq!(
+        bits(&jit.call(std::slice::from_ref(&x)).unwrap()[0]),
+        bits(&(&x * &w))
+    );
     w.assign(&(&w * 2.0));
-    let got = jit.call(&[x.clone()]).unwrap().remove(0);
+    let got = jit.call(std::slice::from_ref(&x)).unwrap().remove(0);
     assert_eq!(w.to_vec::<f32>(), vec![10.0, 12.0, 14.0, 16.0]);
     assert_eq!(bits(&got), bits(&(&x * &w)));
     w.replace(&Tensor::from_slice(&[0.5f32; 4], &[4]));
-    assert_eq!(bits(&jit.call(&[x.clone()]).unwrap()[0]), bits(&(&x * 0.5)));
+    assert_eq!(
+        bits(&jit.call(std::slice::from_ref(&x)).unwrap()[0]),
+        bits(&(&x * 0.5))
+    );
     // a weight of another dtype cannot be read by the captured kernels
     w.replace(&Tensor::from_slice(&[1i32, 2, 3, 4], &[4]));
     let e = jit.call(&[x]).unwrap_err();
@@ -203,7 +209,10 @@ fn inputs_of_another_shape_dtype_or_device_are_errors_or_recaptures() {
     let mut re = Jit::new(|x: &[Tensor]| vec![&x[0] * 3.0]).on_mismatch(OnMismatch::Recapture);
     for n in [4, 4, 4, 6, 6, 6, 6] {
         let x = input(n, n);
-        assert_eq!(bits(&re.call(&[x.clone()]).unwrap()[0]), bits(&(&x * 3.0)));
+        assert_eq!(
+            bits(&re.call(std::slice::from_ref(&x)).unwrap()[0]),
+            bits(&(&x * 3.0))
+        );
     }
     assert_eq!(
         re.replays(),
@@ -241,7 +250,7 @@ fn inputs_aliased_differently_from_the_capture_are_errors() {
     let w = input(9, 4);
     let mut both = Jit::new(|x: &[Tensor]| vec![&x[0] * &w]);
     for _ in 0..3 {
-        both.call(&[w.clone()]).unwrap();
+        both.call(std::slice::from_ref(&w)).unwrap();
     }
     let e = both.call(&[input(1, 4)]).unwrap_err();
     assert!(
@@ -432,7 +441,6 @@ fn train_losses(jit: bool, steps: usize) -> (Vec<u32>, Vec<Vec<u32>>) {
             losses.push(step(&x, &y).item::<f32>().to_bits());
         }
     }
-    drop(step);
     let params = get_parameters(&net).iter().map(bits).collect();
     (losses, params)
 }

@@ -153,6 +153,84 @@ pub(super) fn bench_mnist(o: &Opts) -> Row {
     }
 }
 
+/// The `jit_mnist` row: [`bench_mnist`]'s step through a `Jit` (replays) and without it, on two
+/// models from the same seed, stepped alternately so both see the same machine state.
+pub(super) fn bench_mnist_jit(o: &Opts) -> Row {
+    const BS: usize = 512;
+    let steps = if o.quick { 3 } else { 10 };
+    let xv: Vec<f32> = rand_vec(BS * 28 * 28, 100)
+        .iter()
+        .map(|v| (v + 1.0) / 2.0)
+        .collect();
+    let yv: Vec<i32> = rand_vec(BS, 200)
+        .iter()
+        .map(|v| (((v + 1.0) * 5.0) as i32).clamp(0, 9))
+        .collect();
+    let x = input(&xv, &[BS, 1, 28, 28]);
+    let y = Tensor::from_slice(&yv, &[BS]);
+    let make = || {
+        Tensor::manual_seed(42);
+        let model = MnistModel::new();
+        let opt = optim::adam(get_parameters(&model), 1e-3);
+        (model, opt)
+    };
+    let step = |model: &MnistModel, opt: &mut dyn Optimizer, x: &Tensor, y: &Tensor| {
+        let _train = Tensor::train(true);
+        opt.zero_grad();
+        let loss = model
+            .forward(x)
+            .sparse_categorical_crossentropy(y, -1, 0.0, Reduction::Mean);
+        loss.backward();
+        opt.step_with(&[&loss]);
+        loss
+    };
+    let (m_plain, mut o_plain) = make();
+    let (m_jit, mut o_jit) = make();
+    let mut jit = Jit::new(|io: &[Tensor]| vec![step(&m_jit, &mut o_jit, &io[0], &io[1])]);
+    let (mut t_jit, mut t_plain, mut same) = (vec![], vec![], true);
+    let warmup = 3; // the Jit captures at the third call (Adam's moments start lazy)
+    for k in 0..steps + warmup {
+        let t0 = Instant::now();
+        let a = jit.call(&[x.clone(), y.clone()]).expect("the step replays")[0].item::<f32>();
+        let dt_jit = t0.elapsed().as_secs_f64();
+        let t0 = Instant::now();
+        let b = step(&m_plain, &mut o_plain, &x, &y).item::<f32>();
+        let dt_plain = t0.elapsed().as_secs_f64();
+        same &= a.to_bits() == b.to_bits();
+        if k >= warmup {
+            t_jit.push(dt_jit);
+            t_plain.push(dt_plain);
+        }
+    }
+    let replayed = jit.replays() >= steps;
+    let ours = median(t_jit.clone());
+    let plain = median(t_plain);
+    t_jit.sort_by(f64::total_cmp);
+    let verdict = match (replayed, same) {
+        (false, _) => check(false, "the Jit did not replay"),
+        (true, false) => check(false, "losses differ from the plain step's"),
+        (true, true) => "losses equal the plain step's bit for bit".to_string(),
+    };
+    let note = format!(
+        "{verdict}; {steps} replays: min {:.0} / median {:.0} / max {:.0} ms",
+        t_jit[0] * 1e3,
+        ours * 1e3,
+        t_jit[t_jit.len() - 1] * 1e3
+    );
+    Row {
+        name: "beautiful_mnist train step, bs 512, Jit replay".into(),
+        secs: ours,
+        unit: Unit::Ms,
+        refs: vec![Reference::timed(
+            "without Jit (same run)",
+            plain,
+            Unit::Ms,
+            true,
+        )],
+        note,
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // the MiniLM-shaped encoder
 
