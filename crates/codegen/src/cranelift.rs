@@ -1,6 +1,8 @@
 //! The Cranelift renderer: a [`Program`] becomes a Cranelift IR function
 //! `fn(bufs: *const *mut u8, start: i64, end: i64)` that runs the outermost output loop over
-//! `start..end` (so a launcher can split it across threads) and everything else in full.
+//! `start..end` (so a launcher can split it across threads) and everything else in full. `bufs`
+//! holds the buffer addresses, one word per slot, then the value of each variable the kernel
+//! reads (`Program::vars`, in order), one `i64` word each.
 //!
 //! Semantics chosen to be total (no traps, no UB) and to match constant folding
 //! (`tinygrad_uop::exec_alu`): integer division/modulo by zero give 0, `MIN / -1` wraps,
@@ -96,6 +98,8 @@ impl Renderer for CraneliftRenderer {
             end: params[2],
             first_loop: true,
             offsets: HashMap::new(),
+            globals: prog.globals.len(),
+            vars: &prog.vars,
         };
         for u in &prog.uops {
             cx.emit(u).map_err(err)?;
@@ -126,6 +130,9 @@ struct Ctx<'a> {
     first_loop: bool,
     /// Constant byte offsets of `Index` nodes, folded into their loads and stores.
     offsets: HashMap<UOp, i32>,
+    /// The number of buffer slots: variable `k`'s value is word `globals + k` of `bufs`.
+    globals: usize,
+    vars: &'a [(std::sync::Arc<str>, i64, i64)],
 }
 
 /// The Cranelift type holding a value of `dt` (bool is `i8` 0/1; pointers and index are `i64`).
@@ -224,6 +231,24 @@ impl<'a> Ctx<'a> {
                 self.b
                     .ins()
                     .load(types::I64, flags, self.bufs, (slot * 8) as i32)
+            }
+            Ops::DefineVar => {
+                // the launcher passes each variable's value (an i64) after the buffer addresses
+                let Arg::Var(name, _, _) = u.arg() else {
+                    return Err("DefineVar needs a Var argument".into());
+                };
+                let k = self
+                    .vars
+                    .iter()
+                    .position(|(n, _, _)| n == name)
+                    .ok_or_else(|| format!("variable {name} is not among the kernel's"))?;
+                let flags = MemFlagsData::trusted();
+                let word = ((self.globals + k) * 8) as i32;
+                let v = self.b.ins().load(types::I64, flags, self.bufs, word);
+                match clif_type(u.dtype())? {
+                    types::I64 => v,
+                    ty => self.b.ins().ireduce(ty, v),
+                }
             }
             Ops::DefineReg => {
                 let ty = clif_type(u.dtype().base())?;

@@ -37,8 +37,13 @@ pub struct Program {
     /// against it before running native code.
     pub extents: Vec<usize>,
     /// The size of the outermost output loop (what a launcher may split across threads), if the
-    /// kernel has any output loop.
+    /// kernel has any output loop. For a loop over a variable's range, the largest size it can
+    /// take: the kernel skips iterations at or past the bound value.
     pub outer_size: Option<usize>,
+    /// The symbolic variables (`DefineVar`) the kernel reads, sorted by name: name and inclusive
+    /// bounds. A launcher passes their values in this order; each must lie in its bounds (the
+    /// extents assume it).
+    pub vars: Vec<(std::sync::Arc<str>, i64, i64)>,
     /// The kernel optimizations applied (empty when none).
     pub opts: KernelOpts,
 }
@@ -83,6 +88,9 @@ fn prepare(ast: &UOp, caps: TargetCaps) -> UOp {
     }
     if !caps.transcendentals {
         ast = tinygrad_uop::graph_rewrite(&ast, crate::decomp::decomp_rules(), &mut (), false);
+    }
+    if ast.toposort().iter().any(|u| u.op() == Ops::DefineVar) {
+        return ast; // ranges of a variable's size stay as they are
     }
     crate::merge_ranges::merge_reduce_ranges(&ast)
 }
@@ -154,9 +162,11 @@ fn to_program_inner(
 
     let mut extents = slot_extents(ast);
     extents.resize(globals.len().max(extents.len()), 0);
+    let vars = kernel_vars(ast);
     let mut ast = prepare(ast, caps);
     let mut opts = KernelOpts::default();
-    if let Some(choice) = opts_choice {
+    // loops over a variable's range have no constant size to upcast or unroll by
+    if let Some(choice) = opts_choice.filter(|_| vars.is_empty()) {
         let o = choice.unwrap_or_else(|| heuristic(&ast));
         if let Ok(new) = apply_opts(&ast, &o) {
             ast = new;
@@ -173,8 +183,7 @@ fn to_program_inner(
         .iter()
         .find(|u| u.op() == Ops::Range)
         .filter(|r| !matches!(r.arg(), Arg::Range(_, tinygrad_uop::AxisKind::Reduce)))
-        .and_then(|r| r.s(0).as_int())
-        .map(|s| s as usize);
+        .map(|r| r.s(0).as_int().unwrap_or_else(|| r.s(0).vmax()).max(0) as usize);
     Program {
         name: kernel_name(&ast),
         ast,
@@ -182,6 +191,33 @@ fn to_program_inner(
         globals,
         extents,
         outer_size,
+        vars,
         opts,
     }
+}
+
+/// The variables (`DefineVar`) of a kernel AST, sorted by name (one entry per name): name and
+/// inclusive bounds — the order a launcher passes their values in.
+///
+/// # Panics
+/// If two variables share a name but not their bounds.
+pub fn kernel_vars(ast: &UOp) -> Vec<(std::sync::Arc<str>, i64, i64)> {
+    let mut vars: Vec<(std::sync::Arc<str>, i64, i64)> = Vec::new();
+    for u in ast.toposort() {
+        if u.op() != Ops::DefineVar {
+            continue;
+        }
+        let Arg::Var(name, lo, hi) = u.arg() else {
+            panic!("kernel_vars: DefineVar without a Var argument: {}", u.arg())
+        };
+        match vars.iter().find(|(n, _, _)| n == name) {
+            Some((_, l, h)) => assert!(
+                (l, h) == (lo, hi),
+                "kernel_vars: variable {name} has bounds [{l}, {h}] and [{lo}, {hi}]"
+            ),
+            None => vars.push((name.clone(), *lo, *hi)),
+        }
+    }
+    vars.sort_by(|a, b| a.0.cmp(&b.0));
+    vars
 }

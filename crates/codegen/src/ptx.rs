@@ -1,7 +1,8 @@
 //! The PTX renderer: a [`Program`] becomes the text of a PTX module with one `.entry` kernel,
 //! for NVIDIA GPUs (`sm_80` and newer), assembled by `ptxas` or loaded by the CUDA driver.
 //!
-//! Kernel ABI: one `.param .u64` per global buffer slot (slot order; slot 0 is the output).
+//! Kernel ABI: one `.param .u64` per global buffer slot (slot order; slot 0 is the output), then
+//! one `.param .s64` per variable (`Program::vars` order), read once by the prologue.
 //!
 //! Launch: the program's outer output loops — the ones perfectly nested from the top, with no
 //! other loop in between — are flattened into one index space of [`LaunchDims::total`]
@@ -45,7 +46,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
 use tinygrad_dtype::{ConstValue, DType, Scalar};
-use tinygrad_uop::{Ops, UOp};
+use tinygrad_uop::{Arg, Ops, UOp};
 
 use crate::grid::{GridPlan, GroupPlan, grid_plan, group_fold, group_plan};
 use crate::{Program, RenderError, Renderer, TargetCaps};
@@ -416,9 +417,11 @@ impl Renderer for PtxRenderer {
             self.version.1,
             self.target()
         );
-        let params: Vec<String> = (0..prog.globals.len())
+        let mut params: Vec<String> = (0..prog.globals.len())
             .map(|s| format!("\t.param .u64 {name}_param_{s}"))
             .collect();
+        // then one .s64 per variable, in `Program::vars` order
+        params.extend((0..prog.vars.len()).map(|k| format!("\t.param .s64 {name}_var_{k}")));
         let _ = writeln!(
             out,
             ".visible .entry {name}(\n{}\n)\n.maxntid {BLOCK_SIZE}, 1, 1\n{{",
@@ -508,7 +511,7 @@ impl Ctx {
         Ok(r)
     }
 
-    /// Buffer pointers and every constant, once, before any loop.
+    /// Buffer pointers, variables and every constant, once, before any loop.
     fn prologue(&mut self, prog: &Program, name: &str) -> Result<(), String> {
         for u in &prog.uops {
             if u.op() == Ops::DefineGlobal && !self.regs.contains_key(u) {
@@ -516,6 +519,21 @@ impl Ctx {
                 let r = self.def(u)?;
                 self.line(&format!("ld.param.u64 {r}, [{name}_param_{slot}];"));
                 self.line(&format!("cvta.to.global.u64 {r}, {r};"));
+            }
+            if u.op() == Ops::DefineVar && !self.regs.contains_key(u) {
+                let Arg::Var(var, _, _) = u.arg() else {
+                    return Err("DefineVar needs a Var argument".into());
+                };
+                if !matches!(u.dtype().kind(), Scalar::Index | Scalar::Int64) {
+                    return Err(format!("variable {var} is {}, not index", u.dtype()));
+                }
+                let k = prog
+                    .vars
+                    .iter()
+                    .position(|(n, _, _)| n == var)
+                    .ok_or_else(|| format!("variable {var} is not among the kernel's"))?;
+                let r = self.def(u)?;
+                self.line(&format!("ld.param.s64 {r}, [{name}_var_{k}];"));
             }
         }
         let mut consts: Vec<UOp> = Vec::new();
@@ -539,7 +557,8 @@ impl Ctx {
 
     fn emit(&mut self, i: usize, u: &UOp) -> Result<(), String> {
         match u.op() {
-            Ops::Const | Ops::DefineGlobal | Ops::Sink | Ops::Noop => Ok(()),
+            // (variables are loaded by the prologue)
+            Ops::Const | Ops::DefineGlobal | Ops::DefineVar | Ops::Sink | Ops::Noop => Ok(()),
             Ops::DefineReg => {
                 let r = self.new_reg(class_of(u.dtype().base())?);
                 self.accs.insert(u.clone(), r);

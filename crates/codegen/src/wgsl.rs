@@ -1,7 +1,9 @@
 //! The WGSL renderer: a [`Program`] becomes a WebGPU compute shader (one `@compute` entry point
 //! named [`ENTRY`]), for the `WEBGPU` device (`wgpu`), validated by `naga`.
 //!
-//! Bindings: global buffer slot `i` is `@group(0) @binding(i) var<storage, read_write> b<i>`.
+//! Bindings: global buffer slot `i` is `@group(0) @binding(i) var<storage, read_write> b<i>`;
+//! a kernel with variables (`Program::vars`) reads their values from one more binding after the
+//! buffers, `vars: array<i32>`.
 //! A device buffer holds the host buffer's bytes verbatim, padded to a multiple of 4 bytes
 //! ([`storage_bytes`]).
 //!
@@ -47,7 +49,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt::Write as _;
 
 use tinygrad_dtype::{ConstValue, DType, Scalar};
-use tinygrad_uop::{Ops, UOp};
+use tinygrad_uop::{Arg, Ops, UOp};
 
 use crate::grid::{GridPlan, GroupPlan, grid_plan, group_fold, group_plan};
 use crate::{Program, RenderError, Renderer, TargetCaps};
@@ -235,7 +237,15 @@ impl Renderer for WgslRenderer {
             helpers: BTreeSet::new(),
             atomic: HashSet::new(),
             globals: HashMap::new(),
+            vars: prog.vars.clone(),
         };
+        for (name, lo, hi) in &prog.vars {
+            if *lo < i64::from(i32::MIN) || *hi > i64::from(i32::MAX) {
+                return Err(err(format!(
+                    "variable {name} has bounds [{lo}, {hi}], beyond WGSL's i32 index"
+                )));
+            }
+        }
         // Which buffers the kernel stores to (packed ones become atomic words).
         for u in &prog.uops {
             if u.op() == Ops::Store && u.s(0).op() == Ops::Index {
@@ -286,6 +296,14 @@ impl Renderer for WgslRenderer {
             let _ = writeln!(
                 out,
                 "@group(0) @binding({slot}) var<storage, read_write> b{slot}: array<{elem}>;"
+            );
+        }
+        if !prog.vars.is_empty() {
+            // the launcher binds the variables' values (i32 each) after the buffers
+            let _ = writeln!(
+                out,
+                "@group(0) @binding({}) var<storage, read_write> vars: array<i32>;",
+                globals.len()
             );
         }
         for (name, ty) in &cx.shared {
@@ -357,6 +375,8 @@ struct Ctx {
     atomic: HashSet<usize>,
     /// Global `Index`es.
     globals: HashMap<UOp, Access>,
+    /// The kernel's variables (`Program::vars`): variable `k` is `vars[k]`.
+    vars: Vec<(std::sync::Arc<str>, i64, i64)>,
 }
 
 impl Ctx {
@@ -479,6 +499,18 @@ impl Ctx {
     fn emit(&mut self, i: usize, u: &UOp) -> Result<(), String> {
         match u.op() {
             Ops::Const | Ops::DefineGlobal | Ops::Sink | Ops::Noop => Ok(()),
+            Ops::DefineVar => {
+                let Arg::Var(name, _, _) = u.arg() else {
+                    return Err("DefineVar needs a Var argument".into());
+                };
+                let k = self
+                    .vars
+                    .iter()
+                    .position(|(n, _, _)| n == name)
+                    .ok_or_else(|| format!("variable {name} is not among the kernel's"))?;
+                let expr = self.cast(&format!("vars[{k}]"), DType::INT32, u.dtype())?;
+                self.def(u, &expr)
+            }
             Ops::DefineReg => {
                 let ty = self.ty(u.dtype().base())?;
                 let name = self.fresh("acc");
@@ -1360,6 +1392,7 @@ mod tests {
             helpers: BTreeSet::new(),
             atomic: HashSet::new(),
             globals: HashMap::new(),
+            vars: Vec::new(),
         };
         let lit = |v: ConstValue, dt: DType| cx.literal(v, dt).unwrap();
         let cases = [

@@ -214,13 +214,13 @@ fn time_opts(dev: &dyn Device, ast: &UOp, bufs: &[Arc<Buffer>], opts: &KernelOpt
         return None;
     }
     let kernel = dev.compile(&prog).ok()?;
-    kernel.launch(bufs); // warm up: caches, page faults
+    kernel.launch(bufs, &[]); // warm up: caches, page faults
     let mut best = f64::INFINITY;
     let start = Instant::now();
     for run in 0..10 {
         let t0 = Instant::now();
         let dt = kernel
-            .launch_timed(bufs)
+            .launch_timed(bufs, &[])
             .unwrap_or_else(|| t0.elapsed().as_secs_f64());
         best = best.min(dt);
         // at least 3 runs; more while they are cheap

@@ -15,6 +15,7 @@
 //! device it used.
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -23,7 +24,10 @@ use tinygrad_uop::UOp;
 
 use crate::Buffer;
 use crate::device::{DeviceError, get_device};
-use crate::realize::{Entry, Prepared, check_extents, launch_prepared};
+use crate::realize::{Entry, Prepared, check_extents, launch_prepared, var_values};
+
+/// A kernel's variable: its name and inclusive bounds.
+pub type KernelVar = (Arc<str>, i64, i64);
 
 /// One launched item: a kernel, or a copy between buffers, with the buffers of its slots.
 #[derive(Clone)]
@@ -32,6 +36,8 @@ pub struct Launch {
     ast: UOp,
     bufs: Vec<Arc<Buffer>>,
     entry: Option<Entry>,
+    /// The values its variables had.
+    values: Vec<i64>,
 }
 
 impl Launch {
@@ -58,6 +64,20 @@ impl Launch {
     /// Whether it is a copy between buffers (no kernel).
     pub fn is_copy(&self) -> bool {
         self.entry.is_none()
+    }
+
+    /// The kernel's variables (name and bounds, in the order their values are passed) with the
+    /// values they had in this launch.
+    pub fn vars(&self) -> Vec<(KernelVar, i64)> {
+        match &self.entry {
+            Some(e) => {
+                e.4.iter()
+                    .cloned()
+                    .zip(self.values.iter().copied())
+                    .collect()
+            }
+            None => Vec::new(),
+        }
     }
 }
 
@@ -117,11 +137,12 @@ pub(crate) fn record(device: &'static str, items: &[ScheduleItem], prepared: &[P
     let launches: Vec<Launch> = items
         .iter()
         .zip(prepared)
-        .map(|(item, (bufs, entry))| Launch {
+        .map(|(item, (bufs, entry, values))| Launch {
             device,
             ast: item.ast.clone(),
             bufs: bufs.clone(),
             entry: entry.clone(),
+            values: values.clone(),
         })
         .collect();
     push_launches(&launches);
@@ -145,18 +166,23 @@ pub(crate) fn note_upload(id: u64) {
 }
 
 /// Runs `launches` again, each with `bufs[i]` bound to the slots of `launches[i]` instead of
-/// the buffers it ran with: no scheduling, no compiling. Each new buffer must have the dtype of
-/// the one it replaces and cover the slot's extent; buffers not yet allocated are allocated
-/// first (an output slot written whole is not zeroed), so running out of memory is an `Err`
-/// before anything runs. An open recording records the replayed launches too.
+/// the buffers it ran with, and its variables given the values in `var_vals` (by name): no
+/// scheduling, no compiling. Each new buffer must have the dtype of the one it replaces and
+/// cover the slot's extent; buffers not yet allocated are allocated first (an output slot
+/// written whole is not zeroed), so running out of memory is an `Err` before anything runs. An
+/// open recording records the replayed launches too.
 ///
 /// # Errors
-/// A buffer that does not fit its slot, an allocation that fails, a device that is missing, a
-/// copy that fails.
+/// A buffer that does not fit its slot, a variable without a value or outside its bounds, an
+/// allocation that fails, a device that is missing, a copy that fails.
 ///
 /// # Panics
 /// If `bufs` and `launches` differ in length, or a launch gets a different number of buffers.
-pub fn replay(launches: &[Launch], bufs: &[Vec<Arc<Buffer>>]) -> Result<(), DeviceError> {
+pub fn replay(
+    launches: &[Launch],
+    bufs: &[Vec<Arc<Buffer>>],
+    var_vals: &HashMap<Arc<str>, i64>,
+) -> Result<(), DeviceError> {
     assert_eq!(
         launches.len(),
         bufs.len(),
@@ -190,6 +216,10 @@ pub fn replay(launches: &[Launch], bufs: &[Vec<Arc<Buffer>>]) -> Result<(), Devi
             let read = b[1..].iter().any(|o| o.id() == x.id());
             x.try_allocate(i == 0 && !read)?;
         }
+        let values = match &l.entry {
+            Some(e) if !e.4.is_empty() => var_values(&e.1, &e.4, var_vals)?,
+            _ => Vec::new(),
+        };
         match &l.entry {
             Some(e) => check_extents(&e.3, b, &e.1)?,
             None if b[0].size != b[1].size => {
@@ -200,14 +230,16 @@ pub fn replay(launches: &[Launch], bufs: &[Vec<Arc<Buffer>>]) -> Result<(), Devi
             }
             None => {}
         }
-        prepared.push((b.clone(), l.entry.clone()));
+        prepared.push((b.clone(), l.entry.clone(), values));
     }
     if is_recording() {
         let again: Vec<Launch> = launches
             .iter()
             .zip(bufs)
-            .map(|(l, b)| Launch {
+            .zip(&prepared)
+            .map(|((l, b), p)| Launch {
                 bufs: b.clone(),
+                values: p.2.clone(),
                 ..l.clone()
             })
             .collect();

@@ -106,6 +106,9 @@ pub(crate) struct CpuKernel {
     extents: Vec<usize>,
     /// Estimated operations per launch (decides whether to use the thread pool).
     work: f64,
+    name: String,
+    /// The kernel's variables (`Program::vars`): their values follow the buffer addresses.
+    vars: Vec<(Arc<str>, i64, i64)>,
 }
 
 /// Kernels estimated below this many operations run on the calling thread: waking the pool's
@@ -121,7 +124,8 @@ fn estimate_work(prog: &Program) -> f64 {
         let top = *mult.last().expect("outer scope");
         match u.op() {
             tinygrad_uop::Ops::Range => {
-                let n = u.s(0).as_int().unwrap_or(1).max(0) as f64;
+                // a variable's range: its largest size
+                let n = u.s(0).as_int().unwrap_or_else(|| u.s(0).vmax()).max(0) as f64;
                 mult.push(top * n);
             }
             tinygrad_uop::Ops::End => {
@@ -149,6 +153,8 @@ impl CpuDevice {
             globals,
             extents: prog.extents.clone(),
             work: estimate_work(prog),
+            name: prog.name.clone(),
+            vars: prog.vars.clone(),
         })
     }
 }
@@ -176,6 +182,13 @@ impl Device for CpuDevice {
         &self,
         ast: &tinygrad_uop::UOp,
     ) -> Option<Result<crate::device::CompiledAst, DeviceError>> {
+        if ast
+            .toposort()
+            .iter()
+            .any(|u| u.op() == tinygrad_uop::Ops::DefineVar)
+        {
+            return None; // the GEMM path's panels have constant sizes
+        }
         crate::gemm::compile(self, ast)
     }
 }
@@ -313,13 +326,18 @@ impl Drop for CpuKernel {
 }
 
 impl Kernel for CpuKernel {
-    fn launch(&self, bufs: &[Arc<Buffer>]) {
+    fn launch(&self, bufs: &[Arc<Buffer>], vars: &[i64]) {
+        crate::device::check_var_values(&self.name, &self.vars, vars);
         let locked = lock_buffers(bufs, &self.slot_dtypes(), &self.extents);
+        let mut words = locked.addrs.clone();
+        words.extend(vars.iter().map(|&v| v as usize));
         // SAFETY: `locked` holds every buffer's memory locked until it is dropped after the
         // run; `lock_buffers` checked each buffer's dtype and that its size covers every index
-        // the kernel's ungated accesses can reach (the index bounds); gated accesses are only
+        // the kernel's ungated accesses can reach (the index bounds, which take each variable
+        // within its bounds: `check_var_values` checked the values are, and `words` passes
+        // them after the addresses, where the renderer reads them); gated accesses are only
         // performed where their gate (the scheduler's in-bounds condition) holds.
-        unsafe { self.run_range(&locked.addrs, 0, self.outer_len()) };
+        unsafe { self.run_range(&words, 0, self.outer_len()) };
         drop(locked);
     }
 

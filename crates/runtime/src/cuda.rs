@@ -164,6 +164,8 @@ mod imp {
                 dims: launch_dims(prog),
                 globals: prog.globals.clone(),
                 extents: prog.extents.clone(),
+                vars: prog.vars.clone(),
+                name: prog.name.clone(),
                 source,
             }))
         }
@@ -317,13 +319,21 @@ mod imp {
         globals: Vec<DType>,
         /// The least size of each slot's buffer, checked at every launch.
         extents: Vec<usize>,
+        /// The kernel's variables (`Program::vars`): their values follow the pointers.
+        vars: Vec<(Arc<str>, i64, i64)>,
+        name: String,
         source: String,
     }
 
     impl CudaKernel {
         /// Queues the kernel on the device's stream with the buffers' device pointers; waits
         /// only when `timed` (the kernel's own time in seconds).
-        fn run(&self, bufs: &[Arc<Buffer>], timed: bool) -> Result<Option<f64>, String> {
+        fn run(
+            &self,
+            bufs: &[Arc<Buffer>],
+            vars: &[i64],
+            timed: bool,
+        ) -> Result<Option<f64>, String> {
             let mut ptrs: Vec<u64> = Vec::with_capacity(bufs.len());
             for b in bufs {
                 let ptr = b
@@ -354,14 +364,19 @@ mod imp {
             for p in &ptrs {
                 launch.arg(p);
             }
+            for v in vars {
+                launch.arg(v);
+            }
             if timed {
                 launch.record_kernel_launch(sys::CUevent_flags::CU_EVENT_DEFAULT);
             }
             // SAFETY: the kernel was rendered from the program whose global slots these are: one
             // `.param .u64` per slot, each the device pointer of an allocation of this device
-            // (checked above) of at least the slot buffer's `nbytes`; `checked_run` checked the
-            // slot count, the dtypes and that every buffer covers its slot's extent (the largest
-            // index the kernel's ungated accesses reach; gated accesses are predicated). The
+            // (checked above) of at least the slot buffer's `nbytes`, then one `.param .s64` per
+            // variable, each an `i64` here; `checked_run` checked the slot count, the dtypes,
+            // that every buffer covers its slot's extent (the largest index the kernel's ungated
+            // accesses reach, with every variable within its bounds) and that every variable's
+            // value is within its bounds (gated accesses are predicated). The
             // allocations outlive the kernel: `bufs` own them, and memory freed after this call
             // is reused only by work queued on this same stream after the kernel.
             let events = unsafe { launch.launch(cfg) }.map_err(|e| e.to_string())?;
@@ -374,7 +389,8 @@ mod imp {
             }
         }
 
-        fn checked_run(&self, bufs: &[Arc<Buffer>], timed: bool) -> Option<f64> {
+        fn checked_run(&self, bufs: &[Arc<Buffer>], vars: &[i64], timed: bool) -> Option<f64> {
+            crate::device::check_var_values(&self.name, &self.vars, vars);
             assert_eq!(
                 bufs.len(),
                 self.globals.len(),
@@ -389,18 +405,18 @@ mod imp {
             if let Err(e) = crate::realize::check_extents(&self.extents, bufs, "") {
                 panic!("kernel launch: {e}");
             }
-            self.run(bufs, timed)
+            self.run(bufs, vars, timed)
                 .unwrap_or_else(|e| panic!("CUDA kernel launch failed: {e}"))
         }
     }
 
     impl Kernel for CudaKernel {
-        fn launch(&self, bufs: &[Arc<Buffer>]) {
-            self.checked_run(bufs, false);
+        fn launch(&self, bufs: &[Arc<Buffer>], vars: &[i64]) {
+            self.checked_run(bufs, vars, false);
         }
 
-        fn launch_timed(&self, bufs: &[Arc<Buffer>]) -> Option<f64> {
-            self.checked_run(bufs, true)
+        fn launch_timed(&self, bufs: &[Arc<Buffer>], vars: &[i64]) -> Option<f64> {
+            self.checked_run(bufs, vars, true)
         }
 
         fn source(&self) -> &str {

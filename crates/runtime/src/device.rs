@@ -97,14 +97,41 @@ impl fmt::Display for DeviceError {
 
 impl std::error::Error for DeviceError {}
 
+/// Checks a launch's variable values against the kernel's variables (`Program::vars`): the
+/// same count, each within its inclusive bounds. Every launcher calls it before running code
+/// whose index bounds assume the variables' bounds.
+///
+/// # Panics
+/// If they do not match, naming the kernel, the variable and its bounds.
+pub fn check_var_values(kernel: &str, vars: &[(Arc<str>, i64, i64)], values: &[i64]) {
+    assert_eq!(
+        vars.len(),
+        values.len(),
+        "kernel {kernel}: {} variable values for {} variables",
+        values.len(),
+        vars.len()
+    );
+    for ((name, lo, hi), v) in vars.iter().zip(values) {
+        assert!(
+            (*lo..=*hi).contains(v),
+            "kernel {kernel}: variable {name} = {v} is outside its bounds [{lo}, {hi}]"
+        );
+    }
+}
+
 /// A compiled kernel, ready to launch on its device.
 pub trait Kernel: Send + Sync {
-    /// Runs the kernel on `bufs` (slot order; slot 0 is the output).
-    fn launch(&self, bufs: &[Arc<Buffer>]);
+    /// Runs the kernel on `bufs` (slot order; slot 0 is the output) with `vars` the values of
+    /// its variables (`Program::vars`, in order; empty for a kernel without).
+    ///
+    /// # Panics
+    /// If a buffer does not fit its slot, or `vars` has the wrong length or a value outside its
+    /// variable's bounds (the kernel's extents assume the bounds).
+    fn launch(&self, bufs: &[Arc<Buffer>], vars: &[i64]);
     /// Runs the kernel like [`Kernel::launch`], returning the device's own measure of the
     /// kernel's run time in seconds where it has one (GPU events), for `DEBUG=2`.
-    fn launch_timed(&self, bufs: &[Arc<Buffer>]) -> Option<f64> {
-        self.launch(bufs);
+    fn launch_timed(&self, bufs: &[Arc<Buffer>], vars: &[i64]) -> Option<f64> {
+        self.launch(bufs, vars);
         None
     }
     /// The generated code, for `DEBUG=4`.

@@ -895,7 +895,8 @@ unsafe fn microkernel_avx2(
 }
 
 impl Kernel for GemmKernel {
-    fn launch(&self, bufs: &[Arc<Buffer>]) {
+    fn launch(&self, bufs: &[Arc<Buffer>], vars: &[i64]) {
+        assert!(vars.is_empty(), "GEMM kernel: launched with variables");
         LAUNCHES.fetch_add(1, Ordering::Relaxed);
         match self.scratch.try_lock() {
             Ok(mut s) => self.run(bufs, &mut s),

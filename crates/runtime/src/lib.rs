@@ -43,5 +43,5 @@ pub use device::{
 };
 pub use realize::{
     compile_count, get_kernel, kernel_cache_capacity, kernel_cache_len, run_schedule,
-    thread_run_counts,
+    run_schedule_with_vars, thread_run_counts,
 };

@@ -16,9 +16,13 @@ use tinygrad_uop::{Ops, UOp};
 use crate::Buffer;
 use crate::device::{Device, DeviceError, Kernel, debug_level};
 
-/// A compiled kernel, its name, its flop estimate per launch and the least size of each slot's
-/// buffer ([`tinygrad_codegen::program::slot_extents`]), checked before every launch.
-pub(crate) type Entry = Arc<(Arc<dyn Kernel>, String, f64, Arc<[usize]>)>;
+/// A compiled kernel, its name, its flop estimate per launch, the least size of each slot's
+/// buffer ([`tinygrad_codegen::program::slot_extents`]), checked before every launch, and its
+/// variables (`Program::vars`: name and bounds, the order their values are passed in).
+pub(crate) type Entry = Arc<(Arc<dyn Kernel>, String, f64, Arc<[usize]>, Vars)>;
+
+/// A kernel's variables: name and inclusive bounds, sorted by name.
+pub(crate) type Vars = Arc<[(Arc<str>, i64, i64)]>;
 
 /// Compiled kernels by device, kernel AST and beam width (0: the heuristic's opts), at most
 /// `cap` of them: when full, the least recently used tenth is evicted (its compiled code is
@@ -117,7 +121,8 @@ fn get_kernel_for(
     ast: &UOp,
     beam: Option<(&[Arc<Buffer>], usize)>,
 ) -> Result<Entry, DeviceError> {
-    let beam = beam.filter(|(_, w)| *w > 0 && dev.optimizes());
+    // (kernels with variables take no opts: nothing to search)
+    let beam = beam.filter(|(_, w)| *w > 0 && dev.optimizes() && !has_vars(ast));
     let key = (dev.name(), ast.clone(), beam.map_or(0, |(_, w)| w));
     if let Some(k) = cache().lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
         return Ok(k);
@@ -127,7 +132,8 @@ fn get_kernel_for(
     }
     if let Some(compiled) = dev.compile_ast(ast) {
         let (kernel, name, flops) = compiled?;
-        let entry = Arc::new((kernel, name, flops, slot_extents(ast).into()));
+        let vars = tinygrad_codegen::program::kernel_vars(ast).into();
+        let entry = Arc::new((kernel, name, flops, slot_extents(ast).into(), vars));
         COMPILES.fetch_add(1, Ordering::Relaxed);
         if debug_level() >= 4 {
             eprintln!("{}", entry.0.source());
@@ -171,6 +177,7 @@ fn get_kernel_for(
         prog.name.clone(),
         flops,
         prog.extents.clone().into(),
+        prog.vars.clone().into(),
     ));
     cache()
         .lock()
@@ -230,8 +237,36 @@ fn estimate_flops(uops: &[UOp]) -> f64 {
     total
 }
 
-/// A schedule item made ready to run: its buffers, and its kernel (`None`: a copy).
-pub(crate) type Prepared = (Vec<Arc<Buffer>>, Option<Entry>);
+/// A schedule item made ready to run: its buffers, its kernel (`None`: a copy) and the values of
+/// the kernel's variables.
+pub(crate) type Prepared = (Vec<Arc<Buffer>>, Option<Entry>, Vec<i64>);
+
+fn has_vars(ast: &UOp) -> bool {
+    ast.toposort().iter().any(|u| u.op() == Ops::DefineVar)
+}
+
+/// The values of `vars` (a kernel's) from `var_vals`, each checked against its bounds.
+pub(crate) fn var_values(
+    kernel: &str,
+    vars: &[(Arc<str>, i64, i64)],
+    var_vals: &HashMap<Arc<str>, i64>,
+) -> Result<Vec<i64>, DeviceError> {
+    vars.iter()
+        .map(|(name, lo, hi)| {
+            let v = *var_vals.get(name).ok_or_else(|| DeviceError::Launch {
+                kernel: kernel.to_string(),
+                message: format!("variable {name} has no value (bind it)"),
+            })?;
+            if !(*lo..=*hi).contains(&v) {
+                return Err(DeviceError::Launch {
+                    kernel: kernel.to_string(),
+                    message: format!("variable {name} = {v} is outside its bounds [{lo}, {hi}]"),
+                });
+            }
+            Ok(v)
+        })
+        .collect()
+}
 
 /// Runs `items` in order on `dev`: kernels on `dev`, copies (`Copy` items: slot 0 on `dev`,
 /// slot 1 on any device) the way the two devices allow.
@@ -247,6 +282,19 @@ pub(crate) type Prepared = (Vec<Arc<Buffer>>, Option<Entry>);
 /// [`DeviceError`] for a buffer over a limit, an allocation or compilation that fails, or a
 /// copy that fails.
 pub fn run_schedule(dev: &dyn Device, items: &[ScheduleItem]) -> Result<(), DeviceError> {
+    run_schedule_with_vars(dev, items, &HashMap::new())
+}
+
+/// [`run_schedule`] for kernels with variables (tinygrad's `var_vals`): each kernel gets the
+/// values `var_vals` gives its variables (by name).
+///
+/// # Errors
+/// As [`run_schedule`], and a variable without a value or with a value outside its bounds.
+pub fn run_schedule_with_vars(
+    dev: &dyn Device,
+    items: &[ScheduleItem],
+    var_vals: &HashMap<Arc<str>, i64>,
+) -> Result<(), DeviceError> {
     THREAD_RUNS.with(|c| c.set((c.get().0 + 1, c.get().1)));
     let width = crate::beam::beam_width();
     let start = Instant::now();
@@ -295,14 +343,15 @@ pub fn run_schedule(dev: &dyn Device, items: &[ScheduleItem]) -> Result<(), Devi
                 "run_schedule: a copy item binds 2 buffers, not {}",
                 bufs.len()
             );
-            prepared.push((bufs, None));
+            prepared.push((bufs, None, Vec::new()));
             continue;
         }
         let entry = get_kernel_for(dev, &item.ast, Some((&bufs, width)))?;
         // Every device (the CPU checks again at launch; a GPU would read out of bounds): each
         // buffer covers what the kernel's index arithmetic reaches.
         check_extents(&entry.3, &bufs, &entry.1)?;
-        prepared.push((bufs, Some(entry)));
+        let values = var_values(&entry.1, &entry.4, var_vals)?;
+        prepared.push((bufs, Some(entry), values));
     }
     crate::capture::record(dev.name(), items, &prepared);
     launch_prepared(dev, &prepared, start)
@@ -318,7 +367,7 @@ pub(crate) fn launch_prepared(
 ) -> Result<(), DeviceError> {
     THREAD_RUNS.with(|c| c.set((c.get().0, c.get().1 + prepared.len())));
     let mut in_kernels = 0.0f64;
-    for (bufs, entry) in prepared {
+    for (bufs, entry, values) in prepared {
         let t0 = Instant::now();
         let Some(entry) = entry else {
             bufs[0].copy_from(&bufs[1])?;
@@ -341,10 +390,10 @@ pub(crate) fn launch_prepared(
             in_kernels += t0.elapsed().as_secs_f64();
             continue;
         };
-        let (kernel, name, flops, _) = &**entry;
+        let (kernel, name, flops, _, _) = &**entry;
         if debug_level() >= 2 {
             // The device's own timing where it has one (GPU events), else wall time.
-            let timed = kernel.launch_timed(bufs);
+            let timed = kernel.launch_timed(bufs, values);
             let clock = if timed.is_some() { "" } else { " (wall)" };
             let dt = timed.unwrap_or_else(|| t0.elapsed().as_secs_f64());
             let bytes: usize = bufs.iter().map(|b| b.nbytes()).sum();
@@ -359,7 +408,7 @@ pub(crate) fn launch_prepared(
                 clock
             );
         } else {
-            kernel.launch(bufs);
+            kernel.launch(bufs, values);
         }
         in_kernels += t0.elapsed().as_secs_f64();
     }

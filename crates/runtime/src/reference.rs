@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use tinygrad_codegen::{Program, TargetCaps};
 use tinygrad_dtype::{ConstValue, DType};
-use tinygrad_uop::{Ops, UOp, exec_alu};
+use tinygrad_uop::{Arg, Ops, UOp, exec_alu};
 
 use crate::Buffer;
 use crate::device::{Device, DeviceError, Kernel};
@@ -116,7 +116,8 @@ enum Mem {
 }
 
 impl Kernel for RefKernel {
-    fn launch(&self, bufs: &[Arc<Buffer>]) {
+    fn launch(&self, bufs: &[Arc<Buffer>], vars: &[i64]) {
+        crate::device::check_var_values(&self.prog.name, &self.prog.vars, vars);
         let mut mem: Vec<Vec<u8>> = bufs.iter().map(|b| b.to_bytes()).collect();
         let dts: Vec<DType> = bufs.iter().map(|b| b.dtype).collect();
         let mut regs: HashMap<usize, ConstValue> = HashMap::new();
@@ -141,6 +142,19 @@ impl Kernel for RefKernel {
                 Ops::DefineGlobal => {
                     let slot = u.arg().as_int().expect("slot") as usize;
                     vals.insert(u.clone(), Val::Addr(Mem::Global(slot), 0));
+                }
+                Ops::DefineVar => {
+                    let Arg::Var(name, _, _) = u.arg() else {
+                        panic!("REF: DefineVar without a Var argument")
+                    };
+                    let k = self
+                        .prog
+                        .vars
+                        .iter()
+                        .position(|(n, _, _)| n == name)
+                        .expect("the program lists every variable");
+                    let v = ConstValue::Int(vars[k]).cast(u.dtype());
+                    vals.insert(u.clone(), Val::Scalar(v));
                 }
                 Ops::DefineReg => {
                     let id = u.arg().as_int().expect("reg id") as usize;

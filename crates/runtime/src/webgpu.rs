@@ -409,6 +409,7 @@ mod imp {
                 workgroups,
                 timestamps: self.timestamps(),
                 globals: None,
+                vars: Vec::new(),
                 source,
             })
         }
@@ -447,9 +448,11 @@ mod imp {
 
         fn compile(&self, prog: &Program) -> Result<Arc<dyn Kernel>, DeviceError> {
             let (source, entry, workgroups) = render(prog, self.int64(), self.float64())?;
-            let mut kernel =
-                self.wgsl_kernel(&prog.name, source, entry, prog.globals.len(), workgroups)?;
+            // variables: one more binding, after the buffers
+            let bindings = prog.globals.len() + usize::from(!prog.vars.is_empty());
+            let mut kernel = self.wgsl_kernel(&prog.name, source, entry, bindings, workgroups)?;
             kernel.globals = Some(prog.globals.clone());
+            kernel.vars = prog.vars.clone();
             Ok(Arc::new(kernel))
         }
 
@@ -508,6 +511,8 @@ mod imp {
         timestamps: bool,
         /// The slot dtypes, checked at launch, for kernels compiled from a program.
         globals: Option<Vec<DType>>,
+        /// The program's variables: their values are bound as one more `i32` buffer.
+        vars: Vec<(Arc<str>, i64, i64)>,
         source: String,
     }
 
@@ -711,7 +716,8 @@ mod imp {
             result
         }
 
-        fn checked_run(&self, bufs: &[Arc<Buffer>], timed: bool) -> Option<f64> {
+        fn checked_run(&self, bufs: &[Arc<Buffer>], vars: &[i64], timed: bool) -> Option<f64> {
+            crate::device::check_var_values(&self.name, &self.vars, vars);
             if let Some(globals) = &self.globals {
                 assert_eq!(
                     bufs.len(),
@@ -725,18 +731,33 @@ mod imp {
                     );
                 }
             }
+            if !vars.is_empty() {
+                // the values as a small buffer of the device (the renderer checked they fit i32)
+                let words: Vec<u8> = vars
+                    .iter()
+                    .flat_map(|&v| (v as i32).to_le_bytes())
+                    .collect();
+                let vbuf = Buffer::new(self.shared.name, DType::INT32, vars.len());
+                vbuf.try_copy_in(&words)
+                    .unwrap_or_else(|e| panic!("WEBGPU kernel {}: variables: {e}", self.name));
+                let mut all = bufs.to_vec();
+                all.push(vbuf);
+                return self
+                    .run(&all, timed)
+                    .unwrap_or_else(|e| panic!("WEBGPU kernel {} failed: {e}", self.name));
+            }
             self.run(bufs, timed)
                 .unwrap_or_else(|e| panic!("WEBGPU kernel {} failed: {e}", self.name))
         }
     }
 
     impl Kernel for WgslKernel {
-        fn launch(&self, bufs: &[Arc<Buffer>]) {
-            self.checked_run(bufs, false);
+        fn launch(&self, bufs: &[Arc<Buffer>], vars: &[i64]) {
+            self.checked_run(bufs, vars, false);
         }
 
-        fn launch_timed(&self, bufs: &[Arc<Buffer>]) -> Option<f64> {
-            self.checked_run(bufs, true)
+        fn launch_timed(&self, bufs: &[Arc<Buffer>], vars: &[i64]) -> Option<f64> {
+            self.checked_run(bufs, vars, true)
         }
 
         fn source(&self) -> &str {

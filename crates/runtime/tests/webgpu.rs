@@ -312,6 +312,7 @@ fn compile_goes_through_the_renderer() {
     let Some(d) = dev() else { return };
     let out = Buffer::new("WEBGPU", DType::FLOAT32, 4);
     let prog = |dt: DType| tinygrad_codegen::Program {
+        vars: vec![],
         name: "E_4".into(),
         ast: out.uop(),
         uops: vec![],

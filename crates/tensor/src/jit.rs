@@ -1095,7 +1095,7 @@ impl Plan {
             .iter()
             .map(|srcs| srcs.iter().map(&get).collect())
             .collect();
-        capture::replay(&self.launches, &bufs)?;
+        capture::replay(&self.launches, &bufs, &HashMap::new())?;
         for (target, view, src) in &self.writes {
             if let Some(t) = target.get(tensors) {
                 t.set_uop(view.on(&get(src)));

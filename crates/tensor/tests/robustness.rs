@@ -470,7 +470,7 @@ fn a_kernel_launched_on_too_small_buffers_panics_instead_of_running() {
         Buffer::new("CPU", DType::FLOAT32, 16),
     ];
     assert_panics("slot 0 reaches 1024 elements", move || {
-        kernel.launch(&small)
+        kernel.launch(&small, &[])
     });
 }
 

@@ -27,6 +27,8 @@ enum Opd {
     Mem(usize, i64),
     /// `[param]`: the index of a kernel parameter.
     Param(usize),
+    /// `[name_var_k]`: the value of the kernel's variable `k`.
+    Var(usize),
     Label(usize),
 }
 
@@ -53,6 +55,8 @@ pub struct Kernel {
     widths: Vec<u32>,
     names: Vec<String>,
     params: usize,
+    /// Variable parameters (`.param .s64 name_var_k`, after the buffers).
+    vars: usize,
     /// Bytes of `.shared` memory per block.
     shared_bytes: usize,
 }
@@ -89,6 +93,7 @@ impl Kernel {
         let mut labels: HashMap<String, usize> = HashMap::new();
         let mut raw: Vec<&str> = Vec::new();
         let mut params = 0;
+        let mut nvars = 0;
         // `.shared` arrays: name -> byte offset in the block's shared memory.
         let mut shared: HashMap<String, usize> = HashMap::new();
         let mut shared_bytes = 0usize;
@@ -125,7 +130,11 @@ impl Kernel {
                 continue;
             }
             if line.starts_with(".param") {
-                params += 1;
+                if line.contains("_var_") {
+                    nvars += 1;
+                } else {
+                    params += 1;
+                }
                 continue;
             }
             if line.starts_with('.') {
@@ -181,6 +190,8 @@ impl Kernel {
                     };
                     if base.starts_with('%') {
                         Opd::Mem(reg_id(base)?, off)
+                    } else if let Some(k) = base.rsplit_once("_var_") {
+                        Opd::Var(k.1.parse().map_err(|_| format!("bad variable {base}"))?)
                     } else {
                         let i = base
                             .rsplit("_param_")
@@ -220,6 +231,7 @@ impl Kernel {
             widths,
             names,
             params,
+            vars: nvars,
             shared_bytes,
         })
     }
@@ -233,6 +245,21 @@ impl Kernel {
         mem: &mut [Vec<u8>],
         alias: &[usize],
     ) -> Result<(), String> {
+        self.run_with_vars(grid, block, mem, alias, &[])
+    }
+
+    /// [`Kernel::run`] with `vars` the values of the kernel's variables.
+    pub fn run_with_vars(
+        &self,
+        grid: u32,
+        block: u32,
+        mem: &mut [Vec<u8>],
+        alias: &[usize],
+        vars: &[i64],
+    ) -> Result<(), String> {
+        if vars.len() != self.vars {
+            return Err(format!("{} values for {} variables", vars.len(), self.vars));
+        }
         if alias.len() != self.params {
             return Err(format!(
                 "{} buffers for {} parameters",
@@ -247,6 +274,7 @@ impl Kernel {
             let mut threads: Vec<Thread<'_>> = (0..block)
                 .map(|tid| Thread {
                     k: self,
+                    vars,
                     regs: vec![None; self.widths.len()],
                     ctaid: b,
                     tid,
@@ -293,6 +321,7 @@ enum Flow {
 
 struct Thread<'a> {
     k: &'a Kernel,
+    vars: &'a [i64],
     regs: Vec<Option<u64>>,
     ctaid: u32,
     tid: u32,
@@ -416,6 +445,7 @@ impl Thread<'_> {
                 Special::Nctaid => self.grid,
             }),
             Opd::Param(i) => ((i as u64) + 1) << BUF_SHIFT,
+            Opd::Var(k) => self.vars[k] as u64,
             ref other => return Err(format!("{other:?} is not a value")),
         })
     }
