@@ -30,7 +30,7 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock};
 
 use tinygrad_dtype::DType;
 use tinygrad_uop::{Arg, Ops, UOp};
@@ -75,8 +75,9 @@ struct NodeSig {
 enum BufRef {
     /// The graph node at this topological position (an input buffer).
     Node(u32),
-    /// The `j`-th buffer the schedule creates, viewed with this shape (`None`: the flat buffer).
-    New(usize, Option<Arc<[usize]>>),
+    /// The `j`-th buffer the schedule creates, viewed through a reshape with this argument
+    /// (`None`: the flat buffer; a symbolic shape stays symbolic).
+    New(usize, Option<Arg>),
 }
 
 struct Entry {
@@ -213,7 +214,7 @@ fn record(
         if u.op() == Ops::Reshape
             && let Some(&j) = new_index.get(u.s(0))
         {
-            return Some(BufRef::New(j, u.shape()));
+            return Some(BufRef::New(j, Some(u.arg().clone())));
         }
         pos.get(u).map(|&p| BufRef::Node(p))
     };
@@ -250,11 +251,11 @@ fn replay(e: &Entry, topo: &[UOp], new_buffer: &mut dyn FnMut(DType, usize) -> U
         match r {
             BufRef::Node(p) => topo[*p as usize].clone(),
             BufRef::New(j, None) => bufs[*j].clone(),
-            BufRef::New(j, Some(shape)) => UOp::new(
+            BufRef::New(j, Some(arg)) => UOp::new(
                 Ops::Reshape,
                 bufs[*j].dtype(),
                 vec![bufs[*j].clone()],
-                Arg::Shape(shape.clone()),
+                arg.clone(),
             ),
         }
     };
@@ -272,5 +273,6 @@ fn replay(e: &Entry, topo: &[UOp], new_buffer: &mut dyn FnMut(DType, usize) -> U
             .iter()
             .map(|(p, r)| (topo[*p as usize].clone(), resolve(r)))
             .collect(),
+        var_vals: Default::default(),
     }
 }

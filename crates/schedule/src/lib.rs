@@ -6,6 +6,8 @@
 //! - [`split`]: large reductions split into two kernels, so a full `sum` runs on all cores.
 //! - [`gather`]: one-hot sums (`Embedding`, `gather`, tensor indexing) collapsed into loads at a
 //!   data-dependent index.
+//! - [`vars`]: bound variables — graphs are scheduled with them unbound (one kernel for every
+//!   value), their values returned with the schedule.
 //! - `cache`: the schedule cache — a graph scheduled before (same structure, same input
 //!   buffers) reuses its kernels and buffer plan ([`schedule_cache_hits`]).
 //! - this file: [`create_schedule`] — which nodes become buffers (the realize decisions) and the
@@ -31,6 +33,7 @@ mod cache;
 pub mod gather;
 pub mod rangeify;
 pub mod split;
+pub mod vars;
 
 pub use cache::schedule_cache_hits;
 
@@ -59,6 +62,9 @@ pub struct Schedule {
     /// For each realized node of the graph (outputs included): the buffer view that replaces
     /// it. Nodes introduced by splitting reductions may be listed as well.
     pub becomes: HashMap<UOp, UOp>,
+    /// The values of the variables the graph bound (tinygrad's `var_vals`): the kernels read
+    /// them as arguments ([`vars`]).
+    pub var_vals: vars::VarVals,
 }
 
 /// Whether `u` is a buffer, or a chain of reshapes of one (already realized, nothing to run).
@@ -73,15 +79,29 @@ pub fn is_buffer_view(u: &UOp) -> bool {
 /// Schedules the kernels that compute `outputs`. `new_buffer(dtype, size)` must return a fresh
 /// `Buffer` UOp for each intermediate or output buffer. A graph scheduled before comes from the
 /// schedule cache (`SCHEDULE_CACHE=0`: never), with fresh buffers all the same.
+///
+/// A graph with bound variables is scheduled unbound ([`vars::unbind`]): its kernels and its
+/// cache entry serve every value; `var_vals` holds this graph's values, and the outputs'
+/// views in `becomes` are bound again (their buffers are sized for the largest values).
 pub fn create_schedule(
     outputs: &[UOp],
     new_buffer: &mut dyn FnMut(DType, usize) -> UOp,
 ) -> Schedule {
-    if cache::enabled() {
-        cache::cached_schedule(outputs, new_buffer, schedule_uncached)
+    let (unbound, var_vals) = vars::unbind(outputs);
+    let mut sched = if cache::enabled() {
+        cache::cached_schedule(&unbound, new_buffer, schedule_uncached)
     } else {
-        schedule_uncached(outputs, new_buffer)
+        schedule_uncached(&unbound, new_buffer)
+    };
+    if !var_vals.is_empty() {
+        for (o, u) in outputs.iter().zip(&unbound) {
+            if let Some(v) = sched.becomes.get(u).cloned() {
+                sched.becomes.insert(o.clone(), vars::bind(&v, &var_vals));
+            }
+        }
     }
+    sched.var_vals = var_vals;
+    sched
 }
 
 fn schedule_uncached(outputs: &[UOp], new_buffer: &mut dyn FnMut(DType, usize) -> UOp) -> Schedule {
@@ -124,20 +144,22 @@ fn schedule_uncached(outputs: &[UOp], new_buffer: &mut dyn FnMut(DType, usize) -
             if !realize.contains(n) || done.contains_key(n) {
                 continue;
             }
-            let shape = n.shape_vec();
+            // (sizes of unbound variables at their largest values: what the buffer must hold)
+            let sym = n.sym_shape_vec();
+            let shape: Vec<usize> = sym.iter().map(tinygrad_uop::SInt::bound_value).collect();
             let numel: usize = shape.iter().product();
             if n.op() == Ops::Copy {
                 let (kernel, buf) = (items.len(), new_buffer(n.dtype(), numel));
                 if numel > 0 {
                     items.push(copy_item(n, buf.clone()));
                 }
-                becomes.insert(n.clone(), buffer_view(&buf, n.dtype(), &shape));
+                becomes.insert(n.clone(), buffer_view(&buf, n.dtype(), &sym));
                 done.insert(n.clone(), buf);
                 built.push((n.clone(), kernel));
                 continue;
             }
             let is_realized = |u: &UOp| u != n && realize.contains(u);
-            let ranges = output_ranges(&shape);
+            let ranges = output_ranges(&sym);
             let n_ranges = ranges.iter().filter(|r| r.op() == Ops::Range).count();
             let kernel = items.len();
             let mut low =
@@ -168,8 +190,7 @@ fn schedule_uncached(outputs: &[UOp], new_buffer: &mut dyn FnMut(DType, usize) -
             let inputs = std::mem::take(&mut low.inputs);
             let buf = new_buffer(n.dtype(), numel);
             if numel > 0 {
-                let ast =
-                    store_kernel(n.dtype(), &shape, &ranges, gather::collapse_gathers(&value));
+                let ast = store_kernel(n.dtype(), &sym, &ranges, gather::collapse_gathers(&value));
                 let mut bufs = vec![buf.clone()];
                 bufs.extend(inputs.iter().map(|i| {
                     if i.op() == Ops::Buffer {
@@ -180,7 +201,7 @@ fn schedule_uncached(outputs: &[UOp], new_buffer: &mut dyn FnMut(DType, usize) -
                 }));
                 items.push(ScheduleItem { ast, bufs });
             }
-            becomes.insert(n.clone(), buffer_view(&buf, n.dtype(), &shape));
+            becomes.insert(n.clone(), buffer_view(&buf, n.dtype(), &sym));
             done.insert(n.clone(), buf);
             built.push((n.clone(), kernel));
         }
@@ -199,12 +220,13 @@ fn schedule_uncached(outputs: &[UOp], new_buffer: &mut dyn FnMut(DType, usize) -
     sched
 }
 
-/// `buf` seen with `shape` (a reshape unless the shape is flat).
-fn buffer_view(buf: &UOp, dtype: DType, shape: &[usize]) -> UOp {
-    if shape.len() == 1 {
+/// `buf` seen with `shape` (a reshape unless the shape is flat and not symbolic; with symbolic
+/// sizes the buffer holds their largest values, the view its first elements).
+fn buffer_view(buf: &UOp, dtype: DType, shape: &[tinygrad_uop::SInt]) -> UOp {
+    if shape.len() == 1 && !shape[0].is_symbolic() {
         buf.clone()
     } else {
-        UOp::new(Ops::Reshape, dtype, vec![buf.clone()], Arg::shape(shape))
+        UOp::new(Ops::Reshape, dtype, vec![buf.clone()], Arg::sizes(shape))
     }
 }
 

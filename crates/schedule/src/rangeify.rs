@@ -16,7 +16,7 @@
 use std::collections::HashMap;
 
 use tinygrad_dtype::{AddrSpace, DType};
-use tinygrad_uop::{Arg, AxisKind, Ops, UOp};
+use tinygrad_uop::{Arg, AxisKind, Ops, SInt, UOp};
 
 /// Row-major strides of a contiguous shape.
 pub fn strides_for(shape: &[usize]) -> Vec<usize> {
@@ -29,13 +29,37 @@ pub fn strides_for(shape: &[usize]) -> Vec<usize> {
 
 /// Linear index of `idx` in a contiguous buffer of `shape`.
 pub fn linearize(idx: &[UOp], shape: &[usize]) -> UOp {
-    let st = strides_for(shape);
+    let shape: Vec<SInt> = shape.iter().map(|&d| SInt::Const(d)).collect();
+    linearize_sym(idx, &shape)
+}
+
+/// Row-major strides of a contiguous shape whose sizes may be symbolic.
+pub fn strides_sym(shape: &[SInt]) -> Vec<SInt> {
+    let mut st = vec![SInt::Const(1); shape.len()];
+    for i in (0..shape.len().saturating_sub(1)).rev() {
+        let d = match &shape[i + 1] {
+            SInt::Const(0) => SInt::Const(1),
+            d => d.clone(),
+        };
+        st[i] = &st[i + 1] * &d;
+    }
+    st
+}
+
+/// [`linearize`] for a shape whose sizes may be symbolic (the strides are then expressions of
+/// the variables).
+pub fn linearize_sym(idx: &[UOp], shape: &[SInt]) -> UOp {
+    let st = strides_sym(shape);
     let mut acc: Option<UOp> = None;
-    for ((i, &s), &d) in idx.iter().zip(&st).zip(shape) {
-        if d == 1 {
+    for ((i, s), d) in idx.iter().zip(&st).zip(shape) {
+        if *d == 1 {
             continue;
         }
-        let term = if s == 1 { i.clone() } else { i * (s as i64) };
+        let term = match s {
+            SInt::Const(1) => i.clone(),
+            SInt::Const(c) => i * (*c as i64),
+            SInt::Sym(u) => i * u,
+        };
         acc = Some(match acc {
             None => term,
             Some(a) => a + term,
@@ -128,7 +152,7 @@ impl<'a> Lowering<'a> {
 
     /// Whether a reduce met inside the kernel must be realized on its own: when it sits inside
     /// another reduction, or when its result is broadcast (fewer results than the kernel loops
-    /// over, so inlining would recompute it).
+    /// over, so inlining would recompute it). (Symbolic sizes count at their largest values.)
     pub fn must_realize_reduce(&self, r: &UOp, inside_reduce: bool) -> bool {
         let elems: usize = r.shape_vec().iter().product();
         inside_reduce || elems < self.out_elems
@@ -312,11 +336,10 @@ impl<'a> Lowering<'a> {
             return Step::Done(self.load(n, idx[0].clone(), valid));
         }
         if (self.realized)(n) {
-            let shape = n.shape_vec();
-            let lin = linearize(idx, &shape);
+            let lin = linearize_sym(idx, &n.sym_shape_vec());
             return Step::Done(self.load(n, lin, valid));
         }
-        let shape_in = |i: usize| n.s(i).shape_vec();
+        let shape_in = |i: usize| n.s(i).sym_shape_vec();
         match n.op() {
             Ops::Const => Step::Done(n.clone()),
             Ops::Contiguous | Ops::Detach | Ops::ContiguousBackward | Ops::Noop => {
@@ -336,7 +359,7 @@ impl<'a> Lowering<'a> {
                 )
             }
             Ops::Reshape => {
-                let out_shape = n.shape_vec();
+                let out_shape = n.sym_shape_vec();
                 let in_shape = shape_in(0);
                 pass(reshape_index(idx, &out_shape, &in_shape))
             }
@@ -350,38 +373,36 @@ impl<'a> Lowering<'a> {
             }
             Ops::Expand => {
                 let in_shape = shape_in(0);
-                let out_shape = n.shape_vec();
+                let out_shape = n.sym_shape_vec();
                 let new_idx: Vec<UOp> = idx
                     .iter()
                     .zip(in_shape.iter().zip(&out_shape))
-                    .map(|(i, (&si, &so))| {
-                        if si == 1 && so != 1 {
-                            UOp::index(0)
-                        } else {
-                            i.clone()
-                        }
+                    .map(|(i, (si, so))| {
+                        // a broadcast axis (a size-1 axis, or a symbolic one whose value is 1
+                        // in this graph, made larger) reads index 0
+                        if si != so { UOp::index(0) } else { i.clone() }
                     })
                     .collect();
                 pass(new_idx)
             }
             Ops::Shrink => {
-                let b = n.arg().as_pairs().expect("shrink arg").to_vec();
+                let b = n.arg().sym_pairs().expect("shrink arg");
                 let new_idx: Vec<UOp> = idx
                     .iter()
                     .zip(&b)
-                    .map(|(i, (s, _))| if *s == 0 { i.clone() } else { i + (*s as i64) })
+                    .map(|(i, (s, _))| if *s == 0 { i.clone() } else { i + s.to_uop() })
                     .collect();
                 pass(new_idx)
             }
             Ops::Flip => {
                 let axes = n.arg().as_shape().expect("flip arg").to_vec();
-                let shape = n.shape_vec();
+                let shape = n.sym_shape_vec();
                 let new_idx: Vec<UOp> = idx
                     .iter()
                     .enumerate()
                     .map(|(d, i)| {
                         if axes.contains(&d) {
-                            UOp::index(shape[d] as i64 - 1) - i
+                            shape[d].to_uop() - 1i64 - i
                         } else {
                             i.clone()
                         }
@@ -390,17 +411,17 @@ impl<'a> Lowering<'a> {
                 pass(new_idx)
             }
             Ops::Pad => {
-                let p = n.arg().as_pairs().expect("pad arg").to_vec();
+                let p = n.arg().sym_pairs().expect("pad arg");
                 let in_shape = shape_in(0);
                 let mut conds: Vec<UOp> = Vec::new();
                 let mut new_idx = Vec::with_capacity(idx.len());
-                for ((i, (b, a)), &s) in idx.iter().zip(&p).zip(&in_shape) {
-                    let shifted = if *b == 0 { i.clone() } else { i - (*b as i64) };
-                    if *b > 0 {
-                        conds.push(i.lt(*b as i64).neg());
+                for ((i, (b, a)), s) in idx.iter().zip(&p).zip(&in_shape) {
+                    let shifted = if *b == 0 { i.clone() } else { i - b.to_uop() };
+                    if *b != 0 {
+                        conds.push(i.lt(b.to_uop()).neg());
                     }
-                    if *a > 0 {
-                        conds.push(i.lt((*b + s) as i64));
+                    if *a != 0 {
+                        conds.push(i.lt((b + s).to_uop()));
                     }
                     new_idx.push(shifted);
                 }
@@ -429,7 +450,7 @@ impl<'a> Lowering<'a> {
                     panic!("reduce_axis arg")
                 };
                 let in_shape = shape_in(0);
-                if in_shape.contains(&0) {
+                if in_shape.iter().any(|d| *d == 0) {
                     // an empty sum is +0.0, as torch's
                     let empty = match op {
                         Ops::Add => UOp::cnst(n.dtype(), 0i64),
@@ -444,8 +465,8 @@ impl<'a> Lowering<'a> {
                     if in_shape[a] == 1 {
                         new_idx[a] = UOp::index(0);
                     } else {
-                        let r = UOp::range(in_shape[a] as i64, self.next_range, AxisKind::Reduce);
-                        iters = iters.saturating_mul(in_shape[a]);
+                        let r = UOp::range(in_shape[a].to_uop(), self.next_range, AxisKind::Reduce);
+                        iters = iters.saturating_mul(in_shape[a].max_value());
                         self.next_range += 1;
                         new_idx[a] = r.clone();
                         ranges.push(r);
@@ -553,21 +574,20 @@ pub fn global_for(dt: DType, slot: usize) -> UOp {
 }
 
 /// Index expressions of a reshape's input, given the output's.
-fn reshape_index(idx: &[UOp], out_shape: &[usize], in_shape: &[usize]) -> Vec<UOp> {
+fn reshape_index(idx: &[UOp], out_shape: &[SInt], in_shape: &[SInt]) -> Vec<UOp> {
     // Fast path: the same dimensions up to size-1 axes.
-    let nz_out: Vec<(usize, &UOp)> = out_shape
+    let nz_out: Vec<(&SInt, &UOp)> = out_shape
         .iter()
         .zip(idx)
         .filter(|(d, _)| **d != 1)
-        .map(|(d, i)| (*d, i))
         .collect();
-    let nz_in: Vec<usize> = in_shape.iter().copied().filter(|d| *d != 1).collect();
-    if nz_out.len() == nz_in.len() && nz_out.iter().zip(&nz_in).all(|((a, _), b)| a == b) {
+    let nz_in: Vec<&SInt> = in_shape.iter().filter(|d| **d != 1).collect();
+    if nz_out.len() == nz_in.len() && nz_out.iter().zip(&nz_in).all(|((a, _), b)| *a == *b) {
         let mut it = nz_out.iter();
         return in_shape
             .iter()
-            .map(|&d| {
-                if d == 1 {
+            .map(|d| {
+                if *d == 1 {
                     UOp::index(0)
                 } else {
                     it.next().expect("same count").1.clone()
@@ -575,7 +595,36 @@ fn reshape_index(idx: &[UOp], out_shape: &[usize], in_shape: &[usize]) -> Vec<UO
             })
             .collect();
     }
-    let flat = linearize(idx, out_shape);
+    let flat = linearize_sym(idx, out_shape);
+    if in_shape.iter().chain(out_shape).any(SInt::is_symbolic) {
+        // symbolic strides: divide and take the remainder by expressions
+        let st = strides_sym(in_shape);
+        return in_shape
+            .iter()
+            .zip(&st)
+            .map(|(d, s)| {
+                if *d == 1 {
+                    UOp::index(0)
+                } else {
+                    let q = if *s == 1 {
+                        flat.clone()
+                    } else {
+                        flat.idiv(s.to_uop())
+                    };
+                    q.modulo(d.to_uop())
+                }
+            })
+            .collect();
+    }
+    let in_shape: Vec<usize> = in_shape
+        .iter()
+        .map(|d| d.as_const().expect("constant"))
+        .collect();
+    let out_shape: Vec<usize> = out_shape
+        .iter()
+        .map(|d| d.as_const().expect("constant"))
+        .collect();
+    let (in_shape, out_shape) = (&in_shape[..], &out_shape[..]);
     let st = strides_for(in_shape);
     in_shape
         .iter()
@@ -600,25 +649,26 @@ fn reshape_index(idx: &[UOp], out_shape: &[usize], in_shape: &[usize]) -> Vec<UO
 }
 
 /// Builds the kernel AST storing `value` (evaluated with output ranges) into slot 0.
-pub fn store_kernel(out_dtype: DType, out_shape: &[usize], out_idx: &[UOp], value: UOp) -> UOp {
+pub fn store_kernel(out_dtype: DType, out_shape: &[SInt], out_idx: &[UOp], value: UOp) -> UOp {
     let g = global_for(out_dtype, 0);
-    let lin = linearize(out_idx, out_shape);
+    let lin = linearize_sym(out_idx, out_shape);
     let index = UOp::new(Ops::Index, g.dtype(), vec![g, lin], Arg::None);
     let store = UOp::new(Ops::Store, DType::VOID, vec![index, value], Arg::None);
     UOp::new(Ops::Sink, DType::VOID, vec![store], Arg::None)
 }
 
-/// Output ranges for a kernel writing `shape`: one `Range` per dimension of size > 1.
-pub fn output_ranges(shape: &[usize]) -> Vec<UOp> {
+/// Output ranges for a kernel writing `shape`: one `Range` per dimension of size > 1 (a
+/// symbolic size is the range's end).
+pub fn output_ranges(shape: &[SInt]) -> Vec<UOp> {
     let mut next = 0;
     shape
         .iter()
-        .map(|&d| {
-            if d == 1 {
+        .map(|d| {
+            if *d == 1 {
                 UOp::index(0)
             } else {
                 next += 1;
-                UOp::range(d as i64, next - 1, AxisKind::Loop)
+                UOp::range(d.to_uop(), next - 1, AxisKind::Loop)
             }
         })
         .collect()

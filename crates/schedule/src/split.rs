@@ -35,7 +35,9 @@ pub fn split_reduces(outputs: &[UOp]) -> Vec<UOp> {
     );
     let mut map = HashMap::new();
     for n in sink.toposort() {
+        // (a reduction over a variable's range keeps its one loop)
         if n.op() == Ops::ReduceAxis
+            && !n.has_sym()
             && let Some(s) = split_one(&n)
         {
             map.insert(n, s);

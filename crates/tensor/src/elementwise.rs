@@ -113,6 +113,18 @@ impl Tensor {
         self.reshape_exact(&padded).expand_exact(shape)
     }
 
+    /// [`Tensor::broadcast_to`] a shape that may have symbolic sizes.
+    pub(crate) fn broadcast_to_sym(&self, shape: &[tinygrad_uop::SInt]) -> Tensor {
+        let s = self.shape();
+        let mut padded = vec![1usize; shape.len() - s.len()];
+        padded.extend(&s);
+        let r = self.reshape_exact(&padded);
+        if r.sym_shape() == shape {
+            return r;
+        }
+        r.expand_sym(shape)
+    }
+
     /// Both operands broadcast to a common shape and promoted to a common dtype.
     pub(crate) fn broadcasted(&self, other: impl IntoOperand, op: &str) -> (Tensor, Tensor) {
         self.broadcasted_match(other, op, true)
@@ -155,7 +167,14 @@ impl Tensor {
                         t.dtype()
                     )
                 });
-                let (mut x, mut y) = (self.broadcast_to(&shape), t.broadcast_to(&shape));
+                let (mut x, mut y) = if self.uop().has_sym() || t.uop().has_sym() {
+                    // symbolic sizes: each axis takes the operand's size that is not 1, so a
+                    // size-1 axis broadcast to a symbolic one stays symbolic
+                    let target = broadcast_sym(&self.sym_shape(), &t.sym_shape());
+                    (self.broadcast_to_sym(&target), t.broadcast_to_sym(&target))
+                } else {
+                    (self.broadcast_to(&shape), t.broadcast_to(&shape))
+                };
                 if match_dtype && x.dtype() != y.dtype() {
                     let dt = least_upper_dtype(&[x.dtype(), y.dtype()]);
                     x = x.cast(dt);
@@ -1362,4 +1381,18 @@ impl Tensor {
         );
         c.alu(Ops::Where, &[&x, &y])
     }
+}
+
+/// The broadcast of two symbolic shapes (right-aligned): each axis the size that is not 1 (the
+/// bound shapes broadcast, checked by the caller).
+fn broadcast_sym(a: &[tinygrad_uop::SInt], b: &[tinygrad_uop::SInt]) -> Vec<tinygrad_uop::SInt> {
+    let n = a.len().max(b.len());
+    let one = tinygrad_uop::SInt::Const(1);
+    (0..n)
+        .map(|i| {
+            let x = (i + a.len()).checked_sub(n).map_or(&one, |k| &a[k]);
+            let y = (i + b.len()).checked_sub(n).map_or(&one, |k| &b[k]);
+            if *x == 1 { y.clone() } else { x.clone() }
+        })
+        .collect()
 }

@@ -511,6 +511,10 @@ fn analyze(r: &Recorded) -> (Signature, Result<Plan, JitError>) {
         }
         let (src, role) = if let Some(&k) = rand_index.get(&b.id()) {
             (Src::Rand(k), Role::Rand)
+        } else if b.size == 0 {
+            // an empty buffer holds nothing that could differ from call to call
+            fixed.insert(b.id(), b.clone());
+            (Src::Fixed(b.id()), Role::Fixed(0))
         } else if b.id() >= first_new || uploaded.contains(&b.id()) {
             let what = describe_buffer(b);
             problem.get_or_insert_with(|| {

@@ -30,6 +30,8 @@
 //! - [`scatter`]: `pad_mode` ([`PadMode`]: reflect/replicate/circular), `scatter`/`scatter_reduce`, `meshgrid`, `masked_select`.
 //! - [`setitem`]: `setitem` — writing into the part of a tensor an index selects.
 //! - [`assign`]: `assign` — replacing a tensor's value lazily (optimizer updates).
+//! - [`symbolic`]: [`Variable`] and bound variables ([`BoundVar`]) — symbolic sizes, kernels
+//!   compiled once for every value.
 //! - [`jit`]: [`Jit`] — capturing the kernels of a function of tensors once and replaying them
 //!   on new inputs, with every replay checked against the capture.
 //! - [`nn`]: layers, `Module`/`Parameters` and state dicts, optimizers, safetensors files,
@@ -59,6 +61,7 @@ pub mod rearrange;
 pub mod reduce;
 pub mod scatter;
 pub mod setitem;
+pub mod symbolic;
 pub mod tensor;
 
 pub use autograd::{NoGradGuard, TrainGuard};
@@ -70,6 +73,7 @@ pub use jit::{Jit, JitError, OnMismatch};
 pub use nn_ops::{Dims, InterpolateMode, Padding, Reduction};
 pub use reduce::Axis;
 pub use scatter::PadMode;
+pub use symbolic::{BoundVar, Variable};
 pub use tensor::{Tensor, TensorError};
 pub use tinygrad_dtype::{ConstValue, DType};
 pub use tinygrad_runtime::{
@@ -78,4 +82,4 @@ pub use tinygrad_runtime::{
     transfer_stats, with_default_device,
 };
 pub use tinygrad_schedule::schedule_cache_hits;
-pub use tinygrad_uop::{Ops, UOp};
+pub use tinygrad_uop::{Ops, SInt, UOp};

@@ -1,7 +1,7 @@
 //! Movement ops: views that never copy (they become index arithmetic in kernels).
 
 use tinygrad_dtype::ConstValue;
-use tinygrad_uop::{Arg, Ops, UOp};
+use tinygrad_uop::{Arg, Ops, SInt, UOp};
 
 use crate::Tensor;
 
@@ -11,6 +11,107 @@ use crate::Tensor;
 ///
 /// # Panics
 /// If out of range (message names the op and the shape).
+/// The argument of movement op `op` with numbers `arg` on `src`, whose shape has symbolic
+/// sizes, with each number that stands for one of them made that size again: callers compute
+/// shapes from [`Tensor::shape`] (the bound values), and a size kept from the source (an
+/// expanded or reshaped axis that is not split, a shrink to the end of an axis) must stay
+/// symbolic so that the kernel reads the variable instead of this call's value. A number that
+/// does not correspond to a symbolic size stays a number (correct for this binding; the kernel
+/// is then specialized to it).
+///
+/// # Panics
+/// If a reshape splits a symbolic size into several axes.
+fn symbolic_arg(src: &UOp, op: Ops, arg: Arg) -> Arg {
+    let sym = src.sym_shape_vec();
+    let bound: Vec<usize> = sym.iter().map(SInt::bound_value).collect();
+    match op {
+        Ops::Expand => {
+            let new = arg.as_shape().expect("expand arg");
+            let sizes: Vec<SInt> = new
+                .iter()
+                .zip(&sym)
+                .zip(&bound)
+                .map(|((&n, s), &b)| if n == b { s.clone() } else { SInt::Const(n) })
+                .collect();
+            Arg::sizes(&sizes)
+        }
+        Ops::Reshape => {
+            let new = arg.as_shape().expect("reshape arg").to_vec();
+            Arg::sizes(&reshape_sizes(&sym, &bound, &new))
+        }
+        Ops::Shrink => {
+            let pairs = arg.as_pairs().expect("shrink arg");
+            let sym_pairs: Vec<(SInt, SInt)> = pairs
+                .iter()
+                .zip(&sym)
+                .zip(&bound)
+                .map(|((&(b, e), s), &d)| {
+                    let end = if e == d && s.is_symbolic() {
+                        s.clone()
+                    } else {
+                        SInt::Const(e)
+                    };
+                    (SInt::Const(b), end)
+                })
+                .collect();
+            Arg::sym_pairs_of(&sym_pairs)
+        }
+        _ => arg,
+    }
+}
+
+/// The sizes of a reshape of a symbolic shape `sym` (bound values `bound`) to `new`: axes
+/// grouped where the running products of the bound values meet; in a group holding a symbolic
+/// size the one non-1 new axis is the group's product.
+fn reshape_sizes(sym: &[SInt], bound: &[usize], new: &[usize]) -> Vec<SInt> {
+    let mut out: Vec<SInt> = new.iter().map(|&n| SInt::Const(n)).collect();
+    let (mut i, mut j) = (0usize, 0usize);
+    while i < sym.len() || j < new.len() {
+        // one group: old axes [i0, i) and new axes [j0, j) with equal products
+        let (i0, j0) = (i, j);
+        let (mut pi, mut pj) = (1usize, 1usize);
+        if i < sym.len() {
+            pi = bound[i];
+            i += 1;
+        }
+        if j < new.len() {
+            pj = new[j];
+            j += 1;
+        }
+        while pi != pj {
+            if pi < pj && i < sym.len() {
+                pi = pi.saturating_mul(bound[i]);
+                i += 1;
+            } else if j < new.len() {
+                pj = pj.saturating_mul(new[j]);
+                j += 1;
+            } else if i < sym.len() {
+                pi = pi.saturating_mul(bound[i]);
+                i += 1;
+            } else {
+                break;
+            }
+        }
+        if sym[i0..i].iter().any(SInt::is_symbolic) {
+            let big: Vec<usize> = (j0..j).filter(|&k| new[k] != 1).collect();
+            assert!(
+                big.len() <= 1,
+                "reshape: a symbolic size ({}) cannot be split into {:?}",
+                sym[i0..i]
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(" x "),
+                &new[j0..j]
+            );
+            if let Some(&k) = big.first() {
+                out[k] = tinygrad_uop::prod(&sym[i0..i]);
+            }
+        }
+    }
+    out
+}
+
 pub(crate) fn resolve_axis(axis: isize, ndim: usize, op: &str, shape: &[usize]) -> usize {
     let n = ndim as isize;
     let m = n.max(1);
@@ -67,7 +168,13 @@ impl Tensor {
                 );
             }
         }
-        let u = UOp::new(op, self.dtype(), vec![self.uop()], arg.clone());
+        let src = self.uop();
+        let arg = if src.has_sym() && !arg.is_symbolic() {
+            symbolic_arg(&src, op, arg)
+        } else {
+            arg
+        };
+        let u = UOp::new(op, self.dtype(), vec![src], arg.clone());
         match op {
             // views in torch's sense: an assignment to them writes through (a zero pad is a
             // new tensor, as torch's `pad`)

@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::{Arc, RwLock};
 
 use tinygrad_dtype::{ConstValue, DType};
-use tinygrad_runtime::{Buffer, DeviceError, default_device, get_device, run_schedule};
+use tinygrad_runtime::{Buffer, DeviceError, default_device, get_device, run_schedule_with_vars};
 use tinygrad_schedule::{ScheduleItem, create_schedule, is_buffer_view};
 use tinygrad_uop::shape::numel_or_panic;
 use tinygrad_uop::{Arg, Ops, UOp};
@@ -506,7 +506,13 @@ impl Tensor {
         }
         let ones = vec![1usize; shape.len()];
         let r = UOp::new(Ops::Reshape, dtype, vec![c], Arg::shape(&ones));
-        self.with_uop(UOp::new(Ops::Expand, dtype, vec![r], Arg::shape(&shape)))
+        // a symbolic shape stays symbolic: one graph (and kernel) for every value
+        let to = if self.uop().has_sym() {
+            Arg::sizes(&self.uop().sym_shape_vec())
+        } else {
+            Arg::shape(&shape)
+        };
+        self.with_uop(UOp::new(Ops::Expand, dtype, vec![r], to))
     }
 
     fn broadcast_scalar_to(&self, shape: &[usize]) -> Tensor {
@@ -866,13 +872,33 @@ impl Tensor {
     /// # Panics
     /// If realizing a copy's source fails.
     pub fn schedule(tensors: &[&Tensor]) -> Vec<ScheduleItem> {
+        Tensor::schedule_with_vars(tensors).0
+    }
+
+    /// [`Tensor::schedule`] and the values of the variables the graphs bind (tinygrad's
+    /// `schedule_with_vars`): the kernels read them as arguments, so one kernel serves every
+    /// value.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{Axis, Tensor, Variable};
+    /// let cache = Tensor::arange(0, 16, 1).float();
+    /// let n = Variable::new("n", 1, 16);
+    /// let first = cache.shrink_sym(&[(0.into(), n.bind(5).into())]);
+    /// let (items, vars) = Tensor::schedule_with_vars(&[&first.sum(Axis::All)]);
+    /// assert_eq!((items.len(), vars["n"]), (1, 5));
+    /// ```
+    ///
+    /// # Panics
+    /// If realizing a copy's source fails.
+    pub fn schedule_with_vars(tensors: &[&Tensor]) -> (Vec<ScheduleItem>, HashMap<Arc<str>, i64>) {
         let outs: Vec<UOp> = tensors.iter().map(|t| t.uop()).collect();
         let outs = realize_copy_sources(&outs, &mut HashMap::new())
             .unwrap_or_else(|e| panic!("schedule: {e}"));
         let dev = tensors
             .first()
             .map_or_else(default_device, |t| t.device().to_string());
-        create_schedule(&outs, &mut |dt, n| Buffer::new(&dev, dt, n).uop()).items
+        let sched = create_schedule(&outs, &mut |dt, n| Buffer::new(&dev, dt, n).uop());
+        (sched.items, sched.var_vals)
     }
 
     /// Computes the tensor (compiling and running its kernels) and keeps the result.
@@ -975,7 +1001,7 @@ impl Tensor {
                     t0.elapsed().as_secs_f64() * 1e3
                 );
             }
-            run_schedule(dev.as_ref(), &sched.items)?;
+            run_schedule_with_vars(dev.as_ref(), &sched.items, &sched.var_vals)?;
             for ((t, o), r) in group.iter().zip(&resolved) {
                 let new = sched
                     .becomes
@@ -1012,7 +1038,11 @@ impl Tensor {
             b = b.s(0).clone();
         }
         let buf = Buffer::of(&b).expect("a realized snapshot is a buffer view");
-        buf.try_to_bytes()
+        let mut bytes = buf.try_to_bytes()?;
+        // a tensor of symbolic shape is the first elements of a buffer sized for the
+        // variables' largest values
+        bytes.truncate(self.numel() * self.dtype().itemsize());
+        Ok(bytes)
     }
 
     /// The data as a `Vec<T>` (realizes first).

@@ -476,3 +476,16 @@ fn check_mode_reruns_each_replay_without_the_jit() {
     }
     assert_eq!(jit.replays(), 4);
 }
+
+#[test]
+fn an_empty_tensor_inside_is_replayed_not_refused() {
+    // found by the differential proptest: an empty shrink made a zero-byte "upload"
+    let mut jit = Jit::new(|x: &[Tensor]| vec![&x[0].shrink(&[(1, 1)]) * 2.0, &x[0] + 1.0]);
+    for k in 0..4 {
+        let x = input(k, 4);
+        let out = jit.call(std::slice::from_ref(&x)).unwrap();
+        assert_eq!(out[0].shape(), vec![0]);
+        assert_eq!(bits(&out[1]), bits(&(&x + 1.0)), "call {k}");
+    }
+    assert_eq!(jit.replays(), 2);
+}

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use tinygrad_dtype::ConstValue;
 
-use crate::Ops;
+use crate::{Ops, SInt};
 
 /// What kind of loop a `Range` is (tinygrad's `AxisType`).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, PartialOrd, Ord)]
@@ -54,6 +54,13 @@ pub enum Arg {
     Shape(Arc<[usize]>),
     /// A list of pairs (pad before/after, shrink start/end).
     Pairs(Arc<[(usize, usize)]>),
+    /// A `Shape` (of a `Reshape` or `Expand`) some of whose sizes are symbolic: the sizes with
+    /// variables bound to their values (with unbound variables: their largest values), then the
+    /// symbolic sizes. [`Arg::as_shape`] gives the first list, so code that needs numbers reads
+    /// the bound shape.
+    SymShape(Arc<[usize]>, Arc<[SInt]>),
+    /// `Pairs` (of a `Pad` or `Shrink`) some of which are symbolic, as [`Arg::SymShape`].
+    SymPairs(Arc<[(usize, usize)]>, Arc<[(SInt, SInt)]>),
     /// A reduction: the op (`Add`, `Mul`, `Max`) and the reduced axes.
     Reduce(Ops, Arc<[usize]>),
     /// The op of a kernel-level `Reduce`.
@@ -107,20 +114,88 @@ impl Arg {
         }
     }
 
-    /// The list, if this is a `Shape` argument.
+    /// The list, if this is a `Shape` argument (of a `SymShape`: its numbers).
     pub fn as_shape(&self) -> Option<&[usize]> {
         match self {
-            Arg::Shape(s) => Some(s),
+            Arg::Shape(s) | Arg::SymShape(s, _) => Some(s),
             _ => None,
         }
     }
 
-    /// The list, if this is a `Pairs` argument.
+    /// The list, if this is a `Pairs` argument (of a `SymPairs`: its numbers).
     pub fn as_pairs(&self) -> Option<&[(usize, usize)]> {
         match self {
-            Arg::Pairs(p) => Some(p),
+            Arg::Pairs(p) | Arg::SymPairs(p, _) => Some(p),
             _ => None,
         }
+    }
+
+    /// The sizes of a `Shape` or `SymShape` argument, symbolic where they are.
+    pub fn sym_shape(&self) -> Option<Vec<SInt>> {
+        match self {
+            Arg::Shape(s) => Some(s.iter().map(|&d| SInt::Const(d)).collect()),
+            Arg::SymShape(_, s) => Some(s.to_vec()),
+            _ => None,
+        }
+    }
+
+    /// The pairs of a `Pairs` or `SymPairs` argument, symbolic where they are.
+    pub fn sym_pairs(&self) -> Option<Vec<(SInt, SInt)>> {
+        match self {
+            Arg::Pairs(p) => Some(
+                p.iter()
+                    .map(|&(a, b)| (SInt::Const(a), SInt::Const(b)))
+                    .collect(),
+            ),
+            Arg::SymPairs(_, p) => Some(p.to_vec()),
+            _ => None,
+        }
+    }
+
+    /// A `Shape` argument for `sizes`: `SymShape` when one is symbolic (its numbers are the
+    /// sizes' bound values, see [`SInt::bound_value`]).
+    pub fn sizes(sizes: &[SInt]) -> Arg {
+        if sizes.iter().all(|s| s.as_const().is_some()) {
+            return Arg::Shape(
+                sizes
+                    .iter()
+                    .map(|s| s.as_const().expect("constant"))
+                    .collect(),
+            );
+        }
+        Arg::SymShape(sizes.iter().map(SInt::bound_value).collect(), sizes.into())
+    }
+
+    /// A `Pairs` argument for `pairs`: `SymPairs` when one is symbolic.
+    pub fn sym_pairs_of(pairs: &[(SInt, SInt)]) -> Arg {
+        if pairs
+            .iter()
+            .all(|(a, b)| a.as_const().is_some() && b.as_const().is_some())
+        {
+            return Arg::Pairs(
+                pairs
+                    .iter()
+                    .map(|(a, b)| {
+                        (
+                            a.as_const().expect("constant"),
+                            b.as_const().expect("constant"),
+                        )
+                    })
+                    .collect(),
+            );
+        }
+        Arg::SymPairs(
+            pairs
+                .iter()
+                .map(|(a, b)| (a.bound_value(), b.bound_value()))
+                .collect(),
+            pairs.into(),
+        )
+    }
+
+    /// Whether this argument holds symbolic sizes.
+    pub fn is_symbolic(&self) -> bool {
+        matches!(self, Arg::SymShape(..) | Arg::SymPairs(..))
     }
 
     /// The integer, if this is an `Int` argument.
@@ -145,6 +220,8 @@ impl Arg {
             Arg::Str(_) => 9,
             Arg::Opaque(_) => 10,
             Arg::Buffer(..) => 11,
+            Arg::SymShape(..) => 12,
+            Arg::SymPairs(..) => 13,
         }
     }
 }
@@ -164,6 +241,8 @@ impl PartialEq for Arg {
             (Arg::Str(a), Arg::Str(b)) => a == b,
             (Arg::Opaque(a), Arg::Opaque(b)) => a.id() == b.id(),
             (Arg::Buffer(s1, a), Arg::Buffer(s2, b)) => s1 == s2 && a.id() == b.id(),
+            (Arg::SymShape(a, x), Arg::SymShape(b, y)) => a == b && x == y,
+            (Arg::SymPairs(a, x), Arg::SymPairs(b, y)) => a == b && x == y,
             _ => false,
         }
     }
@@ -187,6 +266,8 @@ impl Hash for Arg {
             Arg::Str(s) => s.hash(state),
             Arg::Opaque(o) => o.id().hash(state),
             Arg::Buffer(s, o) => (s, o.id()).hash(state),
+            Arg::SymShape(a, x) => (a, x).hash(state),
+            Arg::SymPairs(a, x) => (a, x).hash(state),
         }
     }
 }
@@ -206,6 +287,14 @@ impl fmt::Display for Arg {
             Arg::Str(s) => write!(f, "{s:?}"),
             Arg::Opaque(o) => write!(f, "{o:?}"),
             Arg::Buffer(s, o) => write!(f, "<{s} elements, {o:?}>"),
+            Arg::SymShape(_, x) => {
+                let v: Vec<String> = x.iter().map(ToString::to_string).collect();
+                write!(f, "[{}]", v.join(", "))
+            }
+            Arg::SymPairs(_, x) => {
+                let v: Vec<String> = x.iter().map(|(a, b)| format!("({a}, {b})")).collect();
+                write!(f, "[{}]", v.join(", "))
+            }
         }
     }
 }

@@ -51,6 +51,27 @@ impl UOp {
         UOp::new(Ops::Range, DType::INDEX, vec![size], Arg::Range(id, kind))
     }
 
+    /// This variable bound to `value` (tinygrad's `bind`): a `Bind` whose value kernels get
+    /// as an argument.
+    ///
+    /// # Panics
+    /// If this is not a variable, or `value` is outside its bounds.
+    pub fn bind(&self, value: i64) -> UOp {
+        let Arg::Var(name, lo, hi) = self.arg() else {
+            panic!("bind: {} is not a variable", self.op())
+        };
+        assert!(
+            (*lo..=*hi).contains(&value),
+            "bind: variable {name} = {value} is outside its bounds [{lo}, {hi}]"
+        );
+        UOp::new(
+            Ops::Bind,
+            self.dtype(),
+            vec![self.clone(), UOp::cnst(self.dtype(), value)],
+            Arg::None,
+        )
+    }
+
     /// The constant value, if this is a `Const`.
     pub fn as_const(&self) -> Option<ConstValue> {
         if self.op() == Ops::Const {

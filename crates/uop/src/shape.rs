@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use crate::{Arg, Ops, UOp};
+use crate::{Arg, Ops, SInt, UOp};
 
 impl UOp {
     /// The tensor-level shape of this node, or `None` for nodes that have none (kernel-level ops,
@@ -30,6 +30,90 @@ impl UOp {
         self.shape()
             .unwrap_or_else(|| panic!("{} has no shape", self.op()))
             .to_vec()
+    }
+}
+
+impl UOp {
+    /// The shape with symbolic sizes where they are (tinygrad's `shape` of `sint`s): sizes that
+    /// depend on a variable, from the `SymShape`/`SymPairs` arguments of the movement ops
+    /// before it. [`UOp::shape`] is the same shape with each variable at its bound value (the
+    /// largest value where it is unbound). Computed once per node.
+    pub fn sym_shape(&self) -> Option<Arc<[SInt]>> {
+        if !self.has_sym() {
+            return self
+                .shape()
+                .map(|s| s.iter().map(|&d| SInt::Const(d)).collect());
+        }
+        if let Some(s) = self.cache().sym_shape.get() {
+            return s.clone();
+        }
+        for n in self.toposort_filtered(|n| n.has_sym() && n.cache().sym_shape.get().is_none()) {
+            if n.has_sym() && n.cache().sym_shape.get().is_none() {
+                let s = compute_sym_shape(&n);
+                let _ = n.cache().sym_shape.set(s);
+            }
+        }
+        self.cache().sym_shape.get().cloned().flatten()
+    }
+
+    /// [`UOp::sym_shape`] as a vector.
+    ///
+    /// # Panics
+    /// If the node has no shape.
+    pub fn sym_shape_vec(&self) -> Vec<SInt> {
+        self.sym_shape()
+            .unwrap_or_else(|| panic!("{} has no shape", self.op()))
+            .to_vec()
+    }
+}
+
+fn compute_sym_shape(u: &UOp) -> Option<Arc<[SInt]>> {
+    let src = |i: usize| u.src().get(i).and_then(UOp::sym_shape);
+    match u.op() {
+        Ops::Reshape | Ops::Expand => u.arg().sym_shape().map(Arc::from),
+        Ops::Permute => {
+            let s = src(0)?;
+            Some(u.arg().as_shape()?.iter().map(|&p| s[p].clone()).collect())
+        }
+        Ops::Pad => {
+            let s = src(0)?;
+            Some(
+                s.iter()
+                    .zip(u.arg().sym_pairs()?)
+                    .map(|(d, (b, a))| &(d + &b) + &a)
+                    .collect(),
+            )
+        }
+        Ops::Shrink => Some(u.arg().sym_pairs()?.iter().map(|(b, e)| e - b).collect()),
+        Ops::ReduceAxis => {
+            let mut s = src(0)?.to_vec();
+            if let Arg::Reduce(_, axes) = u.arg() {
+                for &a in axes.iter() {
+                    if a < s.len() {
+                        s[a] = SInt::Const(1);
+                    }
+                }
+            }
+            Some(s.into())
+        }
+        // sources of one shape: the one with symbolic sizes speaks for all
+        Ops::Where => src(1).or_else(|| src(0)),
+        op if op.is_elementwise() => u
+            .src()
+            .iter()
+            .find(|s| s.has_sym())
+            .and_then(UOp::sym_shape)
+            .or_else(|| src(0)),
+        Ops::Flip
+        | Ops::Contiguous
+        | Ops::ContiguousBackward
+        | Ops::Detach
+        | Ops::Copy
+        | Ops::Assign
+        | Ops::Noop => src(0),
+        _ => u
+            .shape()
+            .map(|s| s.iter().map(|&d| SInt::Const(d)).collect()),
     }
 }
 

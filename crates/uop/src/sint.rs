@@ -5,12 +5,14 @@
 //! [`UOp::simplify`]; a symbolic result that simplifies to a constant becomes [`SInt::Const`]
 //! again, so equal sizes compare equal.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::ops::{Add, Div, Mul, Sub};
+use std::sync::Arc;
 
 use tinygrad_dtype::DType;
 
-use crate::{Ops, UOp};
+use crate::{Arg, Ops, UOp};
 
 /// A size: a constant, or a symbolic `index` expression (never a constant `UOp`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -44,6 +46,85 @@ impl SInt {
             SInt::Const(c) => *c,
             SInt::Sym(u) => u.vmax().max(0) as usize,
         }
+    }
+
+    /// The size with every bound variable (`Bind`) at its value; with unbound variables left,
+    /// its largest value (what a buffer for it must hold).
+    pub fn bound_value(&self) -> usize {
+        match self {
+            SInt::Const(c) => *c,
+            SInt::Sym(u) => {
+                let binds: HashMap<UOp, UOp> = u
+                    .toposort()
+                    .into_iter()
+                    .filter(|n| n.op() == Ops::Bind)
+                    .map(|b| (b.clone(), b.s(1).clone()))
+                    .collect();
+                let v = if binds.is_empty() {
+                    u.clone()
+                } else {
+                    u.substitute(&binds).simplify()
+                };
+                match v.as_int() {
+                    Some(x) if v.op() == Ops::Const => x.max(0) as usize,
+                    _ => v.vmax().max(0) as usize,
+                }
+            }
+        }
+    }
+
+    /// Whether the size depends on a variable.
+    pub fn is_symbolic(&self) -> bool {
+        matches!(self, SInt::Sym(_))
+    }
+
+    /// The size with each bound variable replaced by the variable itself (tinygrad's
+    /// `unbind`), adding `(name, value)` of each to `vals`.
+    ///
+    /// # Panics
+    /// If a variable is bound to two values.
+    pub fn unbind(&self, vals: &mut HashMap<Arc<str>, i64>) -> SInt {
+        let SInt::Sym(u) = self else {
+            return self.clone();
+        };
+        let mut map = HashMap::new();
+        for b in u.toposort().into_iter().filter(|n| n.op() == Ops::Bind) {
+            let (var, value) = (b.s(0).clone(), b.s(1).as_int().expect("a bound value"));
+            let Arg::Var(name, _, _) = var.arg() else {
+                panic!("unbind: a Bind of a non-variable")
+            };
+            let prev = *vals.entry(name.clone()).or_insert(value);
+            assert_eq!(
+                prev, value,
+                "variable {name} is bound to {prev} and to {value} in one graph"
+            );
+            map.insert(b, var);
+        }
+        if map.is_empty() {
+            return self.clone();
+        }
+        SInt::Sym(u.substitute(&map))
+    }
+
+    /// The size with each variable named in `vals` bound to its value there (the inverse of
+    /// [`SInt::unbind`]).
+    pub fn rebind(&self, vals: &HashMap<Arc<str>, i64>) -> SInt {
+        let SInt::Sym(u) = self else {
+            return self.clone();
+        };
+        let map: HashMap<UOp, UOp> = u
+            .toposort()
+            .into_iter()
+            .filter(|n| n.op() == Ops::DefineVar)
+            .filter_map(|v| match v.arg() {
+                Arg::Var(name, _, _) => vals.get(name).map(|&x| (v.clone(), v.bind(x))),
+                _ => None,
+            })
+            .collect();
+        if map.is_empty() {
+            return self.clone();
+        }
+        SInt::Sym(u.substitute(&map))
     }
 
     /// Simplifies `u` and wraps it, turning non-negative constants into [`SInt::Const`].

@@ -28,6 +28,9 @@ pub struct UOpNode {
     hash: u64,
     /// Whether a `Copy` is this node or among its ancestors (set at construction).
     has_copy: bool,
+    /// Whether this node or an ancestor has symbolic sizes in its argument (set at
+    /// construction).
+    has_sym: bool,
     /// Lazily computed facts about this node (integer bounds, shape) cached by upper modules.
     pub(crate) cache: NodeCache,
 }
@@ -39,6 +42,8 @@ pub(crate) struct NodeCache {
     pub(crate) bounds: OnceLock<(i64, i64)>,
     /// The tensor-level shape, see [`UOp::shape`].
     pub(crate) shape: OnceLock<Option<Arc<[usize]>>>,
+    /// The symbolic shape of nodes with symbolic sizes, see [`UOp::sym_shape`].
+    pub(crate) sym_shape: OnceLock<Option<Arc<[crate::SInt]>>>,
 }
 
 /// A hasher for keys that are (or hash as) a node's structural hash, which is already a
@@ -170,6 +175,7 @@ impl UOp {
             }
         }
         let has_copy = op == Ops::Copy || src.iter().any(|s| s.0.has_copy);
+        let has_sym = arg.is_symbolic() || src.iter().any(|s| s.0.has_sym);
         let node = Arc::new(UOpNode {
             op,
             dtype,
@@ -177,6 +183,7 @@ impl UOp {
             arg,
             hash,
             has_copy,
+            has_sym,
             cache: NodeCache::default(),
         });
         bucket.retain(|w| w.strong_count() > 0);
@@ -189,6 +196,13 @@ impl UOp {
     #[inline]
     pub fn has_copy(&self) -> bool {
         self.0.has_copy
+    }
+
+    /// Whether this node or one of its ancestors has symbolic sizes (a movement op whose
+    /// argument holds a variable): known without walking the graph.
+    #[inline]
+    pub fn has_sym(&self) -> bool {
+        self.0.has_sym
     }
 
     /// The operation.

@@ -528,6 +528,12 @@ fn check_movement(u: &UOp) -> Check {
                         && arg.iter().zip(s.iter()).all(|(n, o)| n == o || *o == 1),
                     || format!("cannot expand {:?} to {arg:?}", &s[..]),
                 ),
+                // a realized tensor of symbolic shape is a view of the first elements of a
+                // buffer sized for the variables' largest values
+                _ if u.arg().is_symbolic() && u.s(0).op() == Ops::Buffer => rule(
+                    arg.iter().product::<usize>() <= s.iter().product::<usize>(),
+                    || format!("a view of {arg:?} is larger than its buffer of {}", s[0]),
+                ),
                 _ => rule(
                     arg.iter().product::<usize>() == s.iter().product::<usize>(),
                     || {
