@@ -40,6 +40,9 @@
 //!   1 and 32 sequences of 12 tokens, one decode step over a KV cache; each vs PyTorch.
 //! - `jit_mnist`: the beautiful_mnist training step through a `Jit` (replays), vs the same step
 //!   without it, measured alternately in the same run.
+//! - `decode_loop`: a 512-step decode loop over a growing KV cache, the cache length a
+//!   `Variable` and the step through a `Jit` (see `decode`): kernels compiled after step 2 and
+//!   ms per step early and late, vs the loop with concrete shapes in the same run.
 //! - `webgpu_add` `[q]`, `webgpu_matmul`, `webgpu_chain` `[q]`, `webgpu_chain256`,
 //!   `webgpu_mnist`: the `WEBGPU` device, see `device` — `a+b` and a matmul with their inputs on
 //!   the device, vs the `CPU` device; chains of 20 kernels and a beautiful_mnist training step, vs
@@ -71,6 +74,7 @@
 //! whenever no reference time was measured (no reference, or the library unavailable: the note
 //! says why).
 
+mod decode;
 mod device;
 mod models;
 
@@ -1271,6 +1275,11 @@ fn benches() -> Vec<(&'static str, bool, BenchFn)> {
             Box::new(|o| Some(models::bench_encoder(32, o))),
         ),
         ("decode", false, Box::new(|o| Some(models::bench_decode(o)))),
+        (
+            "decode_loop",
+            false,
+            Box::new(|o| Some(decode::bench_decode_loop(o))),
+        ),
         (
             "webgpu_add",
             true,

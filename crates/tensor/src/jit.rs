@@ -59,8 +59,9 @@ use tinygrad_runtime::{Buffer, DeviceError};
 use tinygrad_schedule::is_buffer_view;
 use tinygrad_uop::{Ops, UOp};
 
-use crate::Tensor;
 use crate::tensor::{Inner, next_handle_id};
+use crate::{BoundVar, Tensor};
+use tinygrad_schedule::vars::VarVals;
 
 /// What a [`Jit`] does when a call's inputs do not match its capture.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -334,6 +335,9 @@ struct ViewTemplate {
 
 impl ViewTemplate {
     fn of(u: &UOp) -> ViewTemplate {
+        // kept unbound: each replay binds its own values
+        let (unbound, _) = tinygrad_schedule::vars::unbind(std::slice::from_ref(u));
+        let u = &unbound[0];
         let mut reshapes = vec![];
         let mut b = u;
         while b.op() == Ops::Reshape {
@@ -344,12 +348,13 @@ impl ViewTemplate {
         ViewTemplate { reshapes }
     }
 
-    fn on(&self, buf: &Arc<Buffer>) -> UOp {
+    /// The view on `buf`, its symbolic sizes bound to `vals` (a replay's variables).
+    fn on(&self, buf: &Arc<Buffer>, vals: &VarVals) -> UOp {
         let mut u = buf.uop();
         for r in &self.reshapes {
             u = UOp::new(Ops::Reshape, r.dtype(), vec![u], r.arg().clone());
         }
-        u
+        tinygrad_schedule::vars::bind(&u, vals)
     }
 }
 
@@ -729,6 +734,8 @@ fn first_difference(a: &Signature, b: &Signature) -> String {
 /// ```
 pub struct Jit<F> {
     f: F,
+    /// The variables the capture was made with (name, bounds): a replay takes the same ones.
+    vars: Vec<(Arc<str>, i64, i64)>,
     on_mismatch: OnMismatch,
     check: bool,
     /// `JIT=0`: every call runs the function normally.
@@ -740,14 +747,77 @@ pub struct Jit<F> {
     replays: usize,
 }
 
-impl<F: FnMut(&[Tensor]) -> Vec<Tensor>> Jit<F> {
+/// A function a [`Jit`] runs: of tensors ([`Jit::new`]), or of tensors and bound variables
+/// ([`Jit::with_vars`]).
+pub trait JitFn {
+    /// Runs the function.
+    fn run(&mut self, inputs: &[Tensor], vars: &[BoundVar]) -> Vec<Tensor>;
+}
+
+/// A function of tensors only (what [`Jit::new`] wraps).
+pub struct Plain<G>(G);
+
+impl<G: FnMut(&[Tensor]) -> Vec<Tensor>> JitFn for Plain<G> {
+    fn run(&mut self, inputs: &[Tensor], _vars: &[BoundVar]) -> Vec<Tensor> {
+        (self.0)(inputs)
+    }
+}
+
+/// A function of tensors and bound variables (what [`Jit::with_vars`] wraps).
+pub struct WithVars<H>(H);
+
+impl<H: FnMut(&[Tensor], &[BoundVar]) -> Vec<Tensor>> JitFn for WithVars<H> {
+    fn run(&mut self, inputs: &[Tensor], vars: &[BoundVar]) -> Vec<Tensor> {
+        (self.0)(inputs, vars)
+    }
+}
+
+impl<G: FnMut(&[Tensor]) -> Vec<Tensor>> Jit<Plain<G>> {
     /// Wraps `f`; nothing runs until [`Jit::call`]. `JIT_CHECK=1` in the environment turns on
     /// [`Jit::check_replays`]; `JIT=0` turns the JIT off (every call runs `f` normally, as
     /// tinygrad's `JIT=0`).
-    pub fn new(f: F) -> Jit<F> {
+    ///
+    /// ```
+    /// use tinygrad_tensor::{Jit, OnMismatch, Tensor};
+    /// let mut double = Jit::new(|x: &[Tensor]| vec![&x[0] * 2.0]);
+    /// let y = double.call(&[Tensor::from_slice(&[1.0f32], &[1])]).unwrap();
+    /// assert_eq!(y[0].to_vec::<f32>(), vec![2.0]);
+    /// ```
+    pub fn new(f: G) -> Jit<Plain<G>> {
+        Jit::wrap(Plain(f))
+    }
+}
+
+impl<H: FnMut(&[Tensor], &[BoundVar]) -> Vec<Tensor>> Jit<WithVars<H>> {
+    /// Wraps a function of tensors and bound variables (tinygrad's jitted functions that take
+    /// `Variable(..).bind(v)` arguments): its kernels read the variables as arguments, so a
+    /// replay with other values ([`Jit::call_vars`]) runs the same captured kernels — a decode
+    /// step over a growing KV cache is captured once.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{Axis, Jit, Tensor, Variable};
+    /// let data = Tensor::arange(0, 16, 1).float().contiguous();
+    /// let n = Variable::new("n", 1, 16);
+    /// let mut prefix_sum = Jit::with_vars(|_x: &[Tensor], v| {
+    ///     vec![data.shrink_sym(&[(0.into(), (&v[0]).into())]).sum(Axis::All)]
+    /// });
+    /// for k in 1..=6 {
+    ///     let out = prefix_sum.call_vars(&[], &[n.bind(k)]).unwrap();
+    ///     assert_eq!(out[0].item::<f32>(), (k * (k - 1) / 2) as f32);
+    /// }
+    /// assert_eq!(prefix_sum.replays(), 4);
+    /// ```
+    pub fn with_vars(f: H) -> Jit<WithVars<H>> {
+        Jit::wrap(WithVars(f))
+    }
+}
+
+impl<F: JitFn> Jit<F> {
+    fn wrap(f: F) -> Jit<F> {
         let flag = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
         Jit {
             f,
+            vars: Vec::new(),
             on_mismatch: OnMismatch::Error,
             check: flag("JIT_CHECK").is_some_and(|v| v != "0"),
             disabled: flag("JIT").is_some_and(|v| v == "0"),
@@ -759,6 +829,15 @@ impl<F: FnMut(&[Tensor]) -> Vec<Tensor>> Jit<F> {
     }
 
     /// What a call whose inputs do not match the capture does (default: an `Err`).
+    ///
+    /// ```
+    /// use tinygrad_tensor::{Jit, OnMismatch, Tensor};
+    /// let mut jit = Jit::new(|x: &[Tensor]| vec![&x[0] + 1.0]).on_mismatch(OnMismatch::Recapture);
+    /// for n in [2, 2, 2, 3] {
+    ///     // the shape changes at the last call: captured again instead of an error
+    ///     assert!(jit.call(&[Tensor::zeros(&[n], tinygrad_tensor::DType::FLOAT32)]).is_ok());
+    /// }
+    /// ```
     pub fn on_mismatch(mut self, on: OnMismatch) -> Jit<F> {
         self.on_mismatch = on;
         self
@@ -766,27 +845,76 @@ impl<F: FnMut(&[Tensor]) -> Vec<Tensor>> Jit<F> {
 
     /// Whether every replay is checked against a normal run of the function from the same
     /// state, bit for bit (slow: for debugging; `JIT_CHECK=1`).
+    ///
+    /// ```
+    /// use tinygrad_tensor::{Jit, OnMismatch, Tensor};
+    /// let mut jit = Jit::new(|x: &[Tensor]| vec![x[0].exp()]).check_replays(true);
+    /// for _ in 0..4 {
+    ///     jit.call(&[Tensor::from_slice(&[0.5f32], &[1])]).unwrap(); // each replay runs twice
+    /// }
+    /// assert_eq!(jit.replays(), 2);
+    /// ```
     pub fn check_replays(mut self, check: bool) -> Jit<F> {
         self.check = check;
         self
     }
 
     /// How many calls were replays.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{Jit, OnMismatch, Tensor};
+    /// let mut jit = Jit::new(|x: &[Tensor]| vec![&x[0] * &x[0]]);
+    /// for _ in 0..5 {
+    ///     jit.call(&[Tensor::from_slice(&[3i32], &[1])]).unwrap();
+    /// }
+    /// assert_eq!(jit.replays(), 3);
+    /// ```
     pub fn replays(&self) -> usize {
         self.replays
     }
 
     /// Whether a capture is held (the next matching call replays it).
+    ///
+    /// ```
+    /// use tinygrad_tensor::{Jit, OnMismatch, Tensor};
+    /// let mut jit = Jit::new(|x: &[Tensor]| vec![x[0].neg()]);
+    /// let x = Tensor::from_slice(&[1.0f32], &[1]);
+    /// jit.call(std::slice::from_ref(&x)).unwrap();
+    /// assert!(!jit.is_captured());
+    /// jit.call(std::slice::from_ref(&x)).unwrap();
+    /// assert!(jit.is_captured());
+    /// ```
     pub fn is_captured(&self) -> bool {
         self.plan.is_some()
     }
 
     /// How many launches (kernels and copies) the capture replays, if there is one.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{Jit, OnMismatch, Tensor};
+    /// let mut jit = Jit::new(|x: &[Tensor]| vec![(&x[0] + 1.0).sum(tinygrad_tensor::Axis::All)]);
+    /// let x = Tensor::from_slice(&[1.0f32, 2.0], &[2]);
+    /// assert_eq!(jit.captured_launches(), None);
+    /// jit.call(std::slice::from_ref(&x)).unwrap();
+    /// jit.call(std::slice::from_ref(&x)).unwrap();
+    /// assert_eq!(jit.captured_launches(), Some(1)); // one fused kernel
+    /// ```
     pub fn captured_launches(&self) -> Option<usize> {
         self.plan.as_ref().map(|p| p.launches.len())
     }
 
     /// Forgets the capture: the next call runs normally, as the first did.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{Jit, OnMismatch, Tensor};
+    /// let mut jit = Jit::new(|x: &[Tensor]| vec![&x[0] - 1.0]);
+    /// let x = Tensor::from_slice(&[1.0f32], &[1]);
+    /// for _ in 0..2 {
+    ///     jit.call(std::slice::from_ref(&x)).unwrap();
+    /// }
+    /// jit.reset();
+    /// assert!(!jit.is_captured());
+    /// ```
     pub fn reset(&mut self) {
         self.plan = None;
         self.last = None;
@@ -799,22 +927,75 @@ impl<F: FnMut(&[Tensor]) -> Vec<Tensor>> Jit<F> {
     /// # Errors
     /// See [`JitError`]: inputs that do not match the capture (or a re-capture, per
     /// [`Jit::on_mismatch`]), a function that cannot be captured, a device failure.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{Jit, OnMismatch, Tensor};
+    /// let w = Tensor::from_slice(&[2.0f32], &[1]);
+    /// let mut jit = Jit::new(|x: &[Tensor]| vec![&x[0] * &w]);
+    /// for k in 0..4 {
+    ///     let y = jit.call(&[Tensor::from_slice(&[k as f32], &[1])]).unwrap();
+    ///     assert_eq!(y[0].to_vec::<f32>(), vec![2.0 * k as f32]);
+    /// }
+    /// ```
     pub fn call(&mut self, inputs: &[Tensor]) -> Result<Vec<Tensor>, JitError> {
+        self.call_vars(inputs, &[])
+    }
+
+    /// [`Jit::call`] with bound variables for the function (see [`Jit::with_vars`]). A replay
+    /// takes the variables of the capture, by name (each within its bounds: [`Variable::bind`](crate::Variable::bind)
+    /// checks), with any values.
+    ///
+    /// # Errors
+    /// As [`Jit::call`], and [`JitError::Inputs`] for variables other than the capture's.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{Jit, OnMismatch, Tensor};
+    /// use tinygrad_tensor::Variable;
+    /// let t = Tensor::arange(0, 8, 1).contiguous();
+    /// let n = Variable::new("n", 1, 8);
+    /// let mut jit = Jit::with_vars(|_x: &[Tensor], v| vec![t.shrink_sym(&[(0.into(), (&v[0]).into())]) * 1]);
+    /// for k in [2, 5, 3, 8] {
+    ///     let y = jit.call_vars(&[], &[n.bind(k)]).unwrap();
+    ///     assert_eq!(y[0].to_vec::<i32>(), (0..k as i32).collect::<Vec<_>>());
+    /// }
+    /// ```
+    pub fn call_vars(
+        &mut self,
+        inputs: &[Tensor],
+        vars: &[BoundVar],
+    ) -> Result<Vec<Tensor>, JitError> {
         if self.disabled {
-            let outs = (self.f)(inputs);
+            let outs = self.f.run(inputs, vars);
             let refs: Vec<&Tensor> = outs.iter().collect();
             Tensor::try_realize_all(&refs)?;
             return Ok(outs);
         }
         let (sigs, bufs) = input_buffers(inputs)?;
+        let var_sig: Vec<(Arc<str>, i64, i64)> = vars
+            .iter()
+            .map(|b| {
+                let v = b.variable();
+                (Arc::from(v.name()), v.min() as i64, v.max() as i64)
+            })
+            .collect();
         if let Some(plan) = &self.plan {
-            match plan.check_inputs(&sigs, &bufs) {
-                Ok(()) => return self.replay_checked(inputs, &bufs),
+            let checked = plan.check_inputs(&sigs, &bufs).and_then(|()| {
+                if var_sig == self.vars {
+                    Ok(())
+                } else {
+                    Err(JitError::Inputs(format!(
+                        "variables {:?}, the capture took {:?}",
+                        var_sig, self.vars
+                    )))
+                }
+            });
+            match checked {
+                Ok(()) => return self.replay_checked(inputs, &bufs, vars),
                 Err(e) if self.on_mismatch == OnMismatch::Error => return Err(e),
                 Err(_) => self.reset(),
             }
         }
-        let recorded = self.run_recorded(inputs, sigs, bufs)?;
+        let recorded = self.run_recorded(inputs, vars, sigs, bufs)?;
         let outs: Vec<Tensor> = recorded.outputs.iter().map(|(t, _)| t.clone()).collect();
         let (sig, plan) = analyze(&recorded);
         self.recorded += 1;
@@ -832,6 +1013,7 @@ impl<F: FnMut(&[Tensor]) -> Vec<Tensor>> Jit<F> {
                 );
             }
             self.plan = Some(plan);
+            self.vars = var_sig;
             self.last = None;
         } else if self.recorded >= 3 {
             let why = first_difference(self.last.as_ref().expect("two calls recorded"), &sig);
@@ -853,6 +1035,7 @@ impl<F: FnMut(&[Tensor]) -> Vec<Tensor>> Jit<F> {
     fn run_recorded(
         &mut self,
         inputs: &[Tensor],
+        vars: &[BoundVar],
         input_sigs: Vec<InputSig>,
         input_bufs: Vec<Arc<Buffer>>,
     ) -> Result<Recorded, JitError> {
@@ -871,7 +1054,7 @@ impl<F: FnMut(&[Tensor]) -> Vec<Tensor>> Jit<F> {
             })
             .collect();
         let recorder = Recorder::start(&own);
-        let outs = (self.f)(&own);
+        let outs = self.f.run(&own, vars);
         let refs: Vec<&Tensor> = outs.iter().collect();
         let views = Tensor::realize_snapshots(&refs);
         // an input the function assigned to: the caller's tensor takes the new value
@@ -896,21 +1079,26 @@ impl<F: FnMut(&[Tensor]) -> Vec<Tensor>> Jit<F> {
         &mut self,
         inputs: &[Tensor],
         bufs: &[Arc<Buffer>],
+        vars: &[BoundVar],
     ) -> Result<Vec<Tensor>, JitError> {
         self.replays += 1;
         let plan = self.plan.as_ref().expect("replayed with a plan");
+        let var_vals: VarVals = vars
+            .iter()
+            .map(|b| (Arc::from(b.variable().name()), b.value() as i64))
+            .collect();
         if !self.check {
-            return plan.replay(inputs, bufs);
+            return plan.replay(inputs, bufs, &var_vals);
         }
         // JIT_CHECK: the state before, the replay, then a normal run from the same state
         let before = plan.snapshot_state(inputs);
         let rng = crate::random::snapshot();
-        let outs = plan.replay(inputs, bufs)?;
+        let outs = plan.replay(inputs, bufs, &var_vals)?;
         let after = plan.snapshot_state(inputs);
         let rng_after = crate::random::snapshot();
         plan.restore_state(&before);
         crate::random::restore(rng);
-        let normal = (self.f)(inputs);
+        let normal = self.f.run(inputs, vars);
         let refs: Vec<&Tensor> = normal.iter().collect();
         Tensor::try_realize_all(&refs)?;
         let plan = self.plan.as_ref().expect("replayed with a plan");
@@ -957,7 +1145,10 @@ fn compare_one(what: &str, a: &UOp, b: &UOp) -> Result<(), JitError> {
         let shape = u.shape_vec();
         let buf =
             view_buffer(u).ok_or_else(|| JitError::Check(format!("{what} is not realized")))?;
-        Ok((buf.try_to_bytes()?, shape))
+        let mut bytes = buf.try_to_bytes()?;
+        // (a symbolic shape views the first elements of a larger buffer)
+        bytes.truncate(shape.iter().product::<usize>() * buf.dtype.itemsize());
+        Ok((bytes, shape))
     };
     let (x, sx) = read(a)?;
     let (y, sy) = read(b)?;
@@ -1068,7 +1259,12 @@ impl Plan {
     }
 
     /// Runs the capture on `inputs`' buffers and gives every tensor its new value.
-    fn replay(&self, tensors: &[Tensor], inputs: &[Arc<Buffer>]) -> Result<Vec<Tensor>, JitError> {
+    fn replay(
+        &self,
+        tensors: &[Tensor],
+        inputs: &[Arc<Buffer>],
+        var_vals: &VarVals,
+    ) -> Result<Vec<Tensor>, JitError> {
         let states = (0..self.states.len())
             .map(|k| self.state_buffer(k))
             .collect::<Result<Vec<_>, _>>()?;
@@ -1099,10 +1295,10 @@ impl Plan {
             .iter()
             .map(|srcs| srcs.iter().map(&get).collect())
             .collect();
-        capture::replay(&self.launches, &bufs, &HashMap::new())?;
+        capture::replay(&self.launches, &bufs, var_vals)?;
         for (target, view, src) in &self.writes {
             if let Some(t) = target.get(tensors) {
-                t.set_uop(view.on(&get(src)));
+                t.set_uop(view.on(&get(src), var_vals));
             }
         }
         for (w, g) in &self.grads {
@@ -1110,7 +1306,7 @@ impl Plan {
                 let t = Tensor { inner };
                 let grad = g
                     .as_ref()
-                    .map(|(view, src, dev)| Tensor::from_uop(view.on(&get(src)), dev));
+                    .map(|(view, src, dev)| Tensor::from_uop(view.on(&get(src), var_vals), dev));
                 *t.inner.autograd.grad_slot() = grad;
             }
         }
@@ -1119,7 +1315,7 @@ impl Plan {
             .iter()
             .map(|o| match o.handle.as_ref().and_then(|h| h.get(tensors)) {
                 Some(t) => t,
-                None => Tensor::from_uop(o.view.on(&get(&o.src)), &o.device),
+                None => Tensor::from_uop(o.view.on(&get(&o.src), var_vals), &o.device),
             })
             .collect())
     }

@@ -48,6 +48,11 @@ impl Variable {
     }
 
     /// The name.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Variable;
+    /// assert_eq!(Variable::new("pos", 0, 9).name(), "pos");
+    /// ```
     pub fn name(&self) -> &str {
         match self.uop.arg() {
             Arg::Var(n, _, _) => n,
@@ -56,6 +61,11 @@ impl Variable {
     }
 
     /// The smallest value.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Variable;
+    /// assert_eq!(Variable::new("pos", 2, 9).min(), 2);
+    /// ```
     pub fn min(&self) -> usize {
         match self.uop.arg() {
             Arg::Var(_, lo, _) => *lo as usize,
@@ -64,6 +74,11 @@ impl Variable {
     }
 
     /// The largest value.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Variable;
+    /// assert_eq!(Variable::new("pos", 2, 9).max(), 9);
+    /// ```
     pub fn max(&self) -> usize {
         match self.uop.arg() {
             Arg::Var(_, _, hi) => *hi as usize,
@@ -95,6 +110,13 @@ impl Variable {
     }
 
     /// The variable as an (unbound) size.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Variable;
+    /// let n = Variable::new("n", 1, 8);
+    /// assert!(n.sint().is_symbolic());
+    /// assert_eq!(n.sint().max_value(), 8);
+    /// ```
     pub fn sint(&self) -> SInt {
         SInt::Sym(self.uop.clone())
     }
@@ -112,6 +134,12 @@ impl BoundVar {
     }
 
     /// The variable.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Variable;
+    /// let n = Variable::new("n", 1, 8);
+    /// assert_eq!(n.bind(4).variable(), n);
+    /// ```
     pub fn variable(&self) -> Variable {
         Variable {
             uop: self.uop.s(0).clone(),

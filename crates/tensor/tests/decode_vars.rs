@@ -3,7 +3,15 @@
 //! results equal the same attention computed with concrete shapes. (Alone in its binary: it
 //! counts the process's compiles.)
 
-use tinygrad_tensor::{DType, SInt, Tensor, Variable, compile_count};
+use std::sync::Mutex;
+
+use tinygrad_tensor::{
+    BoundVar, DType, Jit, SInt, Tensor, Variable, compile_count, schedule_cache_hits,
+    thread_run_counts,
+};
+
+/// The tests count the process's compiles: one at a time.
+static ONE: Mutex<()> = Mutex::new(());
 
 const MAX: usize = 48;
 const DIM: usize = 8;
@@ -17,13 +25,10 @@ fn row(step: usize, salt: usize) -> Vec<f32> {
 /// One decode step: write row `pos` of both caches (a masked select: one kernel of constant
 /// cost), then attend over the first `len` rows.
 fn step(
-    cache_k: &Tensor,
-    cache_v: &Tensor,
+    (cache_k, cache_v): (&Tensor, &Tensor),
     pos: usize,
     len: SInt,
-    q: &Tensor,
-    k: &Tensor,
-    v: &Tensor,
+    [q, k, v]: [&Tensor; 3],
     shrink: &dyn Fn(&Tensor, &SInt) -> Tensor,
 ) -> Tensor {
     let p = Tensor::from_slice(&[pos as i32], &[1, 1]);
@@ -40,6 +45,7 @@ fn step(
 
 #[test]
 fn a_decode_loop_compiles_nothing_after_its_first_steps_and_matches_concrete_shapes() {
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
     let var = Variable::new("len", 1, MAX);
     let zeros = || Tensor::zeros(&[MAX, DIM], DType::FLOAT32).contiguous();
     let (ck, cv) = (zeros(), zeros());
@@ -53,23 +59,28 @@ fn a_decode_loop_compiles_nothing_after_its_first_steps_and_matches_concrete_sha
             Tensor::from_slice(&row(pos, 1), &[1, DIM]),
             Tensor::from_slice(&row(pos, 2), &[1, DIM]),
         );
-        let before = compile_count();
+        let (before, hits) = (compile_count(), schedule_cache_hits());
         let out = step(
-            &ck,
-            &cv,
+            (&ck, &cv),
             pos,
             var.bind(pos + 1).into(),
-            &q,
-            &k,
-            &v,
+            [&q, &k, &v],
             &sym_shrink,
         );
         assert_eq!(out.shape(), vec![1, DIM]);
         let got = out.to_vec::<f32>();
+        if pos >= 2 {
+            // the schedule cache keys on the unbound graph: every length is a hit (the cache
+            // update and the attention)
+            assert!(
+                schedule_cache_hits() >= hits + 2,
+                "step {pos}: schedule cache missed"
+            );
+        }
         compiled_after.push(compile_count() - before);
         // the same step with concrete shapes (a new kernel per length)
         let concrete = |c: &Tensor, len: &SInt| c.shrink(&[(0, len.bound_value()), (0, DIM)]);
-        let want = step(&rk, &rv, pos, (pos + 1).into(), &q, &k, &v, &concrete).to_vec::<f32>();
+        let want = step((&rk, &rv), pos, (pos + 1).into(), [&q, &k, &v], &concrete).to_vec::<f32>();
         for (i, (g, w)) in got.iter().zip(&want).enumerate() {
             assert!(
                 (g - w).abs() <= 1e-5 * w.abs().max(1.0),
@@ -82,5 +93,93 @@ fn a_decode_loop_compiles_nothing_after_its_first_steps_and_matches_concrete_sha
     assert!(
         compiled_after[2..].iter().all(|&c| c == 0),
         "kernels compiled per step: {compiled_after:?}"
+    );
+}
+
+#[test]
+fn the_decode_step_through_a_jit_with_a_variable_replays_every_length() {
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    let var = Variable::new("len", 1, MAX);
+    let zeros = || Tensor::zeros(&[MAX, DIM], DType::FLOAT32).contiguous();
+    let (ck, cv) = (zeros(), zeros());
+    let (rk, rv) = (zeros(), zeros());
+    let sym_shrink =
+        |c: &Tensor, len: &SInt| c.shrink_sym(&[(0.into(), len.clone()), (0.into(), DIM.into())]);
+    // the position of the new row comes in as a tensor (the cache update); the length as the
+    // variable (the attention)
+    let mut jit = Jit::with_vars(|io: &[Tensor], v: &[BoundVar]| {
+        let p = &io[3];
+        let at = Tensor::arange(0, MAX as i32, 1)
+            .reshape(&[MAX as isize, 1])
+            .eq(p);
+        ck.assign(&at.where_(&io[1].expand(&[MAX as isize, DIM as isize]), &ck));
+        cv.assign(&at.where_(&io[2].expand(&[MAX as isize, DIM as isize]), &cv));
+        Tensor::try_realize_all(&[&ck, &cv]).unwrap();
+        let len: SInt = (&v[0]).into();
+        let (keys, values) = (sym_shrink(&ck, &len), sym_shrink(&cv, &len));
+        let scores = io[0].matmul(&keys.transpose(0, 1)) * (1.0 / (DIM as f64).sqrt());
+        vec![scores.softmax(-1).matmul(&values)]
+    });
+    let mut compiled = vec![];
+    for pos in 0..MAX {
+        let (q, k, v) = (
+            Tensor::from_slice(&row(pos, 0), &[1, DIM]),
+            Tensor::from_slice(&row(pos, 1), &[1, DIM]),
+            Tensor::from_slice(&row(pos, 2), &[1, DIM]),
+        );
+        let p = Tensor::from_slice(&[pos as i32], &[1, 1]);
+        let (before, runs) = (compile_count(), thread_run_counts());
+        let out = jit
+            .call_vars(&[q.clone(), k.clone(), v.clone(), p], &[var.bind(pos + 1)])
+            .unwrap_or_else(|e| panic!("step {pos}: {e}"));
+        if pos >= 3 {
+            assert_eq!(
+                thread_run_counts().0,
+                runs.0,
+                "step {pos}: a replay schedules nothing"
+            );
+        }
+        let got = out[0].to_vec::<f32>();
+        compiled.push(compile_count() - before);
+        let concrete = |c: &Tensor, len: &SInt| c.shrink(&[(0, len.bound_value()), (0, DIM)]);
+        let want = step((&rk, &rv), pos, (pos + 1).into(), [&q, &k, &v], &concrete).to_vec::<f32>();
+        assert_eq!(out[0].shape(), vec![1, DIM]);
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert!(
+                (g - w).abs() <= 1e-5 * w.abs().max(1.0),
+                "step {pos}[{i}]: {g} vs {w}"
+            );
+        }
+    }
+    assert_eq!(
+        jit.replays(),
+        MAX - 3,
+        "captured at the third call (the first has length 1)"
+    );
+    assert!(
+        compiled[3..].iter().all(|&c| c == 0),
+        "compiles per step: {compiled:?}"
+    );
+    // another variable than the capture's is refused
+    let other = Variable::new("len2", 1, MAX);
+    let io = [
+        Tensor::from_slice(&row(0, 0), &[1, DIM]),
+        Tensor::from_slice(&row(0, 1), &[1, DIM]),
+        Tensor::from_slice(&row(0, 2), &[1, DIM]),
+        Tensor::from_slice(&[0i32], &[1, 1]),
+    ];
+    let e = jit.call_vars(&io, &[other.bind(3)]).unwrap_err();
+    assert!(e.to_string().contains("len2"), "{e}");
+}
+
+#[test]
+fn a_variable_bound_outside_its_bounds_panics_naming_them() {
+    let v = Variable::new("len", 1, 8);
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| v.bind(9)));
+    let msg = r.unwrap_err();
+    let msg = msg.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(
+        msg.contains("len = 9 is outside its bounds [1, 8]"),
+        "{msg}"
     );
 }

@@ -12,7 +12,7 @@ use tinygrad_codegen::ptx::{PtxRenderer, launch_dims};
 use tinygrad_codegen::{Renderer, to_program};
 use tinygrad_runtime::{Buffer, get_device, get_kernel, run_schedule_with_vars};
 use tinygrad_schedule::ScheduleItem;
-use tinygrad_tensor::{DType, compile_count};
+use tinygrad_tensor::DType;
 use tinygrad_uop::{Arg, AxisKind, Ops, UOp};
 
 const MAX: i64 = 64;
@@ -197,7 +197,6 @@ fn a_value_outside_the_bounds_or_missing_is_refused_before_anything_runs() {
         ast: reversed_scaled(),
         bufs: bufs.iter().map(Buffer::uop).collect(),
     };
-    let before = compile_count();
     let vals = |v: i64| HashMap::from([(Arc::<str>::from("n"), v)]);
     for bad in [0, MAX + 1, -3] {
         let e = run_schedule_with_vars(dev.as_ref(), std::slice::from_ref(&item), &vals(bad))
@@ -213,7 +212,6 @@ fn a_value_outside_the_bounds_or_missing_is_refused_before_anything_runs() {
     );
     run_schedule_with_vars(dev.as_ref(), std::slice::from_ref(&item), &vals(3)).unwrap();
     assert_eq!(floats(&bufs[0], 3), expected("reversed", 3, &x));
-    assert!(compile_count() <= before + 1);
     // a direct launch outside the bounds panics naming the variable (its extents assume them)
     let (kernel, _, _) = get_kernel(dev.as_ref(), &item.ast).unwrap();
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| kernel.launch(&bufs, &[65])));
