@@ -310,9 +310,28 @@ impl<'a> Lowering<'a> {
 
     fn load(&mut self, buf_node: &UOp, idx: UOp, valid: Option<&UOp>) -> UOp {
         let g = self.global(buf_node);
+        // An index computed from a variable may have bounds the range analysis cannot narrow
+        // (`n - 1 - i` for `i < n` looks negative; a division by `n` looks large): it is gated
+        // by the buffer's extent, always true for a value the graph was built for. (The launcher
+        // refuses an ungated index that may leave its buffer; other kernels keep that check.)
+        let size = match buf_node.arg() {
+            Arg::Buffer(n, _) => *n,
+            _ => buf_node.shape_vec().iter().product(),
+        } as i64;
+        let (lo, hi) = idx.bounds();
+        let valid =
+            if (lo < 0 || hi >= size) && idx.toposort().iter().any(|u| u.op() == Ops::DefineVar) {
+                let inside = idx.lt(0i64).neg() & idx.lt(size);
+                Some(match valid {
+                    Some(v) => v & &inside,
+                    None => inside,
+                })
+            } else {
+                valid.cloned()
+            };
         let mut src = vec![g.clone(), idx];
         if let Some(v) = valid {
-            src.push(v.clone());
+            src.push(v);
         }
         let index = UOp::new(Ops::Index, g.dtype(), src, Arg::None);
         UOp::new(Ops::Load, buf_node.dtype(), vec![index], Arg::None)

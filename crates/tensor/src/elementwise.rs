@@ -119,10 +119,24 @@ impl Tensor {
         let mut padded = vec![1usize; shape.len() - s.len()];
         padded.extend(&s);
         let r = self.reshape_exact(&padded);
-        if r.sym_shape() == shape {
+        // an axis keeps its own size unless it broadcasts (its value is 1, the target's is
+        // not): an axis of 2 against a symbolic one bound to 2 is the same axis, not a broadcast
+        let own = r.sym_shape();
+        let to: Vec<tinygrad_uop::SInt> = own
+            .iter()
+            .zip(shape)
+            .map(|(o, t)| {
+                if o.bound_value() == t.bound_value() {
+                    o.clone()
+                } else {
+                    t.clone()
+                }
+            })
+            .collect();
+        if own == to {
             return r;
         }
-        r.expand_sym(shape)
+        r.expand_sym(&to)
     }
 
     /// Both operands broadcast to a common shape and promoted to a common dtype.

@@ -43,6 +43,15 @@ pub enum Idx {
     Tensor(Tensor),
     /// A list of integers, used like an index tensor (`t[[2, 0, 1]]`).
     List(Vec<isize>),
+    /// `t[start:stop]` with bounds that may be bound variables (tinygrad's slicing with a
+    /// `sint`, as a KV cache's `cache[:, 0:start_pos + seqlen]`): non-negative, step 1, within
+    /// the dim at their bound values; the result's size along the dim is symbolic.
+    SymSlice {
+        /// First position.
+        start: tinygrad_uop::SInt,
+        /// Position to stop before.
+        stop: tinygrad_uop::SInt,
+    },
 }
 
 impl Idx {
@@ -285,6 +294,9 @@ impl Tensor {
     /// assert_eq!(t.try_getitem(&[Idx::Int(-1)]).unwrap().to_vec::<i32>(), vec![8, 9, 10, 11]);
     /// ```
     pub fn try_getitem(&self, indices: &[Idx]) -> Result<Tensor, IndexError> {
+        if indices.iter().any(|i| matches!(i, Idx::SymSlice { .. })) {
+            return self.sym_getitem(indices);
+        }
         let parsed = self.parse_indices(indices)?;
         // movement ops: shrink, flip negative strides, apply strides
         let mops: Vec<&Parsed> = parsed
@@ -344,6 +356,63 @@ impl Tensor {
             return Ok(x);
         }
         x.tensor_index(&tops)
+    }
+
+    /// `getitem` with symbolic slices: they are applied first, as one `shrink_sym` (a full slice
+    /// on every other dim), then the other indices on the result, each symbolic slice now `:`.
+    fn sym_getitem(&self, indices: &[Idx]) -> Result<Tensor, IndexError> {
+        let shape = self.shape();
+        let ndim = shape.len();
+        let n_ell = indices
+            .iter()
+            .filter(|i| matches!(i, Idx::Ellipsis))
+            .count();
+        let n_new = indices.iter().filter(|i| matches!(i, Idx::NewAxis)).count();
+        let num = indices.len() - n_ell - n_new;
+        if n_ell > 1 || num > ndim {
+            // the plain parser reports these
+            let plain: Vec<Idx> = indices
+                .iter()
+                .map(|i| match i {
+                    Idx::SymSlice { .. } => Idx::all(),
+                    i => i.clone(),
+                })
+                .collect();
+            return self.parse_indices(&plain).map(|_| self.clone());
+        }
+        let mut bounds: Vec<(tinygrad_uop::SInt, tinygrad_uop::SInt)> = self
+            .sym_shape()
+            .into_iter()
+            .map(|d| (tinygrad_uop::SInt::Const(0), d))
+            .collect();
+        let mut rest = Vec::with_capacity(indices.len());
+        let mut dim = 0;
+        for i in indices {
+            match i {
+                Idx::Ellipsis => {
+                    dim += ndim - num;
+                    rest.push(Idx::Ellipsis);
+                }
+                Idx::NewAxis => rest.push(Idx::NewAxis),
+                Idx::SymSlice { start, stop } => {
+                    let (b, e) = (start.bound_value(), stop.bound_value());
+                    if b > e || e > shape[dim] {
+                        return err(format!(
+                            "getitem: slice {start}:{stop} ({b}:{e}) is outside dim {dim} of size {} (shape {shape:?})",
+                            shape[dim]
+                        ));
+                    }
+                    bounds[dim] = (start.clone(), stop.clone());
+                    rest.push(Idx::all());
+                    dim += 1;
+                }
+                i => {
+                    rest.push(i.clone());
+                    dim += 1;
+                }
+            }
+        }
+        self.shrink_sym(&bounds).try_getitem(&rest)
     }
 
     /// tinygrad's index parsing: the ellipsis expanded, then one [`Parsed`] per index (new axes
@@ -442,6 +511,13 @@ impl Tensor {
                 }
                 Idx::NewAxis => Kind::NewAxis,
                 Idx::Ellipsis => unreachable!("the ellipsis was expanded above"),
+                Idx::SymSlice { start, stop } => {
+                    // (getitem applies them before parsing; other users of the parser don't
+                    // take them)
+                    return err(format!(
+                        "symbolic slice {start}:{stop} (dim {dim} of shape {shape:?}) is supported by getitem only"
+                    ));
+                }
             };
             if !matches!(kind, Kind::NewAxis) {
                 dim += 1;

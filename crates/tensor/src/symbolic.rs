@@ -254,13 +254,19 @@ impl Tensor {
     /// ```
     ///
     /// # Panics
-    /// If a dim that is not 1 would change size, or the ranks differ.
+    /// If a dim whose value is not 1 would change (an expand only broadcasts: a dim of 2 cannot
+    /// become a variable bound to 2), or the ranks differ.
     pub fn expand_sym(&self, shape: &[SInt]) -> Tensor {
-        let old = self.shape();
+        let (old, sym) = (self.shape(), self.sym_shape());
         assert!(
             old.len() == shape.len()
-                && old.iter().zip(shape).all(|(&o, n)| o == 1 || o == bound(n)),
-            "expand_sym: cannot broadcast shape {old:?} to {}",
+                && old
+                    .iter()
+                    .zip(&sym)
+                    .zip(shape)
+                    .all(|((&o, s), n)| o == 1 || s == n),
+            "expand_sym: cannot broadcast shape {} to {} (only dims of 1 broadcast)",
+            describe(&sym),
             describe(shape)
         );
         self.sym_movement(Ops::Expand, Arg::sizes(shape))
