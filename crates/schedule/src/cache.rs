@@ -137,6 +137,20 @@ fn key_of(sig: &[NodeSig]) -> u64 {
     STATE.get_or_init(RandomState::new).hash_one(sig)
 }
 
+/// A key of the structure of `outputs`' graph as the schedule cache compares it (buffers by
+/// size, dtype and device, not identity): equal for graphs the cache serves with one schedule
+/// (within one process).
+pub fn graph_key(outputs: &[UOp]) -> u64 {
+    let sink = UOp::new(Ops::Sink, DType::VOID, outputs.to_vec(), Arg::None);
+    let topo = sink.toposort();
+    let pos: Positions = topo
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.clone(), i as u32))
+        .collect();
+    key_of(&signature(&topo, &pos))
+}
+
 /// Schedules `outputs` through the cache: `schedule` computes a schedule on a miss.
 pub(crate) fn cached_schedule(
     outputs: &[UOp],

@@ -35,7 +35,7 @@ pub mod rangeify;
 pub mod split;
 pub mod vars;
 
-pub use cache::schedule_cache_hits;
+pub use cache::{graph_key, schedule_cache_hits};
 
 use std::collections::{HashMap, HashSet};
 

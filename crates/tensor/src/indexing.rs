@@ -396,7 +396,8 @@ impl Tensor {
                 Idx::NewAxis => rest.push(Idx::NewAxis),
                 Idx::SymSlice { start, stop } => {
                     let (b, e) = (start.bound_value(), stop.bound_value());
-                    if b > e || e > shape[dim] {
+                    // (the kernels serve every value of the variables: the largest must fit)
+                    if b > e || e > shape[dim] || stop.max_value() > shape[dim] {
                         return err(format!(
                             "getitem: slice {start}:{stop} ({b}:{e}) is outside dim {dim} of size {} (shape {shape:?})",
                             shape[dim]

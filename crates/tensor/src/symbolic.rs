@@ -214,6 +214,13 @@ impl Tensor {
                 bound(b),
                 bound(e)
             );
+            // the kernels serve every value of the variables: each must fit
+            assert!(
+                e.max_value() <= d,
+                "shrink_sym: bound {e} can reach {}, past a dimension of {d} (shape {shape:?}): \
+                 give the variable a largest value that fits",
+                e.max_value()
+            );
         }
         self.sym_movement(Ops::Shrink, Arg::sym_pairs_of(bounds))
     }

@@ -992,6 +992,7 @@ impl Tensor {
             let outs: Vec<UOp> = group.iter().map(|(_, u)| (*u).clone()).collect();
             // A copy's source lives on another device: realize it there first.
             let resolved = realize_copy_sources(&outs, &mut known)?;
+            crate::jit::note_graph(&resolved);
             let t0 = std::time::Instant::now();
             let sched = create_schedule(&resolved, &mut |dt, n| Buffer::new(devname, dt, n).uop());
             if tinygrad_runtime::device::debug_level() >= 2 {

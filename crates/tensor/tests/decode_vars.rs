@@ -183,3 +183,39 @@ fn a_variable_bound_outside_its_bounds_panics_naming_them() {
         "{msg}"
     );
 }
+
+#[test]
+fn a_jitted_function_that_takes_a_size_from_a_variables_value_is_refused() {
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    // the sizes come from `value()` (numbers), not from the variable: the kernels look alike
+    // for every length, but the graphs differ, and a replay would read the capture's length
+    let data = Tensor::arange(0, 48, 1)
+        .float()
+        .reshape(&[4, 12])
+        .contiguous();
+    let n = Variable::new("n", 1, 12);
+    // `sym` has the variable's size; `con` the same size as a number: the matmul's kernel reads
+    // both with the variable's loop, so its AST is the same for every length
+    let mut jit = Jit::with_vars(|_x: &[Tensor], v: &[BoundVar]| {
+        let sym = data.shrink_sym(&[(0.into(), 4.into()), (0.into(), (&v[0]).into())]);
+        let con = data.shrink(&[(0, 4), (0, v[0].value())]);
+        vec![sym.matmul(&con.transpose(0, 1))]
+    });
+    let mut err = None;
+    for k in 2..8 {
+        match jit.call_vars(&[], &[n.bind(k)]) {
+            Ok(out) => {
+                let con = data.shrink(&[(0, 4), (0, k)]);
+                let want = con.matmul(&con.transpose(0, 1)).to_vec::<f32>();
+                assert_eq!(out[0].to_vec::<f32>(), want, "a normal call is right");
+            }
+            Err(e) => {
+                err = Some(e);
+                break;
+            }
+        }
+    }
+    let e = err.expect("refused");
+    assert!(e.to_string().contains("graphs of another structure"), "{e}");
+    assert_eq!(jit.replays(), 0, "never replayed");
+}

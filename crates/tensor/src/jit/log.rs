@@ -30,6 +30,10 @@ pub(super) struct Log {
     pub(super) writes: HashMap<usize, Weak<Inner>>,
     /// Tensors whose gradient was set.
     pub(super) grads: HashMap<usize, Weak<Inner>>,
+    /// The structure of each graph realized (unbound: [`tinygrad_schedule::graph_key`]), in
+    /// order: two calls that launch the same kernels may still build different graphs (a size
+    /// taken from a variable's value instead of the variable), which one capture cannot serve.
+    pub(super) graphs: Vec<u64>,
     /// Buffers holding a `rand` call key: buffer id -> (device, words drawn).
     pub(super) rand_keys: HashMap<u64, (String, u64)>,
 }
@@ -78,6 +82,19 @@ pub(crate) fn note_read(inner: &Arc<Inner>, u: &UOp) {
                     .entry((key(inner), buf.id()))
                     .or_insert_with(|| Arc::downgrade(inner));
             }
+        }
+    });
+}
+
+/// A graph is about to be scheduled.
+pub(crate) fn note_graph(outs: &[UOp]) {
+    if !ACTIVE.with(Cell::get) {
+        return;
+    }
+    let key = tinygrad_schedule::graph_key(&tinygrad_schedule::vars::unbind(outs).0);
+    LOGS.with(|l| {
+        for log in l.borrow_mut().iter_mut() {
+            log.graphs.push(key);
         }
     });
 }

@@ -67,7 +67,7 @@ use tinygrad_schedule::vars::VarVals;
 use log::{Recorder, view_buffer};
 use plan::{InputSig, Plan, Recorded, Signature, analyze, first_difference, input_buffers};
 
-pub(crate) use log::{note_grad, note_rand_key, note_read, note_write};
+pub(crate) use log::{note_grad, note_graph, note_rand_key, note_read, note_write};
 
 /// What a [`Jit`] does when a call's inputs do not match its capture.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

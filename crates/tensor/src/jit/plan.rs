@@ -49,6 +49,7 @@ pub(super) enum Role {
 /// What a call did, in the terms two calls are compared in.
 #[derive(Debug, PartialEq, Eq)]
 pub(super) struct Signature {
+    pub(super) graphs: Vec<u64>,
     pub(super) launches: Vec<(&'static str, UOp, Vec<Role>)>,
     pub(super) outputs: Vec<Role>,
     pub(super) writes: Vec<(u64, Role)>,
@@ -387,6 +388,7 @@ pub(super) fn analyze(r: &Recorded) -> (Signature, Result<Plan, JitError>) {
         }
     }
     let sig = Signature {
+        graphs: r.log.graphs.clone(),
         launches,
         outputs: out_roles,
         writes: write_roles,
@@ -438,10 +440,15 @@ pub(super) fn first_difference(a: &Signature, b: &Signature) -> String {
             a.outputs, b.outputs
         );
     }
-    format!(
-        "other tensors get new values ({:?}, then {:?})",
-        a.writes, b.writes
-    )
+    if a.writes != b.writes {
+        return format!(
+            "other tensors get new values ({:?}, then {:?})",
+            a.writes, b.writes
+        );
+    }
+    "the function builds graphs of another structure (a size computed from a variable's value \
+     instead of the variable, or a branch on a Rust value)"
+        .into()
 }
 
 impl Plan {
