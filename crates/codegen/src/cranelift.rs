@@ -237,11 +237,7 @@ impl<'a> Ctx<'a> {
                 let Arg::Var(name, _, _) = u.arg() else {
                     return Err("DefineVar needs a Var argument".into());
                 };
-                let k = self
-                    .vars
-                    .iter()
-                    .position(|(n, _, _)| n == name)
-                    .ok_or_else(|| format!("variable {name} is not among the kernel's"))?;
+                let k = crate::program::var_index(self.vars, name)?;
                 let flags = MemFlagsData::trusted();
                 let word = ((self.globals + k) * 8) as i32;
                 let v = self.b.ins().load(types::I64, flags, self.bufs, word);

@@ -48,6 +48,17 @@ pub struct Program {
     pub opts: KernelOpts,
 }
 
+/// The position of variable `name` in a program's [`Program::vars`] (where a launcher passes
+/// its value), for renderers and interpreters.
+///
+/// # Errors
+/// If there is no such variable.
+pub fn var_index(vars: &[(std::sync::Arc<str>, i64, i64)], name: &str) -> Result<usize, String> {
+    vars.iter()
+        .position(|(n, _, _)| &**n == name)
+        .ok_or_else(|| format!("variable {name} is not among the kernel's"))
+}
+
 /// Lowers a kernel AST into a [`Program`] for a target with capabilities `caps`, without kernel
 /// optimizations (see [`to_program_with`]).
 pub fn to_program(ast: &UOp, caps: TargetCaps) -> Program {

@@ -527,11 +527,7 @@ impl Ctx {
                 if !matches!(u.dtype().kind(), Scalar::Index | Scalar::Int64) {
                     return Err(format!("variable {var} is {}, not index", u.dtype()));
                 }
-                let k = prog
-                    .vars
-                    .iter()
-                    .position(|(n, _, _)| n == var)
-                    .ok_or_else(|| format!("variable {var} is not among the kernel's"))?;
+                let k = crate::program::var_index(&prog.vars, var)?;
                 let r = self.def(u)?;
                 self.line(&format!("ld.param.s64 {r}, [{name}_var_{k}];"));
             }

@@ -503,11 +503,7 @@ impl Ctx {
                 let Arg::Var(name, _, _) = u.arg() else {
                     return Err("DefineVar needs a Var argument".into());
                 };
-                let k = self
-                    .vars
-                    .iter()
-                    .position(|(n, _, _)| n == name)
-                    .ok_or_else(|| format!("variable {name} is not among the kernel's"))?;
+                let k = crate::program::var_index(&self.vars, name)?;
                 let expr = self.cast(&format!("vars[{k}]"), DType::INT32, u.dtype())?;
                 self.def(u, &expr)
             }

@@ -239,7 +239,6 @@ impl Buffer {
             self.dtype,
             self.nbytes()
         );
-        crate::capture::note_upload(self.id);
         let mut g = self.guard();
         if g.is_none() {
             *g = Some(self.new_storage(true)?);
@@ -267,7 +266,6 @@ impl Buffer {
     /// If the length is wrong, the host memory cannot be allocated, or the buffer already holds
     /// device memory.
     pub fn stage_in_host(&self, bytes: &[u8]) {
-        crate::capture::note_upload(self.id);
         assert_eq!(
             bytes.len(),
             self.nbytes(),

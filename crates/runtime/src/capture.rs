@@ -4,9 +4,9 @@
 //!
 //! While a [`Recording`] is open ([`start_recording`] .. [`stop_recording`]), every item that
 //! [`run_schedule`](crate::run_schedule) launches on this thread is kept as a [`Launch`]: its
-//! device, AST, compiled kernel and buffers, in launch order. So is every upload from the host
-//! into a buffer ([`Buffer::try_copy_in`]): a replay does not repeat uploads, so the JIT must
-//! know which buffers got their data that way. Recordings nest (a JIT called inside another
+//! device, AST, compiled kernel and buffers, in launch order. So is every upload of user data
+//! from the host into a buffer ([`note_upload`], called by the tensor layer): a replay does not
+//! repeat uploads, so the JIT must know which buffers got their data that way. Recordings nest (a JIT called inside another
 //! JIT's function): each open recording sees every launch.
 //!
 //! [`replay`] runs launches again with other buffers bound to their slots, without scheduling,
@@ -156,8 +156,10 @@ fn push_launches(launches: &[Launch]) {
     });
 }
 
-/// Called by [`Buffer::try_copy_in`].
-pub(crate) fn note_upload(id: u64) {
+/// Tells the open recordings that user data was uploaded from the host into buffer `id` (the
+/// tensor layer calls it when it makes a tensor from host data; a device's own writes through
+/// the host — a copy between devices, an interpreter's results — are no uploads).
+pub fn note_upload(id: u64) {
     OPEN.with(|o| {
         for r in o.borrow_mut().iter_mut() {
             r.uploads.push(id);

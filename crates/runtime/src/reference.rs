@@ -147,11 +147,7 @@ impl Kernel for RefKernel {
                     let Arg::Var(name, _, _) = u.arg() else {
                         panic!("REF: DefineVar without a Var argument")
                     };
-                    let k = self
-                        .prog
-                        .vars
-                        .iter()
-                        .position(|(n, _, _)| n == name)
+                    let k = tinygrad_codegen::program::var_index(&self.prog.vars, name)
                         .expect("the program lists every variable");
                     let v = ConstValue::Int(vars[k]).cast(u.dtype());
                     vals.insert(u.clone(), Val::Scalar(v));

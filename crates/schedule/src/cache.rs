@@ -141,6 +141,12 @@ fn key_of(sig: &[NodeSig]) -> u64 {
 /// size, dtype and device, not identity): equal for graphs the cache serves with one schedule
 /// (within one process).
 pub fn graph_key(outputs: &[UOp]) -> u64 {
+    let (topo, pos) = topo_positions(outputs);
+    key_of(&signature(&topo, &pos))
+}
+
+/// The graph of `outputs` in topological order, and each node's position in it.
+fn topo_positions(outputs: &[UOp]) -> (Vec<UOp>, Positions) {
     let sink = UOp::new(Ops::Sink, DType::VOID, outputs.to_vec(), Arg::None);
     let topo = sink.toposort();
     let pos: Positions = topo
@@ -148,7 +154,7 @@ pub fn graph_key(outputs: &[UOp]) -> u64 {
         .enumerate()
         .map(|(i, n)| (n.clone(), i as u32))
         .collect();
-    key_of(&signature(&topo, &pos))
+    (topo, pos)
 }
 
 /// Schedules `outputs` through the cache: `schedule` computes a schedule on a miss.
@@ -157,13 +163,7 @@ pub(crate) fn cached_schedule(
     new_buffer: &mut dyn FnMut(DType, usize) -> UOp,
     schedule: impl FnOnce(&[UOp], &mut dyn FnMut(DType, usize) -> UOp) -> Schedule,
 ) -> Schedule {
-    let sink = UOp::new(Ops::Sink, DType::VOID, outputs.to_vec(), Arg::None);
-    let topo = sink.toposort();
-    let pos: Positions = topo
-        .iter()
-        .enumerate()
-        .map(|(i, n)| (n.clone(), i as u32))
-        .collect();
+    let (topo, pos) = topo_positions(outputs);
     let sig = signature(&topo, &pos);
     let key = key_of(&sig);
     {

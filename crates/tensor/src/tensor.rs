@@ -406,6 +406,8 @@ impl Tensor {
             n * dtype.itemsize()
         );
         let buf = Buffer::new(device, dtype, n);
+        // (an open JIT capture must know: a replay would not repeat this upload)
+        tinygrad_runtime::capture::note_upload(buf.id());
         match buf.try_copy_in(bytes) {
             Ok(()) => {}
             // A device this machine lacks: the data waits in host memory (it can be read back

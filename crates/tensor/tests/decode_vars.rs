@@ -43,15 +43,23 @@ fn step(
     scores.softmax(-1).matmul(&values)
 }
 
+/// The variable, two caches for the symbolic loop and two for the concrete reference.
+fn setup() -> (Variable, [Tensor; 4]) {
+    let zeros = || Tensor::zeros(&[MAX, DIM], DType::FLOAT32).contiguous();
+    (
+        Variable::new("len", 1, MAX),
+        [zeros(), zeros(), zeros(), zeros()],
+    )
+}
+
+fn sym_shrink(c: &Tensor, len: &SInt) -> Tensor {
+    c.shrink_sym(&[(0.into(), len.clone()), (0.into(), DIM.into())])
+}
+
 #[test]
 fn a_decode_loop_compiles_nothing_after_its_first_steps_and_matches_concrete_shapes() {
     let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
-    let var = Variable::new("len", 1, MAX);
-    let zeros = || Tensor::zeros(&[MAX, DIM], DType::FLOAT32).contiguous();
-    let (ck, cv) = (zeros(), zeros());
-    let (rk, rv) = (zeros(), zeros());
-    let sym_shrink =
-        |c: &Tensor, len: &SInt| c.shrink_sym(&[(0.into(), len.clone()), (0.into(), DIM.into())]);
+    let (var, [ck, cv, rk, rv]) = setup();
     let mut compiled_after = vec![];
     for pos in 0..MAX {
         let (q, k, v) = (
@@ -99,12 +107,7 @@ fn a_decode_loop_compiles_nothing_after_its_first_steps_and_matches_concrete_sha
 #[test]
 fn the_decode_step_through_a_jit_with_a_variable_replays_every_length() {
     let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
-    let var = Variable::new("len", 1, MAX);
-    let zeros = || Tensor::zeros(&[MAX, DIM], DType::FLOAT32).contiguous();
-    let (ck, cv) = (zeros(), zeros());
-    let (rk, rv) = (zeros(), zeros());
-    let sym_shrink =
-        |c: &Tensor, len: &SInt| c.shrink_sym(&[(0.into(), len.clone()), (0.into(), DIM.into())]);
+    let (var, [ck, cv, rk, rv]) = setup();
     // the position of the new row comes in as a tensor (the cache update); the length as the
     // variable (the attention)
     let mut jit = Jit::with_vars(|io: &[Tensor], v: &[BoundVar]| {

@@ -489,3 +489,23 @@ fn an_empty_tensor_inside_is_replayed_not_refused() {
     }
     assert_eq!(jit.replays(), 2);
 }
+
+#[test]
+fn a_function_copying_between_devices_replays_its_copies() {
+    let w = Tensor::from_slice(&[1.0f32, -2.0, 3.0, 0.5], &[4]).to("REF");
+    let mut jit = Jit::new(|x: &[Tensor]| {
+        let on_ref = x[0].to("REF") * &w + 1.0;
+        vec![on_ref.to("CPU").relu(), on_ref]
+    });
+    for k in 0..5 {
+        let x = input(k, 4);
+        let out = jit.call(std::slice::from_ref(&x)).unwrap();
+        assert_eq!(out[0].device(), "CPU");
+        assert_eq!(out[1].device(), "REF");
+        let want = (x.to("REF") * &w + 1.0).to_vec::<f32>();
+        assert_eq!(out[1].to_vec::<f32>(), want, "call {k}");
+        let relu: Vec<f32> = want.iter().map(|v| v.max(0.0)).collect();
+        assert_eq!(out[0].to_vec::<f32>(), relu, "call {k}");
+    }
+    assert_eq!(jit.replays(), 3);
+}

@@ -17,6 +17,10 @@ use tinygrad_uop::{Arg, AxisKind, Ops, UOp};
 
 const MAX: i64 = 64;
 
+/// The tests compile the same kernels: one at a time, so that "compiled once" is this test's
+/// cache entry (two concurrent misses would both compile).
+static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn var() -> UOp {
     UOp::new(
         Ops::DefineVar,
@@ -118,18 +122,21 @@ fn check_device(dev: &str) {
         }
         // one kernel for every value: the cache hands back the same compiled kernel
         let (again, _, _) = get_kernel(device.as_ref(), &ast).unwrap();
-        assert!(Arc::ptr_eq(&kernel, &again), "{dev}: compiled once");
+        let same = std::ptr::addr_eq(Arc::as_ptr(&kernel), Arc::as_ptr(&again));
+        assert!(same, "{dev}: compiled once");
     }
 }
 
 #[test]
 fn one_compiled_kernel_runs_every_value_of_a_variable_on_cpu_and_ref() {
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
     check_device("CPU");
     check_device("REF");
 }
 
 #[test]
 fn one_compiled_kernel_runs_every_value_of_a_variable_on_webgpu() {
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
     match get_device("WEBGPU") {
         Ok(_) => check_device("WEBGPU"),
         Err(e) if std::env::var("TINYGRAD_REQUIRE_WEBGPU").is_ok() => {
@@ -190,6 +197,7 @@ fn ptx_kernels_read_the_variable_from_their_parameters() {
 
 #[test]
 fn a_value_outside_the_bounds_or_missing_is_refused_before_anything_runs() {
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
     let dev = get_device("CPU").unwrap();
     let x = input();
     let bufs = buffers("CPU", &x);
