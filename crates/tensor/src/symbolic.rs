@@ -229,7 +229,7 @@ impl Tensor {
     ///
     /// ```
     /// use tinygrad_tensor::{SInt, Tensor, Variable};
-    /// let n = Variable::new("n", 1, 8).bind(2);
+    /// let n = Variable::new("n", 1, 4).bind(2); // n * 4 fits the 16 elements for every n
     /// let t = Tensor::arange(0, 16, 1).shrink_sym(&[(0.into(), (SInt::from(&n) * 4).into())]);
     /// let r = t.reshape_sym(&[n.into(), 4.into()]);
     /// assert_eq!(r.shape(), vec![2, 4]);
