@@ -509,3 +509,34 @@ fn a_function_copying_between_devices_replays_its_copies() {
     }
     assert_eq!(jit.replays(), 3);
 }
+
+#[test]
+fn inputs_kept_alive_by_the_caller_and_assigned_inputs_replay_right() {
+    // the caller holds every input it passed (earlier ones must not be taken for tensors the
+    // function reads), and the function assigns to its input (the caller's tensor of this call
+    // takes the value, earlier calls' inputs keep theirs)
+    let mut jit = Jit::new(|x: &[Tensor]| {
+        x[0].assign(&(&x[0] * 2.0));
+        x[0].realize();
+        vec![&x[0] + 1.0]
+    });
+    let mut kept = vec![];
+    for k in 0..6 {
+        let x = input(k, 4);
+        let before = x.to_vec::<f32>();
+        let out = jit.call(std::slice::from_ref(&x)).unwrap();
+        let doubled: Vec<f32> = before.iter().map(|v| v * 2.0).collect();
+        assert_eq!(
+            x.to_vec::<f32>(),
+            doubled,
+            "call {k}: the input was assigned"
+        );
+        let plus: Vec<f32> = doubled.iter().map(|v| v + 1.0).collect();
+        assert_eq!(out[0].to_vec::<f32>(), plus, "call {k}");
+        kept.push((x, doubled));
+    }
+    assert_eq!(jit.replays(), 4);
+    for (k, (x, want)) in kept.iter().enumerate() {
+        assert_eq!(&x.to_vec::<f32>(), want, "input of call {k} kept its value");
+    }
+}

@@ -471,6 +471,9 @@ impl<F: JitFn> Jit<F> {
         let outs = self.f.run(&own, vars);
         let refs: Vec<&Tensor> = outs.iter().collect();
         let views = Tensor::realize_snapshots(&refs);
+        // (stopped first: the caller's tensors are not the function's reads or writes; a
+        // replay gives the new value to that call's input, through the function's handle)
+        let (rec, log) = recorder.stop();
         // an input the function assigned to: the caller's tensor takes the new value
         for (mine, theirs) in own.iter().zip(inputs) {
             let (a, b) = (mine.uop(), theirs.uop());
@@ -479,13 +482,13 @@ impl<F: JitFn> Jit<F> {
             }
         }
         let views = views?;
-        let (rec, log) = recorder.stop();
         Ok(Recorded {
             rec,
             log,
             input_sigs,
             input_bufs,
             outputs: outs.into_iter().zip(views).collect(),
+            _own_inputs: own,
         })
     }
 

@@ -165,6 +165,9 @@ pub(super) struct Recorded {
     pub(super) input_sigs: Vec<InputSig>,
     pub(super) input_bufs: Vec<Arc<Buffer>>,
     pub(super) outputs: Vec<(Tensor, UOp)>,
+    /// The function's own handles to the inputs, kept alive so that its assignments to them
+    /// (logged by handle) are seen.
+    pub(super) _own_inputs: Vec<Tensor>,
 }
 
 /// Shapes, dtypes, devices and buffers of the inputs (realized first).
@@ -352,11 +355,17 @@ pub(super) fn analyze(r: &Recorded) -> (Signature, Result<Plan, JitError>) {
         }
         let b = view_buffer(&u).expect("a buffer view");
         let (src, role) = classify(&b, &mut src_of, &mut role_of, &mut problem);
-        write_roles.push((t.inner.created, role));
         let target = r
             .log
             .target(&t.inner)
             .expect("only earlier tensors are logged");
+        // calls are compared by which tensor gets the value: an input by its position (its
+        // handle is new each call), an earlier tensor by its stamp
+        let who = match &target {
+            Target::Input(i) => u64::MAX - *i as u64,
+            Target::Handle(_) => t.inner.created,
+        };
+        write_roles.push((who, role));
         writes.push((target, ViewTemplate::of(&u), src));
     }
     write_roles.sort_by_key(|(s, _)| *s);
