@@ -9,9 +9,11 @@
 //! `running_mean`, ...). Fields are public: the tensors are shared handles, so
 //! `layer.weight.assign(..)` changes the layer.
 
+use std::collections::BTreeMap;
+
 use tinygrad_dtype::{DType, default_float};
 
-use super::{Module, buffer};
+use super::{Module, StateDictError, buffer};
 use crate::nn_ops::{Dims, Padding};
 use crate::{Tensor, impl_parameters};
 
@@ -72,6 +74,92 @@ impl Linear {
         let bound = 1.0 / (in_features.max(1) as f64).sqrt();
         let bias = bias.then(|| Tensor::uniform(&[out_features], -bound, bound));
         Linear { weight, bias }
+    }
+}
+
+/// `state_dict[{prefix}.{name}]` (`prefix` may be empty or end with a dot), `None` when absent.
+fn sd_entry(sd: &BTreeMap<String, Tensor>, prefix: &str, name: &str) -> (String, Option<Tensor>) {
+    let p = prefix.trim_end_matches('.');
+    let key = if p.is_empty() {
+        name.to_string()
+    } else {
+        format!("{p}.{name}")
+    };
+    let t = sd.get(&key).cloned();
+    (key, t)
+}
+
+/// `state_dict[{prefix}.{name}]`, an error naming the key when absent.
+fn sd_required(
+    sd: &BTreeMap<String, Tensor>,
+    prefix: &str,
+    name: &str,
+) -> Result<(String, Tensor), StateDictError> {
+    match sd_entry(sd, prefix, name) {
+        (key, Some(t)) => Ok((key, t)),
+        (key, None) => Err(StateDictError::Mismatch {
+            missing: vec![key],
+            unexpected: Vec::new(),
+            wrong: Vec::new(),
+        }),
+    }
+}
+
+/// Checks that the entry `key` has `shape`.
+fn sd_check_shape(key: &str, t: &Tensor, shape: &[usize]) -> Result<(), StateDictError> {
+    if t.shape() == shape {
+        Ok(())
+    } else {
+        Err(StateDictError::Invalid {
+            key: key.to_string(),
+            message: format!("expected shape {shape:?}, got {:?}", t.shape()),
+        })
+    }
+}
+
+impl Linear {
+    /// A linear layer from a state dict's `{prefix}.weight` (`(out, in)`) and, when present,
+    /// `{prefix}.bias` (`(out,)`), sharing the tensors (a PyTorch checkpoint's layout).
+    ///
+    /// ```
+    /// use std::collections::BTreeMap;
+    /// use tinygrad_tensor::nn::{Linear, Module};
+    /// use tinygrad_tensor::Tensor;
+    /// let sd = BTreeMap::from([
+    ///     ("enc.q.weight".to_string(), Tensor::from_slice(&[1.0f32, 2.0], &[1, 2])),
+    ///     ("enc.q.bias".to_string(), Tensor::from_slice(&[0.5f32], &[1])),
+    /// ]);
+    /// let q = Linear::from_state_dict(&sd, "enc.q").unwrap();
+    /// assert_eq!(q.forward(&Tensor::from_slice(&[3.0f32, 4.0], &[1, 2])).to_vec::<f32>(), vec![11.5]);
+    /// let e = Linear::from_state_dict(&sd, "enc.k").err().unwrap();
+    /// assert!(e.to_string().contains("missing keys: [\"enc.k.weight\"]"), "{e}");
+    /// ```
+    ///
+    /// # Errors
+    /// If the weight is missing or not 2-D, or the bias is not `(out,)`.
+    pub fn from_state_dict(
+        sd: &BTreeMap<String, Tensor>,
+        prefix: &str,
+    ) -> Result<Linear, StateDictError> {
+        let (key, weight) = sd_required(sd, prefix, "weight")?;
+        if weight.ndim() != 2 {
+            return Err(StateDictError::Invalid {
+                key,
+                message: format!(
+                    "expected a 2-D (out, in) weight, got shape {:?}",
+                    weight.shape()
+                ),
+            });
+        }
+        let out = weight.shape()[0];
+        let bias = match sd_entry(sd, prefix, "bias") {
+            (key, Some(b)) => {
+                sd_check_shape(&key, &b, &[out])?;
+                Some(b)
+            }
+            (_, None) => None,
+        };
+        Ok(Linear { weight, bias })
     }
 }
 
@@ -538,6 +626,46 @@ impl LayerNorm {
     }
 }
 
+impl LayerNorm {
+    /// A layer norm from a state dict's `{prefix}.weight` and `{prefix}.bias` (or the older
+    /// `gamma`/`beta`), normalizing over the weight's shape with `eps`.
+    ///
+    /// ```
+    /// use std::collections::BTreeMap;
+    /// use tinygrad_tensor::nn::{LayerNorm, Module};
+    /// use tinygrad_tensor::Tensor;
+    /// let sd = BTreeMap::from([
+    ///     ("LayerNorm.weight".to_string(), Tensor::from_slice(&[2.0f32, 2.0], &[2])),
+    ///     ("LayerNorm.bias".to_string(), Tensor::from_slice(&[1.0f32, 1.0], &[2])),
+    /// ]);
+    /// let ln = LayerNorm::from_state_dict(&sd, "LayerNorm", 0.0).unwrap();
+    /// let y = ln.forward(&Tensor::from_slice(&[0.0f32, 2.0], &[1, 2])).to_vec::<f32>();
+    /// assert_eq!(y, vec![-1.0, 3.0]); // (x - 1) / 1 * 2 + 1
+    /// ```
+    ///
+    /// # Errors
+    /// If an entry is missing or the two shapes differ.
+    pub fn from_state_dict(
+        sd: &BTreeMap<String, Tensor>,
+        prefix: &str,
+        eps: f64,
+    ) -> Result<LayerNorm, StateDictError> {
+        let (w, b) = match sd_entry(sd, prefix, "gamma") {
+            (_, Some(_)) => ("gamma", "beta"),
+            _ => ("weight", "bias"),
+        };
+        let (_, weight) = sd_required(sd, prefix, w)?;
+        let (bkey, bias) = sd_required(sd, prefix, b)?;
+        sd_check_shape(&bkey, &bias, &weight.shape())?;
+        Ok(LayerNorm {
+            normalized_shape: weight.shape(),
+            weight: Some(weight),
+            bias: Some(bias),
+            eps,
+        })
+    }
+}
+
 impl Module for LayerNorm {
     /// # Panics
     /// If the last dims of `x` are not `normalized_shape`.
@@ -758,6 +886,37 @@ impl RMSNorm {
     }
 }
 
+impl RMSNorm {
+    /// An RMS norm from a state dict's 1-D `{prefix}.weight`, with `eps`.
+    ///
+    /// ```
+    /// use std::collections::BTreeMap;
+    /// use tinygrad_tensor::nn::{Module, RMSNorm};
+    /// use tinygrad_tensor::Tensor;
+    /// let sd = BTreeMap::from([("norm.weight".to_string(), Tensor::from_slice(&[2.0f32; 2], &[2]))]);
+    /// let norm = RMSNorm::from_state_dict(&sd, "norm", 0.0).unwrap();
+    /// let y = norm.forward(&Tensor::from_slice(&[3.0f32, 3.0], &[1, 2])).to_vec::<f32>();
+    /// assert_eq!(y, vec![2.0, 2.0]);
+    /// ```
+    ///
+    /// # Errors
+    /// If the weight is missing or not 1-D.
+    pub fn from_state_dict(
+        sd: &BTreeMap<String, Tensor>,
+        prefix: &str,
+        eps: f64,
+    ) -> Result<RMSNorm, StateDictError> {
+        let (key, weight) = sd_required(sd, prefix, "weight")?;
+        if weight.ndim() != 1 {
+            return Err(StateDictError::Invalid {
+                key,
+                message: format!("expected a 1-D weight, got shape {:?}", weight.shape()),
+            });
+        }
+        Ok(RMSNorm { weight, eps })
+    }
+}
+
 impl Module for RMSNorm {
     /// # Panics
     /// If the last dim of `x` is not the layer's `dim`.
@@ -802,6 +961,40 @@ impl Embedding {
         Embedding {
             weight: Tensor::glorot_uniform(&[vocab_size, embed_size]),
         }
+    }
+}
+
+impl Embedding {
+    /// An embedding from a state dict's 2-D `{prefix}.weight` (`(vocab, embed)`).
+    ///
+    /// ```
+    /// use std::collections::BTreeMap;
+    /// use tinygrad_tensor::nn::{Embedding, Module};
+    /// use tinygrad_tensor::Tensor;
+    /// let table = Tensor::from_slice(&[0.0f32, 1.0, 10.0, 11.0, 20.0, 21.0], &[3, 2]);
+    /// let sd = BTreeMap::from([("wte.weight".to_string(), table)]);
+    /// let emb = Embedding::from_state_dict(&sd, "wte").unwrap();
+    /// let y = emb.forward(&Tensor::from_slice(&[2i32, 0], &[2])).to_vec::<f32>();
+    /// assert_eq!(y, vec![20.0, 21.0, 0.0, 1.0]);
+    /// ```
+    ///
+    /// # Errors
+    /// If the weight is missing or not 2-D.
+    pub fn from_state_dict(
+        sd: &BTreeMap<String, Tensor>,
+        prefix: &str,
+    ) -> Result<Embedding, StateDictError> {
+        let (key, weight) = sd_required(sd, prefix, "weight")?;
+        if weight.ndim() != 2 {
+            return Err(StateDictError::Invalid {
+                key,
+                message: format!(
+                    "expected a 2-D (vocab, embed) weight, got shape {:?}",
+                    weight.shape()
+                ),
+            });
+        }
+        Ok(Embedding { weight })
     }
 }
 

@@ -202,16 +202,43 @@ impl<T: Parameters> Parameters for BTreeMap<String, T> {
 /// let keys: Vec<String> = get_state_dict(&net).into_keys().collect();
 /// assert_eq!(keys, ["convs.0.bias", "convs.0.weight", "head.bias", "head.weight", "scale"]);
 /// ```
+///
+/// A field can go by another name in the state dict, `field as "name"` — checkpoint names that
+/// are not Rust identifiers (`self`, `LayerNorm`) or paths of several parts:
+///
+/// ```
+/// use tinygrad_tensor::nn::{LayerNorm, Linear, get_state_dict};
+/// use tinygrad_tensor::impl_parameters;
+///
+/// struct Attention { query: Linear, norm: LayerNorm }
+/// impl_parameters!(Attention { query as "self.query", norm as "output.LayerNorm" });
+/// let a = Attention { query: Linear::new(4, 4), norm: LayerNorm::new(&[4]) };
+/// let keys: Vec<String> = get_state_dict(&a).into_keys().collect();
+/// assert_eq!(
+///     keys,
+///     ["output.LayerNorm.bias", "output.LayerNorm.weight", "self.query.bias", "self.query.weight"]
+/// );
+/// ```
 #[macro_export]
 macro_rules! impl_parameters {
-    ($ty:ty { $($field:ident),* $(,)? }) => {
+    // the state-dict name of a field: its `as` name, else the field's
+    (@name $field:ident $name:literal) => {
+        $name
+    };
+    (@name $field:ident) => {
+        stringify!($field)
+    };
+    ($ty:ty { $($field:ident $(as $name:literal)?),* $(,)? }) => {
         impl $crate::nn::Parameters for $ty {
             fn named_parameters(&self, prefix: &str) -> Vec<(String, $crate::Tensor)> {
                 let mut out = Vec::new();
                 $(
                     out.extend($crate::nn::Parameters::named_parameters(
                         &self.$field,
-                        &format!("{prefix}{}.", stringify!($field)),
+                        &format!(
+                            "{prefix}{}.",
+                            $crate::impl_parameters!(@name $field $($name)?)
+                        ),
                     ));
                 )*
                 out
@@ -274,21 +301,29 @@ pub struct WrongEntry {
 pub enum StateDictError {
     /// The state dict does not fit the model; nothing was loaded.
     Mismatch {
-        /// Model keys absent from the state dict (reported when `strict`).
+        /// Model keys absent from the state dict (reported unless the check is lenient).
         missing: Vec<String>,
-        /// State dict keys the model does not have (reported when `strict`).
+        /// State dict keys the model does not have (reported when the check is exact).
         unexpected: Vec<String>,
         /// Keys whose shape or dtype differs.
         wrong: Vec<WrongEntry>,
     },
     /// Moving or realizing the loaded tensors failed.
     Device(DeviceError),
+    /// An entry a layer is built from ([`Linear::from_state_dict`], ...) does not fit it.
+    Invalid {
+        /// The key.
+        key: String,
+        /// What was wrong and what was expected.
+        message: String,
+    },
 }
 
 impl fmt::Display for StateDictError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             StateDictError::Device(e) => write!(f, "load_state_dict: {e}"),
+            StateDictError::Invalid { key, message } => write!(f, "state dict `{key}`: {message}"),
             StateDictError::Mismatch {
                 missing,
                 unexpected,
@@ -343,6 +378,72 @@ pub fn load_state_dict(
     state_dict: &BTreeMap<String, Tensor>,
     strict: bool,
 ) -> Result<(), StateDictError> {
+    let mode = if strict {
+        KeyCheck::Exact
+    } else {
+        KeyCheck::Lenient
+    };
+    load_state_dict_with(model, state_dict, mode).map(|_| ())
+}
+
+/// Which key mismatches [`load_state_dict_with`] refuses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyCheck {
+    /// Missing and unexpected keys are errors (`load_state_dict(.., true)`).
+    Exact,
+    /// Missing keys are errors; unexpected ones are reported and ignored (tinygrad's
+    /// `strict=True`: a checkpoint may carry more than the model uses, but no model tensor may
+    /// silently keep its initial value).
+    NoMissing,
+    /// Both are reported and tolerated: missing keys keep their values (`load_state_dict(..,
+    /// false)`).
+    Lenient,
+}
+
+/// What [`load_state_dict_with`] did not match: model keys absent from the state dict and state
+/// dict keys the model lacks, each sorted.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LoadReport {
+    /// Model keys the state dict lacks (their tensors kept their values).
+    pub missing: Vec<String>,
+    /// State dict keys the model lacks (ignored).
+    pub unexpected: Vec<String>,
+}
+
+/// [`load_state_dict`] with a choice of which key mismatches are errors, returning the
+/// mismatches it tolerated. Shape and dtype mismatches are always errors; on any error nothing is
+/// loaded.
+///
+/// ```
+/// use std::collections::BTreeMap;
+/// use tinygrad_tensor::Tensor;
+/// use tinygrad_tensor::nn::{KeyCheck, Linear, load_state_dict_with};
+/// let mut l = Linear::new(2, 1);
+/// let mut sd = BTreeMap::new();
+/// sd.insert("weight".to_string(), Tensor::from_slice(&[1.0f32, 2.0], &[1, 2]));
+/// sd.insert("bias".to_string(), Tensor::from_slice(&[0.5f32], &[1]));
+/// sd.insert("pooler.weight".to_string(), Tensor::from_slice(&[0.0f32], &[1]));
+/// // a checkpoint with more than the model: allowed, and reported
+/// let report = load_state_dict_with(&mut l, &sd, KeyCheck::NoMissing).unwrap();
+/// assert_eq!((report.missing.len(), report.unexpected), (0, vec!["pooler.weight".to_string()]));
+/// assert_eq!(l.weight.to_vec::<f32>(), vec![1.0, 2.0]);
+/// // a misspelled key leaves a model tensor unloaded: an error, naming it
+/// sd.insert("biass".to_string(), sd["bias"].clone());
+/// sd.remove("bias");
+/// let e = load_state_dict_with(&mut l, &sd, KeyCheck::NoMissing).unwrap_err();
+/// assert!(e.to_string().contains("missing keys: [\"bias\"]"), "{e}");
+/// let report = load_state_dict_with(&mut l, &sd, KeyCheck::Lenient).unwrap();
+/// assert_eq!(report.missing, vec!["bias".to_string()]);
+/// ```
+///
+/// # Errors
+/// As [`load_state_dict`], with missing keys errors under [`KeyCheck::Exact`] and
+/// [`KeyCheck::NoMissing`], unexpected ones under [`KeyCheck::Exact`].
+pub fn load_state_dict_with(
+    model: &mut (impl Parameters + ?Sized),
+    state_dict: &BTreeMap<String, Tensor>,
+    mode: KeyCheck,
+) -> Result<LoadReport, StateDictError> {
     let own = get_state_dict(&*model);
     let mut missing = Vec::new();
     let mut wrong = Vec::new();
@@ -369,10 +470,20 @@ pub fn load_state_dict(
         .filter(|k| !own.contains_key(*k))
         .cloned()
         .collect();
-    if !wrong.is_empty() || (strict && (!missing.is_empty() || !unexpected.is_empty())) {
+    let missing_err = mode != KeyCheck::Lenient && !missing.is_empty();
+    let unexpected_err = mode == KeyCheck::Exact && !unexpected.is_empty();
+    if !wrong.is_empty() || missing_err || unexpected_err {
         return Err(StateDictError::Mismatch {
-            missing: if strict { missing } else { Vec::new() },
-            unexpected: if strict { unexpected } else { Vec::new() },
+            missing: if mode == KeyCheck::Lenient {
+                Vec::new()
+            } else {
+                missing
+            },
+            unexpected: if mode == KeyCheck::Exact {
+                unexpected
+            } else {
+                Vec::new()
+            },
             wrong,
         });
     }
@@ -401,5 +512,8 @@ pub fn load_state_dict(
             .collect();
         Tensor::try_realize_all(&refs).map_err(StateDictError::Device)?;
     }
-    Ok(())
+    Ok(LoadReport {
+        missing,
+        unexpected,
+    })
 }

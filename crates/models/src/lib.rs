@@ -1,0 +1,26 @@
+//! Pretrained models on tinygrad-rs's public API: what a user runs, loaded from the files model
+//! hubs ship.
+//!
+//! Module map:
+//! - [`error`]: [`ModelError`], the one error type: every failure names the file, tensor or field
+//!   and what was expected.
+//! - [`config`]: [`JsonConfig`], typed access to `config.json` fields.
+//! - [`weights`]: [`Weights`], a checkpoint's tensors (safetensors directories, sharded or not)
+//!   and shape-checked layer constructors.
+//! - [`tokenizer`]: [`Tokenizer`], Hugging Face's `tokenizers` reading `tokenizer.json`.
+//! - [`bert`]: a BERT-family encoder and [`SentenceEncoder`] (sentence-transformers' pooling and
+//!   normalization).
+//!
+//! The crate sits above `tinygrad-tensor` and uses nothing but its public API.
+
+pub mod bert;
+pub mod config;
+pub mod error;
+pub mod tokenizer;
+pub mod weights;
+
+pub use bert::{Bert, BertConfig, Pooling, SentenceEncoder, cosine_similarity};
+pub use config::JsonConfig;
+pub use error::{ModelError, Result};
+pub use tokenizer::Tokenizer;
+pub use weights::Weights;

@@ -1,0 +1,222 @@
+//! A checkpoint's tensors by name, and the checked accessors the models build their layers with:
+//! every weight is looked up by its checkpoint name and its shape checked against the one the
+//! configuration implies, so a missing or misshapen weight is an `Err` naming the tensor and the
+//! shape expected — never a silently random or broadcast weight.
+//!
+//! Sources: a Hugging Face directory (`model.safetensors`, or the shards listed by
+//! `model.safetensors.index.json`) and GGUF files (through `tinygrad_tensor::nn::gguf`). Weights
+//! keep their dtype (f16 and bf16 stay half-size in memory); layers cast them to f32 inside the
+//! kernels that use them.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use tinygrad_tensor::nn::state::safe_load_on;
+use tinygrad_tensor::nn::{Embedding, LayerNorm, Linear, RMSNorm};
+use tinygrad_tensor::{DType, Tensor};
+
+use crate::config::JsonConfig;
+use crate::error::{ModelError, Result};
+
+/// A checkpoint's tensors, and where they came from (for errors).
+pub struct Weights {
+    /// The file or directory the tensors were read from.
+    pub path: String,
+    /// The tensors by checkpoint name.
+    pub tensors: BTreeMap<String, Tensor>,
+}
+
+impl Weights {
+    /// Weights held in memory; errors name them `path`.
+    pub fn new(path: impl Into<String>, tensors: BTreeMap<String, Tensor>) -> Weights {
+        Weights {
+            path: path.into(),
+            tensors,
+        }
+    }
+
+    /// The safetensors weights of a Hugging Face model directory, onto `device`: the single
+    /// `model.safetensors`, or every shard named by `model.safetensors.index.json`'s
+    /// `weight_map` (each tensor must be in the shard the index names).
+    ///
+    /// # Errors
+    /// If neither file exists, the index is malformed or names a shard outside the directory, a
+    /// shard fails to load, or a tensor is not where the index says.
+    pub fn from_hf_dir(dir: &Path, device: &str) -> Result<Weights> {
+        let single = dir.join("model.safetensors");
+        let index = dir.join("model.safetensors.index.json");
+        if single.is_file() {
+            let path = single.display().to_string();
+            let tensors = safe_load_on(&single, device).map_err(|e| ModelError::Weight {
+                path: path.clone(),
+                tensor: e.tensor.clone().unwrap_or_default(),
+                message: e.message,
+            })?;
+            return Ok(Weights::new(path, tensors));
+        }
+        if !index.is_file() {
+            return Err(ModelError::Io {
+                path: dir.display().to_string(),
+                message: "no model.safetensors or model.safetensors.index.json in the directory"
+                    .to_string(),
+            });
+        }
+        let cfg = JsonConfig::read(&index)?;
+        let map = cfg
+            .get("weight_map")
+            .and_then(|m| m.as_object())
+            .ok_or_else(|| cfg.error("weight_map", "missing (expected an object name -> shard)"))?;
+        let mut shards: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for (name, shard) in map {
+            let shard = shard.as_str().ok_or_else(|| {
+                cfg.error("weight_map", format!("`{name}`: expected a file name"))
+            })?;
+            if shard.contains('/') || shard.contains('\\') || shard.starts_with('.') {
+                return Err(cfg.error(
+                    "weight_map",
+                    format!("`{name}`: shard `{shard}` must be a file in the model directory"),
+                ));
+            }
+            shards.entry(shard).or_default().push(name);
+        }
+        let mut tensors = BTreeMap::new();
+        for (shard, names) in shards {
+            let file = dir.join(shard);
+            let path = file.display().to_string();
+            let mut loaded = safe_load_on(&file, device).map_err(|e| ModelError::Weight {
+                path: path.clone(),
+                tensor: e.tensor.clone().unwrap_or_default(),
+                message: e.message,
+            })?;
+            for name in names {
+                let t = loaded.remove(name).ok_or_else(|| ModelError::Weight {
+                    path: path.clone(),
+                    tensor: name.to_string(),
+                    message: format!("missing: {} names this shard for it", cfg.path),
+                })?;
+                tensors.insert(name.to_string(), t);
+            }
+        }
+        Ok(Weights::new(dir.display().to_string(), tensors))
+    }
+
+    /// An error about tensor `name`.
+    pub fn error(&self, name: &str, message: impl Into<String>) -> ModelError {
+        ModelError::Weight {
+            path: self.path.clone(),
+            tensor: name.to_string(),
+            message: message.into(),
+        }
+    }
+
+    /// Whether the checkpoint has `name`.
+    pub fn contains(&self, name: &str) -> bool {
+        self.tensors.contains_key(name)
+    }
+
+    /// Tensor `name`, which must be a float tensor of exactly `shape`.
+    ///
+    /// # Errors
+    /// If it is missing, of another shape, or not a float.
+    pub fn get(&self, name: &str, shape: &[usize]) -> Result<Tensor> {
+        let t = self
+            .tensors
+            .get(name)
+            .ok_or_else(|| self.error(name, format!("missing (expected shape {shape:?})")))?;
+        if t.shape() != shape {
+            return Err(self.error(
+                name,
+                format!("expected shape {shape:?}, got {:?}", t.shape()),
+            ));
+        }
+        if !t.dtype().is_float() {
+            return Err(self.error(name, format!("expected a float dtype, got {}", t.dtype())));
+        }
+        Ok(t.clone())
+    }
+
+    /// A linear layer `in_features -> out_features` from `{prefix}.weight` (`(out, in)`, as
+    /// PyTorch stores it) and, with `bias`, `{prefix}.bias`.
+    ///
+    /// # Errors
+    /// As [`Weights::get`].
+    pub fn linear(&self, prefix: &str, inp: usize, out: usize, bias: bool) -> Result<Linear> {
+        Ok(Linear {
+            weight: self.get(&format!("{prefix}.weight"), &[out, inp])?,
+            bias: if bias {
+                Some(self.get(&format!("{prefix}.bias"), &[out])?)
+            } else {
+                None
+            },
+        })
+    }
+
+    /// A linear layer stored transposed, `(in, out)` (GPT-2's `Conv1D`), as a [`Linear`].
+    ///
+    /// # Errors
+    /// As [`Weights::get`].
+    pub fn conv1d(&self, prefix: &str, inp: usize, out: usize) -> Result<Linear> {
+        Ok(Linear {
+            weight: self.get(&format!("{prefix}.weight"), &[inp, out])?.t(),
+            bias: Some(self.get(&format!("{prefix}.bias"), &[out])?),
+        })
+    }
+
+    /// A layer norm over `dim` from `{prefix}.{weight}` and `{prefix}.{bias}` (BERT checkpoints
+    /// name them `weight`/`bias` or, in older ones, `gamma`/`beta`: both are accepted), read
+    /// as float32.
+    ///
+    /// # Errors
+    /// As [`Weights::get`].
+    pub fn layer_norm(&self, prefix: &str, dim: usize, eps: f64) -> Result<LayerNorm> {
+        let (w, b) = if self.contains(&format!("{prefix}.gamma")) {
+            ("gamma", "beta")
+        } else {
+            ("weight", "bias")
+        };
+        Ok(LayerNorm {
+            weight: Some(as_f32(&self.get(&format!("{prefix}.{w}"), &[dim])?)),
+            bias: Some(as_f32(&self.get(&format!("{prefix}.{b}"), &[dim])?)),
+            normalized_shape: vec![dim],
+            eps,
+        })
+    }
+
+    /// An RMS norm over `dim` from `name` (its scale read as float32).
+    ///
+    /// # Errors
+    /// As [`Weights::get`].
+    pub fn rms_norm(&self, name: &str, dim: usize, eps: f64) -> Result<RMSNorm> {
+        Ok(RMSNorm {
+            weight: as_f32(&self.get(name, &[dim])?),
+            eps,
+        })
+    }
+
+    /// An embedding table of `vocab` rows of `dim` from `name`.
+    ///
+    /// # Errors
+    /// As [`Weights::get`].
+    pub fn embedding(&self, name: &str, vocab: usize, dim: usize) -> Result<Embedding> {
+        Ok(Embedding {
+            weight: self.get(name, &[vocab, dim])?,
+        })
+    }
+}
+
+/// `x W^T + b` computing in float32 whatever the weight's dtype (f16/bf16 weights are cast
+/// inside the kernel that reads them: they stay half-size in memory).
+pub fn linear_f32(layer: &Linear, x: &Tensor) -> Tensor {
+    let w = as_f32(&layer.weight);
+    let b = layer.bias.as_ref().map(as_f32);
+    x.linear(&w.t(), b.as_ref())
+}
+
+/// `t` as float32 (lazily: the cast fuses into the kernel that reads it).
+pub fn as_f32(t: &Tensor) -> Tensor {
+    if t.dtype() == DType::FLOAT32 {
+        t.clone()
+    } else {
+        t.cast(DType::FLOAT32)
+    }
+}
