@@ -10,17 +10,21 @@
 //! - [`tokenizer`]: [`Tokenizer`], Hugging Face's `tokenizers` reading `tokenizer.json`.
 //! - [`bert`]: a BERT-family encoder and [`SentenceEncoder`] (sentence-transformers' pooling and
 //!   normalization).
+//! - [`decoder`]: a GPT-2 / LLaMA decoder with a KV cache, loaded from Hugging Face directories
+//!   or GGUF, and [`Decoder::generate`] with a seeded [`Sampler`].
 //!
 //! The crate sits above `tinygrad-tensor` and uses nothing but its public API.
 
 pub mod bert;
 pub mod config;
+pub mod decoder;
 pub mod error;
 pub mod tokenizer;
 pub mod weights;
 
 pub use bert::{Bert, BertConfig, Pooling, SentenceEncoder, cosine_similarity};
 pub use config::JsonConfig;
+pub use decoder::{Arch, Decoder, DecoderConfig, Generation, Sampler, SamplingOptions};
 pub use error::{ModelError, Result};
 pub use tokenizer::Tokenizer;
 pub use weights::Weights;

@@ -1,0 +1,312 @@
+//! The decoder's configuration, from a Hugging Face `config.json` (GPT-2 and LLaMA-family
+//! `model_type`s) or GGUF metadata (`general.architecture` = `llama`).
+
+use indexmap::IndexMap;
+use tinygrad_tensor::nn::gguf::GgufValue;
+
+use crate::config::JsonConfig;
+use crate::error::{ModelError, Result};
+
+/// Largest size accepted for a dimension of a configuration.
+const MAX_DIM: usize = 1 << 24;
+
+/// The block layout of a decoder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arch {
+    /// GPT-2: learned positions, LayerNorm, fused QKV `Conv1D`s, GELU (tanh form) MLP, biases.
+    Gpt2,
+    /// LLaMA (and Mistral, Qwen2-style without biases): rotary positions, RMSNorm, SwiGLU MLP,
+    /// grouped-query attention, no biases.
+    Llama,
+}
+
+/// A decoder-only transformer's configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DecoderConfig {
+    /// The block layout.
+    pub arch: Arch,
+    /// Tokens in the vocabulary.
+    pub vocab_size: usize,
+    /// Width of the residual stream.
+    pub hidden_size: usize,
+    /// Blocks.
+    pub num_layers: usize,
+    /// Query heads.
+    pub num_heads: usize,
+    /// Key/value heads (dividing `num_heads`; fewer is grouped-query attention).
+    pub num_kv_heads: usize,
+    /// Width of one head.
+    pub head_dim: usize,
+    /// Width of the MLP's hidden layer.
+    pub intermediate_size: usize,
+    /// Longest sequence (prompt and generated tokens), the KV cache's length.
+    pub max_context: usize,
+    /// The norms' epsilon.
+    pub norm_eps: f64,
+    /// Rotary base (LLaMA).
+    pub rope_theta: f64,
+    /// Whether the output projection is the token embedding (GPT-2; some LLaMAs).
+    pub tie_word_embeddings: bool,
+    /// The end-of-sequence token, if the configuration names one.
+    pub eos_token_id: Option<u32>,
+}
+
+impl DecoderConfig {
+    /// The configuration in a Hugging Face `config.json`.
+    ///
+    /// # Errors
+    /// If `model_type` is not `gpt2`, `llama` or `mistral`, a field is missing or out of range,
+    /// or an option this decoder does not implement is set (rope scaling, biases on LLaMA
+    /// projections, an activation other than the architecture's).
+    pub fn from_hf(c: &JsonConfig) -> Result<DecoderConfig> {
+        let kind = c.model_type();
+        let unsupported = |what: String| ModelError::Unsupported {
+            path: c.path.clone(),
+            message: what,
+        };
+        match kind.as_deref() {
+            Some("gpt2") => {
+                let act = c.opt_str("activation_function")?.unwrap_or("gelu_new");
+                if act != "gelu_new" {
+                    return Err(c.error(
+                        "activation_function",
+                        format!("{act:?} is not supported (expected \"gelu_new\")"),
+                    ));
+                }
+                for field in ["scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn"] {
+                    if c.bool_or(field, false)? {
+                        return Err(c.error(field, "not supported (expected false)"));
+                    }
+                }
+                let hidden = c.usize("n_embd", MAX_DIM)?;
+                let heads = c.usize("n_head", 4096)?;
+                let cfg = DecoderConfig {
+                    arch: Arch::Gpt2,
+                    vocab_size: c.usize("vocab_size", MAX_DIM)?,
+                    hidden_size: hidden,
+                    num_layers: c.usize("n_layer", 4096)?,
+                    num_heads: heads,
+                    num_kv_heads: heads,
+                    head_dim: hidden / heads,
+                    intermediate_size: c.opt_usize("n_inner", MAX_DIM)?.unwrap_or(4 * hidden),
+                    max_context: c.usize("n_positions", MAX_DIM)?,
+                    norm_eps: c.f64_or("layer_norm_epsilon", 1e-5)?,
+                    rope_theta: 0.0,
+                    tie_word_embeddings: c.bool_or("tie_word_embeddings", true)?,
+                    eos_token_id: eos(c)?,
+                };
+                cfg.check(|f, m| c.error(f, m))
+            }
+            Some("llama" | "mistral") => {
+                let act = c.opt_str("hidden_act")?.unwrap_or("silu");
+                if act != "silu" {
+                    return Err(c.error(
+                        "hidden_act",
+                        format!("{act:?} is not supported (expected \"silu\")"),
+                    ));
+                }
+                for field in ["attention_bias", "mlp_bias"] {
+                    if c.bool_or(field, false)? {
+                        return Err(c.error(field, "biases are not supported (expected false)"));
+                    }
+                }
+                // transformers 5 nests the rotary settings in `rope_parameters`; older configs
+                // have `rope_theta` and `rope_scaling` at the top
+                let mut theta = c.f64_or("rope_theta", 10000.0)?;
+                if let Some(p) = c.get("rope_parameters") {
+                    let rope_type = p
+                        .get("rope_type")
+                        .and_then(|t| t.as_str())
+                        .unwrap_or("default");
+                    if rope_type != "default" {
+                        return Err(c.error(
+                            "rope_parameters",
+                            format!(
+                                "rope_type {rope_type:?} is not supported (expected \"default\")"
+                            ),
+                        ));
+                    }
+                    if let Some(t) = p.get("rope_theta") {
+                        theta = t
+                            .as_f64()
+                            .filter(|t| t.is_finite() && *t > 1.0)
+                            .ok_or_else(|| {
+                                c.error(
+                                    "rope_parameters",
+                                    format!("rope_theta {t} is not a number above 1"),
+                                )
+                            })?;
+                    }
+                }
+                if let Some(s) = c.get("rope_scaling") {
+                    return Err(c.error(
+                        "rope_scaling",
+                        format!("{s} is not supported (expected null)"),
+                    ));
+                }
+                if c.get("sliding_window").is_some() && kind.as_deref() == Some("mistral") {
+                    return Err(unsupported(
+                        "mistral's sliding_window attention is not supported".into(),
+                    ));
+                }
+                let hidden = c.usize("hidden_size", MAX_DIM)?;
+                let heads = c.usize("num_attention_heads", 4096)?;
+                let cfg = DecoderConfig {
+                    arch: Arch::Llama,
+                    vocab_size: c.usize("vocab_size", MAX_DIM)?,
+                    hidden_size: hidden,
+                    num_layers: c.usize("num_hidden_layers", 4096)?,
+                    num_heads: heads,
+                    num_kv_heads: c.opt_usize("num_key_value_heads", 4096)?.unwrap_or(heads),
+                    head_dim: c.opt_usize("head_dim", MAX_DIM)?.unwrap_or(hidden / heads),
+                    intermediate_size: c.usize("intermediate_size", MAX_DIM)?,
+                    max_context: c.usize("max_position_embeddings", MAX_DIM)?,
+                    norm_eps: c.f64_or("rms_norm_eps", 1e-6)?,
+                    rope_theta: theta,
+                    tie_word_embeddings: c.bool_or("tie_word_embeddings", false)?,
+                    eos_token_id: eos(c)?,
+                };
+                cfg.check(|f, m| c.error(f, m))
+            }
+            other => Err(unsupported(format!(
+                "model_type {other:?} is not supported by the decoder (expected \"gpt2\", \
+                 \"llama\" or \"mistral\")"
+            ))),
+        }
+    }
+
+    /// The configuration in GGUF metadata (`path` names the file in errors).
+    ///
+    /// # Errors
+    /// If `general.architecture` is not `llama`, or a key is missing or out of range.
+    pub fn from_gguf(meta: &IndexMap<String, GgufValue>, path: &str) -> Result<DecoderConfig> {
+        let err = |field: &str, message: String| ModelError::Config {
+            path: path.to_string(),
+            field: field.to_string(),
+            message,
+        };
+        let arch = meta
+            .get("general.architecture")
+            .and_then(GgufValue::as_str)
+            .ok_or_else(|| err("general.architecture", "missing (expected a string)".into()))?;
+        if arch != "llama" {
+            return Err(ModelError::Unsupported {
+                path: path.to_string(),
+                message: format!(
+                    "general.architecture {arch:?} is not supported (expected \"llama\")"
+                ),
+            });
+        }
+        let int = |key: &str, max: usize| -> Result<Option<usize>> {
+            let k = format!("llama.{key}");
+            match meta.get(&k) {
+                None => Ok(None),
+                Some(v) => match v.as_u64() {
+                    Some(n) if n >= 1 && n <= max as u64 => Ok(Some(n as usize)),
+                    _ => Err(err(
+                        &k,
+                        format!("expected an integer in 1..={max}, got {v:?}"),
+                    )),
+                },
+            }
+        };
+        let req = |key: &str, max: usize| -> Result<usize> {
+            int(key, max)?.ok_or_else(|| {
+                err(
+                    &format!("llama.{key}"),
+                    format!("missing (expected an integer in 1..={max})"),
+                )
+            })
+        };
+        let float = |key: &str, default: f64| -> Result<f64> {
+            let k = format!("llama.{key}");
+            match meta.get(&k) {
+                None => Ok(default),
+                Some(v) => v
+                    .as_f64()
+                    .filter(|x| x.is_finite())
+                    .ok_or_else(|| err(&k, format!("expected a number, got {v:?}"))),
+            }
+        };
+        let hidden = req("embedding_length", MAX_DIM)?;
+        let heads = req("attention.head_count", 4096)?;
+        let vocab = match int("vocab_size", MAX_DIM)? {
+            Some(v) => v,
+            None => meta
+                .get("tokenizer.ggml.tokens")
+                .and_then(GgufValue::as_array)
+                .map(<[GgufValue]>::len)
+                .filter(|&n| n >= 1)
+                .ok_or_else(|| {
+                    err(
+                        "llama.vocab_size",
+                        "missing, and no tokenizer.ggml.tokens to count".into(),
+                    )
+                })?,
+        };
+        let cfg = DecoderConfig {
+            arch: Arch::Llama,
+            vocab_size: vocab,
+            hidden_size: hidden,
+            num_layers: req("block_count", 4096)?,
+            num_heads: heads,
+            num_kv_heads: int("attention.head_count_kv", 4096)?.unwrap_or(heads),
+            head_dim: hidden / heads,
+            intermediate_size: req("feed_forward_length", MAX_DIM)?,
+            max_context: req("context_length", MAX_DIM)?,
+            norm_eps: float("attention.layer_norm_rms_epsilon", 1e-5)?,
+            rope_theta: float("rope.freq_base", 10000.0)?,
+            tie_word_embeddings: false,
+            eos_token_id: meta
+                .get("tokenizer.ggml.eos_token_id")
+                .and_then(GgufValue::as_u64)
+                .and_then(|v| u32::try_from(v).ok()),
+        };
+        cfg.check(|f, m| err(f, m))
+    }
+
+    /// Checks the relations between fields.
+    fn check(self, err: impl Fn(&str, String) -> ModelError) -> Result<DecoderConfig> {
+        if self.hidden_size % self.num_heads != 0 && self.arch == Arch::Gpt2 {
+            return Err(err(
+                "n_head",
+                format!(
+                    "{} heads don't divide the width {}",
+                    self.num_heads, self.hidden_size
+                ),
+            ));
+        }
+        if self.num_heads % self.num_kv_heads != 0 {
+            return Err(err(
+                "num_key_value_heads",
+                format!(
+                    "{} key/value heads don't divide the {} query heads",
+                    self.num_kv_heads, self.num_heads
+                ),
+            ));
+        }
+        if self.head_dim == 0 || (self.arch == Arch::Llama && self.head_dim % 2 != 0) {
+            return Err(err(
+                "head_dim",
+                format!(
+                    "{} is not a positive even width (rotary pairs)",
+                    self.head_dim
+                ),
+            ));
+        }
+        Ok(self)
+    }
+}
+
+/// `eos_token_id`: an integer, or the first of a list.
+fn eos(c: &JsonConfig) -> Result<Option<u32>> {
+    let Some(v) = c.get("eos_token_id") else {
+        return Ok(None);
+    };
+    let first = v.as_array().and_then(|a| a.first()).unwrap_or(v);
+    first
+        .as_u64()
+        .and_then(|n| u32::try_from(n).ok())
+        .map(Some)
+        .ok_or_else(|| c.error("eos_token_id", format!("expected a token id, got {v}")))
+}

@@ -1,0 +1,611 @@
+//! The decoder's layers, weight loading (one checkpoint-name table per source), the forward pass
+//! and the KV cache.
+//!
+//! The KV cache is one `(batch, kv_heads, cache_len, head_dim)` float32 tensor per block for keys
+//! and one for values. A forward over tokens at positions `start..start + len` writes their keys
+//! and values at those positions and attends over `0..start + len`. In the decode step that
+//! length is a bound [`Variable`](tinygrad_tensor::Variable), so every step runs the same
+//! kernels (and, under [`Jit`](tinygrad_tensor::Jit), replays without scheduling).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use tinygrad_tensor::nn::gguf::gguf_load_on;
+use tinygrad_tensor::nn::{Embedding, LayerNorm, Linear, Module, RMSNorm};
+use tinygrad_tensor::{DType, SInt, Tensor};
+
+use super::config::{Arch, DecoderConfig};
+use crate::config::JsonConfig;
+use crate::error::{ModelError, Result};
+use crate::weights::{Weights, as_f32, linear_f32};
+
+/// A normalization layer of either family.
+enum Norm {
+    Layer(LayerNorm),
+    Rms(RMSNorm),
+}
+
+impl Norm {
+    fn forward(&self, x: &Tensor) -> Tensor {
+        match self {
+            Norm::Layer(n) => n.forward(x),
+            Norm::Rms(n) => n.forward(x),
+        }
+    }
+}
+
+/// The MLP of either family.
+enum Mlp {
+    /// GPT-2: `proj(gelu_tanh(fc(x)))`.
+    Gelu { fc: Linear, proj: Linear },
+    /// LLaMA: `down(silu(gate(x)) * up(x))`.
+    SwiGlu {
+        gate: Linear,
+        up: Linear,
+        down: Linear,
+    },
+}
+
+impl Mlp {
+    fn forward(&self, x: &Tensor) -> Tensor {
+        match self {
+            Mlp::Gelu { fc, proj } => linear_f32(proj, &linear_f32(fc, x).gelu()),
+            Mlp::SwiGlu { gate, up, down } => {
+                linear_f32(down, &(linear_f32(gate, x).silu() * linear_f32(up, x)))
+            }
+        }
+    }
+}
+
+/// One transformer block.
+struct Block {
+    attn_norm: Norm,
+    q: Linear,
+    k: Linear,
+    v: Linear,
+    o: Linear,
+    mlp_norm: Norm,
+    mlp: Mlp,
+}
+
+/// Where a forward's tokens sit in the sequence.
+#[derive(Clone)]
+pub(super) enum Span {
+    /// Positions `start..start + len`, known numbers (prefill, or decoding without the JIT).
+    Concrete {
+        /// The first token's position.
+        start: usize,
+    },
+    /// One token at the position held by the tensor `pos` (`[1]`, int32); `end` (its position
+    /// plus one: the attended length) is symbolic.
+    Symbolic {
+        /// The position, on the device.
+        pos: Tensor,
+        /// The attended length, a bound variable.
+        end: SInt,
+    },
+}
+
+/// A decoder-only transformer (GPT-2 or LLaMA layout) with a KV cache.
+pub struct Decoder {
+    /// The configuration.
+    pub config: DecoderConfig,
+    /// The device it runs on.
+    pub device: String,
+    embed: Embedding,
+    positions: Option<Embedding>,
+    blocks: Vec<Block>,
+    norm: Norm,
+    lm_head: Tensor,
+    /// Rotary tables `(cache_len, head_dim)`: cos and sin (LLaMA).
+    rope: Option<(Tensor, Tensor)>,
+    /// Per block, keys and values `(batch, kv_heads, cache_len, head_dim)`.
+    pub(super) cache: Vec<(Tensor, Tensor)>,
+    cache_len: usize,
+}
+
+/// The HF names of GGUF's LLaMA tensors (`{i}`: the block).
+const LLAMA_GGUF_NAMES: &[(&str, &str)] = &[
+    ("token_embd.weight", "model.embed_tokens.weight"),
+    ("output_norm.weight", "model.norm.weight"),
+    ("output.weight", "lm_head.weight"),
+    (
+        "blk.{i}.attn_norm.weight",
+        "model.layers.{i}.input_layernorm.weight",
+    ),
+    (
+        "blk.{i}.attn_q.weight",
+        "model.layers.{i}.self_attn.q_proj.weight",
+    ),
+    (
+        "blk.{i}.attn_k.weight",
+        "model.layers.{i}.self_attn.k_proj.weight",
+    ),
+    (
+        "blk.{i}.attn_v.weight",
+        "model.layers.{i}.self_attn.v_proj.weight",
+    ),
+    (
+        "blk.{i}.attn_output.weight",
+        "model.layers.{i}.self_attn.o_proj.weight",
+    ),
+    (
+        "blk.{i}.ffn_norm.weight",
+        "model.layers.{i}.post_attention_layernorm.weight",
+    ),
+    (
+        "blk.{i}.ffn_gate.weight",
+        "model.layers.{i}.mlp.gate_proj.weight",
+    ),
+    (
+        "blk.{i}.ffn_up.weight",
+        "model.layers.{i}.mlp.up_proj.weight",
+    ),
+    (
+        "blk.{i}.ffn_down.weight",
+        "model.layers.{i}.mlp.down_proj.weight",
+    ),
+];
+
+/// The HF name of GGUF tensor `name`, with its block, if the table has it.
+fn gguf_to_hf(name: &str) -> Option<(String, Option<usize>)> {
+    for (g, h) in LLAMA_GGUF_NAMES {
+        if let Some((pre, post)) = g.split_once("{i}") {
+            let Some(rest) = name.strip_prefix(pre).and_then(|r| r.strip_suffix(post)) else {
+                continue;
+            };
+            if let Ok(i) = rest.parse::<usize>() {
+                if rest == i.to_string() {
+                    return Some((h.replace("{i}", rest), Some(i)));
+                }
+            }
+        } else if name == *g {
+            return Some((h.to_string(), None));
+        }
+    }
+    None
+}
+
+impl Decoder {
+    /// Loads a model: a Hugging Face directory (`config.json` + safetensors, sharded or not) or
+    /// a `.gguf` file, onto `device`.
+    ///
+    /// # Errors
+    /// If a file is missing or malformed, the architecture is not supported, or a weight is
+    /// missing or of another shape than the configuration implies.
+    pub fn load(path: &Path, device: &str) -> Result<Decoder> {
+        if path.is_file() {
+            return Decoder::load_gguf(path, device);
+        }
+        let config = DecoderConfig::from_hf(&JsonConfig::read(&path.join("config.json"))?)?;
+        let weights = Weights::from_hf_dir(path, device)?;
+        Decoder::from_weights(config, &weights, device)
+    }
+
+    /// Loads a GGUF file (LLaMA architecture; f32/f16/bf16 and the quantized types
+    /// `tinygrad_tensor::nn::gguf` dequantizes). Its tensors are renamed to the Hugging Face names
+    /// and llama.cpp's rotary row order of the query and key projections is undone.
+    ///
+    /// # Errors
+    /// As [`Decoder::load`]; also if the file has a tensor this decoder does not know (a
+    /// `rope_freqs` table, say), rather than ignoring what would change the results.
+    pub fn load_gguf(path: &Path, device: &str) -> Result<Decoder> {
+        let name = path.display().to_string();
+        let g = gguf_load_on(path, device).map_err(|e| ModelError::Weight {
+            path: name.clone(),
+            tensor: e.tensor.clone().unwrap_or_default(),
+            message: e.message,
+        })?;
+        let config = DecoderConfig::from_gguf(&g.metadata, &name)?;
+        let (heads, kv, hd) = (config.num_heads, config.num_kv_heads, config.head_dim);
+        let mut tensors = BTreeMap::new();
+        for (gname, t) in g.tensors {
+            let Some((hf, block)) = gguf_to_hf(&gname) else {
+                return Err(ModelError::Unsupported {
+                    path: name,
+                    message: format!("tensor `{gname}` is not one the LLaMA decoder uses"),
+                });
+            };
+            if block.is_some_and(|b| b >= config.num_layers) {
+                return Err(ModelError::Weight {
+                    path: name,
+                    tensor: gname,
+                    message: format!("block beyond llama.block_count = {}", config.num_layers),
+                });
+            }
+            // llama.cpp orders each head's rows as rotary pairs (2i, 2i+1); Hugging Face as
+            // halves (i, i + d/2): row h*d + 2i + j of the file is row h*d + j*d/2 + i
+            let n = if hf.ends_with("q_proj.weight") {
+                Some(heads)
+            } else if hf.ends_with("k_proj.weight") {
+                Some(kv)
+            } else {
+                None
+            };
+            let t = match n {
+                Some(n) if t.ndim() == 2 && t.shape()[0] == n * hd => {
+                    let inp = t.shape()[1] as isize;
+                    let (n, hd) = (n as isize, hd as isize);
+                    t.reshape(&[n, hd / 2, 2, inp])
+                        .transpose(1, 2)
+                        .reshape(&[n * hd, inp])
+                        .contiguous()
+                }
+                _ => t,
+            };
+            tensors.insert(hf, t);
+        }
+        let mut config = config;
+        config.tie_word_embeddings = !tensors.contains_key("lm_head.weight");
+        let weights = Weights::new(name, tensors);
+        let refs: Vec<&Tensor> = weights.tensors.values().collect();
+        Tensor::try_realize_all(&refs)?;
+        Decoder::from_weights(config, &weights, device)
+    }
+
+    /// Builds the decoder from checkpoint weights with Hugging Face's names, checking every
+    /// shape against `config`; the KV cache is for batch 1 and the whole context.
+    ///
+    /// # Errors
+    /// If a weight is missing or misshapen.
+    pub fn from_weights(config: DecoderConfig, w: &Weights, device: &str) -> Result<Decoder> {
+        let c = &config;
+        let (h, hd) = (c.hidden_size, c.head_dim);
+        let (qd, kvd) = (c.num_heads * hd, c.num_kv_heads * hd);
+        let (embed, positions, blocks, norm, lm_head) = match c.arch {
+            Arch::Gpt2 => {
+                let p = if w.contains("transformer.wte.weight") {
+                    "transformer."
+                } else {
+                    ""
+                };
+                let embed = w.embedding(&format!("{p}wte.weight"), c.vocab_size, h)?;
+                let pos = w.embedding(&format!("{p}wpe.weight"), c.max_context, h)?;
+                let mut blocks = Vec::new();
+                for i in 0..c.num_layers {
+                    let b = format!("{p}h.{i}");
+                    let qkv = w.conv1d(&format!("{b}.attn.c_attn"), h, 3 * h)?;
+                    let bias = qkv.bias.clone().expect("conv1d has a bias");
+                    let part = |j: usize| Linear {
+                        weight: qkv.weight.shrink(&[(j * h, (j + 1) * h), (0, h)]),
+                        bias: Some(bias.shrink(&[(j * h, (j + 1) * h)])),
+                    };
+                    blocks.push(Block {
+                        attn_norm: Norm::Layer(w.layer_norm(
+                            &format!("{b}.ln_1"),
+                            h,
+                            c.norm_eps,
+                        )?),
+                        q: part(0),
+                        k: part(1),
+                        v: part(2),
+                        o: w.conv1d(&format!("{b}.attn.c_proj"), h, h)?,
+                        mlp_norm: Norm::Layer(w.layer_norm(&format!("{b}.ln_2"), h, c.norm_eps)?),
+                        mlp: Mlp::Gelu {
+                            fc: w.conv1d(&format!("{b}.mlp.c_fc"), h, c.intermediate_size)?,
+                            proj: w.conv1d(&format!("{b}.mlp.c_proj"), c.intermediate_size, h)?,
+                        },
+                    });
+                }
+                let norm = Norm::Layer(w.layer_norm(&format!("{p}ln_f"), h, c.norm_eps)?);
+                let head = if w.contains("lm_head.weight") && !c.tie_word_embeddings {
+                    w.get("lm_head.weight", &[c.vocab_size, h])?
+                } else {
+                    embed.weight.clone()
+                };
+                (embed, Some(pos), blocks, norm, head)
+            }
+            Arch::Llama => {
+                let embed = w.embedding("model.embed_tokens.weight", c.vocab_size, h)?;
+                let mut blocks = Vec::new();
+                for i in 0..c.num_layers {
+                    let b = format!("model.layers.{i}");
+                    let lin = |name: &str, inp: usize, out: usize| {
+                        w.linear(&format!("{b}.{name}"), inp, out, false)
+                    };
+                    blocks.push(Block {
+                        attn_norm: Norm::Rms(w.rms_norm(
+                            &format!("{b}.input_layernorm.weight"),
+                            h,
+                            c.norm_eps,
+                        )?),
+                        q: lin("self_attn.q_proj", h, qd)?,
+                        k: lin("self_attn.k_proj", h, kvd)?,
+                        v: lin("self_attn.v_proj", h, kvd)?,
+                        o: lin("self_attn.o_proj", qd, h)?,
+                        mlp_norm: Norm::Rms(w.rms_norm(
+                            &format!("{b}.post_attention_layernorm.weight"),
+                            h,
+                            c.norm_eps,
+                        )?),
+                        mlp: Mlp::SwiGlu {
+                            gate: lin("mlp.gate_proj", h, c.intermediate_size)?,
+                            up: lin("mlp.up_proj", h, c.intermediate_size)?,
+                            down: lin("mlp.down_proj", c.intermediate_size, h)?,
+                        },
+                    });
+                }
+                let norm = Norm::Rms(w.rms_norm("model.norm.weight", h, c.norm_eps)?);
+                let head = if c.tie_word_embeddings {
+                    embed.weight.clone()
+                } else {
+                    w.get("lm_head.weight", &[c.vocab_size, h])?
+                };
+                (embed, None, blocks, norm, head)
+            }
+        };
+        let mut d = Decoder {
+            config: config.clone(),
+            device: device.to_string(),
+            embed,
+            positions,
+            blocks,
+            norm,
+            lm_head,
+            rope: None,
+            cache: Vec::new(),
+            cache_len: 0,
+        };
+        d.set_context(config.max_context.min(4096))?;
+        Ok(d)
+    }
+
+    /// The KV cache's length: the longest prompt plus generated tokens.
+    pub fn context(&self) -> usize {
+        self.cache_len
+    }
+
+    /// Sizes the KV cache (batch 1) for sequences of up to `len` tokens (at most the model's
+    /// `max_context`; `load` picks `min(max_context, 4096)`), and empties it.
+    ///
+    /// # Errors
+    /// If `len` is 0 or beyond `max_context`, or the device fails.
+    pub fn set_context(&mut self, len: usize) -> Result<()> {
+        if len == 0 || len > self.config.max_context {
+            return Err(ModelError::Input {
+                message: format!(
+                    "Decoder::set_context: {len} tokens; the model takes 1 to {}",
+                    self.config.max_context
+                ),
+            });
+        }
+        self.cache_len = len;
+        if self.config.arch == Arch::Llama {
+            self.rope = Some(rope_tables(
+                len,
+                self.config.head_dim,
+                self.config.rope_theta,
+                &self.device,
+            ));
+        }
+        self.reset_cache(1)
+    }
+
+    /// Empties the KV cache, sized for `batch` sequences.
+    ///
+    /// # Errors
+    /// If the device fails.
+    pub fn reset_cache(&mut self, batch: usize) -> Result<()> {
+        let c = &self.config;
+        let shape = [batch, c.num_kv_heads, self.cache_len, c.head_dim];
+        let mut cache = Vec::with_capacity(c.num_layers);
+        for _ in 0..c.num_layers {
+            let z = || Tensor::zeros_on(&shape, DType::FLOAT32, &self.device).contiguous();
+            cache.push((z(), z()));
+        }
+        let refs: Vec<&Tensor> = cache.iter().flat_map(|(k, v)| [k, v]).collect();
+        Tensor::try_realize_all(&refs)?;
+        self.cache = cache;
+        Ok(())
+    }
+
+    /// The logits after tokens `(batch, len)` (integers) at positions `start..start + len`,
+    /// whose keys and values are written to the cache (earlier positions must already be there):
+    /// `(batch, vocab)` for the last position, or with `all` `(batch, len, vocab)` for every one.
+    ///
+    /// # Errors
+    /// If the tokens aren't a 2-D integer tensor of the cache's batch, `start + len` exceeds the
+    /// context, or the device fails.
+    pub fn forward(&self, tokens: &Tensor, start: usize, all: bool) -> Result<Tensor> {
+        let s = tokens.shape();
+        let batch = self.cache.first().map_or(0, |c| c.0.shape()[0]);
+        if s.len() != 2 || s[0] != batch || s[1] == 0 || !tokens.dtype().is_int() {
+            return Err(ModelError::Input {
+                message: format!(
+                    "Decoder::forward: expected integer tokens (batch {batch}, len >= 1), got {} \
+                     {s:?}",
+                    tokens.dtype()
+                ),
+            });
+        }
+        if start + s[1] > self.cache_len {
+            return Err(ModelError::Input {
+                message: format!(
+                    "Decoder::forward: positions {start}..{} exceed the context of {} tokens",
+                    start + s[1],
+                    self.cache_len
+                ),
+            });
+        }
+        let out = self.run(tokens, &Span::Concrete { start }, all);
+        out.try_realize()?;
+        Ok(out)
+    }
+
+    /// The forward pass (no checks: `forward` and the decode step check their inputs).
+    pub(super) fn run(&self, tokens: &Tensor, span: &Span, all: bool) -> Tensor {
+        let c = &self.config;
+        let ts = tokens.shape();
+        let (b, len) = (ts[0], ts[1]);
+        let mut x = as_f32(&self.embed.forward(tokens));
+        if let Some(p) = &self.positions {
+            x = x + self.rows(&p.weight, span, len);
+        }
+        let rope = self
+            .rope
+            .as_ref()
+            .map(|(cos, sin)| (self.rows(cos, span, len), self.rows(sin, span, len)));
+        let (heads, kv, hd) = (
+            c.num_heads as isize,
+            c.num_kv_heads as isize,
+            c.head_dim as isize,
+        );
+        let (bi, li) = (b as isize, len as isize);
+        for (block, (ck, cv)) in self.blocks.iter().zip(&self.cache) {
+            let h = block.attn_norm.forward(&x);
+            let split = |t: Tensor, n: isize| t.reshape(&[bi, li, n, hd]).transpose(1, 2);
+            let mut q = split(linear_f32(&block.q, &h), heads);
+            let mut k = split(linear_f32(&block.k, &h), kv);
+            let v = split(linear_f32(&block.v, &h), kv);
+            if let Some((cos, sin)) = &rope {
+                q = apply_rope(&q, cos, sin);
+                k = apply_rope(&k, cos, sin);
+            }
+            let (keys, values) = self.write_cache(ck, cv, &k, &v, span);
+            let attn = attention(&q, &keys, &values, span, kv, len);
+            let attn = attn.transpose(1, 2).reshape(&[bi, li, heads * hd]);
+            x = x + linear_f32(&block.o, &attn);
+            x = &x + block.mlp.forward(&block.mlp_norm.forward(&x));
+        }
+        let x = if all {
+            x
+        } else {
+            x.shrink(&[(0, b), (len - 1, len), (0, c.hidden_size)])
+                .reshape(&[bi, c.hidden_size as isize])
+        };
+        let x = self.norm.forward(&x);
+        x.matmul(&as_f32(&self.lm_head).t())
+    }
+
+    /// Rows `span` of a per-position table `(cache_len, width)`: `(len, width)`.
+    fn rows(&self, table: &Tensor, span: &Span, len: usize) -> Tensor {
+        let width = table.shape()[1];
+        match span {
+            Span::Concrete { start } => as_f32(table).shrink(&[(*start, start + len), (0, width)]),
+            // a one-hot selection of the row the position tensor names (the scheduler turns it
+            // into a load of that row)
+            Span::Symbolic { pos, .. } => {
+                let rows = table.shape()[0];
+                Embedding {
+                    weight: as_f32(table).shrink(&[(0, rows), (0, width)]),
+                }
+                .forward(pos)
+            }
+        }
+    }
+
+    /// Writes keys and values `(batch, kv_heads, len, head_dim)` at the span's positions and
+    /// returns the cache's filled part `0..end`.
+    fn write_cache(
+        &self,
+        ck: &Tensor,
+        cv: &Tensor,
+        k: &Tensor,
+        v: &Tensor,
+        span: &Span,
+    ) -> (Tensor, Tensor) {
+        let cs = ck.shape();
+        let (n, len) = (self.cache_len, k.shape()[2]);
+        let at = Tensor::arange_on(0.0, n as f64, 1.0, DType::INT32, &self.device)
+            .reshape(&[1, 1, n as isize, 1]);
+        let (hit, end): (Tensor, SInt) = match span {
+            Span::Concrete { start } => {
+                let hit = at
+                    .ge(*start as i32)
+                    .logical_and(&at.lt((start + len) as i32));
+                (hit, (start + len).into())
+            }
+            Span::Symbolic { pos, end } => (at.eq(&pos.reshape(&[1, 1, 1, 1])), end.clone()),
+        };
+        let place = |new: &Tensor| match span {
+            Span::Concrete { start } => {
+                new.pad(&[(0, 0), (0, 0), (*start, n - start - len), (0, 0)], 0.0)
+            }
+            Span::Symbolic { .. } => new.clone(),
+        };
+        ck.assign(&hit.where_(&place(k), ck));
+        cv.assign(&hit.where_(&place(v), cv));
+        Tensor::try_realize_all(&[ck, cv]).expect("the KV cache update runs");
+        let view = |c: &Tensor| {
+            c.shrink_sym(&[
+                (0.into(), cs[0].into()),
+                (0.into(), cs[1].into()),
+                (0.into(), end.clone()),
+                (0.into(), cs[3].into()),
+            ])
+        };
+        (view(ck), view(cv))
+    }
+}
+
+/// Attention of queries `(batch, heads, len, hd)` over keys and values `(batch, kv_heads, end,
+/// hd)`, query `l` seeing keys up to its own position; the query heads are grouped over the
+/// key/value heads (grouped-query attention) without copying the keys.
+fn attention(
+    q: &Tensor,
+    keys: &Tensor,
+    values: &Tensor,
+    span: &Span,
+    kv: isize,
+    len: usize,
+) -> Tensor {
+    let qs = q.shape();
+    let (b, heads, hd) = (qs[0] as isize, qs[1] as isize, qs[3] as isize);
+    let group = heads / kv;
+    let q5 = q.reshape(&[b, kv, group, len as isize, hd]);
+    let k5 = keys.unsqueeze(2);
+    let v5 = values.unsqueeze(2);
+    let scores = q5.matmul(&k5.transpose(-1, -2)) * (1.0 / (hd as f64).sqrt());
+    let scores = match span {
+        Span::Concrete { start } if len > 1 => {
+            let end = start + len;
+            let dev = q.device();
+            let rows = Tensor::arange_on(*start as f64, end as f64, 1.0, DType::INT32, dev)
+                .reshape(&[len as isize, 1]);
+            let cols = Tensor::arange_on(0.0, end as f64, 1.0, DType::INT32, dev)
+                .reshape(&[1, end as isize]);
+            cols.le(&rows).where_(&scores, f64::NEG_INFINITY)
+        }
+        _ => scores,
+    };
+    scores
+        .softmax(-1)
+        .matmul(&v5)
+        .reshape(&[b, heads, len as isize, hd])
+}
+
+/// `x * cos + rotate_half(x) * sin` (Hugging Face's rotary form: the head's halves rotate as
+/// pairs `(i, i + d/2)`), with `cos`/`sin` `(len, hd)`.
+fn apply_rope(x: &Tensor, cos: &Tensor, sin: &Tensor) -> Tensor {
+    let s = x.shape();
+    let (d, half) = (s[3], s[3] / 2);
+    let bounds = |lo: usize, hi: usize| [(0, s[0]), (0, s[1]), (0, s[2]), (lo, hi)];
+    let x1 = x.shrink(&bounds(0, half));
+    let x2 = x.shrink(&bounds(half, d));
+    let rotated = Tensor::cat(&[&x2.neg(), &x1], -1);
+    x * cos + rotated * sin
+}
+
+/// The rotary tables `(len, head_dim)`, cos and sin of `position * inv_freq`, computed as
+/// transformers does in float32: `inv_freq = 1 / theta^(2i / d)`, angles `pos * inv_freq`, the
+/// halves repeated.
+fn rope_tables(len: usize, hd: usize, theta: f64, device: &str) -> (Tensor, Tensor) {
+    let half = hd / 2;
+    let inv: Vec<f32> = (0..half)
+        .map(|i| (1.0 / theta.powf((2 * i) as f64 / hd as f64)) as f32)
+        .collect();
+    let mut cos = Vec::with_capacity(len * hd);
+    let mut sin = Vec::with_capacity(len * hd);
+    for p in 0..len {
+        for j in 0..hd {
+            let angle = (p as f32) * inv[j % half];
+            cos.push((angle as f64).cos() as f32);
+            sin.push((angle as f64).sin() as f32);
+        }
+    }
+    let cos = Tensor::from_slice_on(&cos, &[len, hd], device);
+    let sin = Tensor::from_slice_on(&sin, &[len, hd], device);
+    cos.realize();
+    sin.realize();
+    (cos, sin)
+}

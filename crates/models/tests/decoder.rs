@@ -1,0 +1,162 @@
+//! GPT-2 and LLaMA decoders against `transformers` (`data/decoders_ref.json`, written by
+//! `data/gen_decoders.py` from tiny seeded models): logits of every prompt position within 1e-4,
+//! the KV-cache path (prefill, then one token at a time over a symbolic length), and greedy
+//! generation token for token. The same LLaMA loads from a sharded safetensors directory, a bf16
+//! one, and GGUF files (f32, Q8_0, Q4_0; the quantized references ran transformers on `gguf`'s
+//! own dequantization).
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use serde_json::Value;
+use tinygrad_models::{Decoder, SamplingOptions};
+use tinygrad_tensor::{Tensor, default_device};
+
+fn data(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
+}
+
+fn reference() -> &'static Value {
+    static REF: OnceLock<Value> = OnceLock::new();
+    REF.get_or_init(|| {
+        serde_json::from_str(&std::fs::read_to_string(data("decoders_ref.json")).unwrap()).unwrap()
+    })
+}
+
+fn floats(v: &Value) -> Vec<f32> {
+    match v {
+        Value::Array(a) => a.iter().flat_map(floats).collect(),
+        x => vec![x.as_f64().unwrap() as f32],
+    }
+}
+
+fn ids(v: &Value) -> Vec<u32> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap() as u32)
+        .collect()
+}
+
+fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max)
+}
+
+/// Runs every check of `refname`'s reference on the model at `path`.
+fn check_model(path: &str, refname: &str) {
+    let r = &reference()["models"][refname];
+    let mut m = Decoder::load(&data(path), &default_device()).unwrap();
+    let prompt = ids(&r["prompt"]);
+    let toks: Vec<i32> = prompt.iter().map(|&t| t as i32).collect();
+    let input = Tensor::from_slice(&toks, &[1, toks.len()]);
+
+    let all = m.forward(&input, 0, true).unwrap();
+    assert_eq!(all.shape(), vec![1, prompt.len(), m.config.vocab_size]);
+    let d_all = max_abs_diff(&all.to_vec::<f32>(), &floats(&r["logits_all"]));
+    m.reset_cache(1).unwrap();
+    let last = m.forward(&input, 0, false).unwrap();
+    let d_last = max_abs_diff(&last.to_vec::<f32>(), &floats(&r["logits_last"]));
+
+    // the cache path: 4 tokens prefilled, then one at a time (symbolic length)
+    let kv = &r["kv_cache"];
+    m.reset_cache(1).unwrap();
+    let pre: Vec<i32> = ids(&kv["prefill_tokens"])
+        .iter()
+        .map(|&t| t as i32)
+        .collect();
+    let pre_logits = m
+        .forward(&Tensor::from_slice(&pre, &[1, pre.len()]), 0, false)
+        .unwrap();
+    let d_pre = max_abs_diff(
+        &pre_logits.to_vec::<f32>(),
+        &floats(&kv["prefill_last_logits"]),
+    );
+    let mut steps = Vec::new();
+    for (tok, pos) in ids(&kv["decode_tokens"])
+        .into_iter()
+        .zip(ids(&kv["decode_positions"]))
+    {
+        steps.extend(m.decode_step(tok, pos as usize).unwrap().to_vec::<f32>());
+    }
+    let d_dec = max_abs_diff(&steps, &floats(&kv["decode_logits"]));
+    // and the same positions with concrete spans
+    m.reset_cache(1).unwrap();
+    m.forward(&Tensor::from_slice(&pre, &[1, pre.len()]), 0, false)
+        .unwrap();
+    let mut concrete = Vec::new();
+    for (tok, pos) in ids(&kv["decode_tokens"])
+        .into_iter()
+        .zip(ids(&kv["decode_positions"]))
+    {
+        let t = Tensor::from_slice(&[tok as i32], &[1, 1]);
+        concrete.extend(m.forward(&t, pos as usize, false).unwrap().to_vec::<f32>());
+    }
+    let d_con = max_abs_diff(&concrete, &floats(&kv["decode_logits"]));
+
+    println!(
+        "{refname} ({path}) on {}: max abs diff all {d_all:e}, last {d_last:e}, prefill {d_pre:e}, \
+         decode (symbolic) {d_dec:e}, decode (concrete) {d_con:e}",
+        default_device()
+    );
+    for (what, d) in [
+        ("all", d_all),
+        ("last", d_last),
+        ("prefill", d_pre),
+        ("decode", d_dec),
+        ("concrete decode", d_con),
+    ] {
+        assert!(d <= 1e-4, "{refname}: {what} logits differ by {d:e} > 1e-4");
+    }
+
+    let g = &r["greedy"];
+    let n = g["max_new_tokens"].as_u64().unwrap() as usize;
+    let mut streamed = Vec::new();
+    let generated = m
+        .generate(&prompt, n, &SamplingOptions::default(), None, &mut |t| {
+            streamed.push(t);
+            true
+        })
+        .unwrap();
+    assert_eq!(
+        generated.tokens,
+        ids(&g["new_tokens"]),
+        "{refname}: greedy tokens"
+    );
+    assert_eq!(streamed, generated.tokens);
+}
+
+#[test]
+fn gpt2_matches_transformers() {
+    check_model("gpt2_tiny", "gpt2_tiny");
+}
+
+#[test]
+fn llama_from_sharded_safetensors_matches_transformers() {
+    check_model("llama_tiny", "llama_tiny");
+}
+
+#[test]
+fn llama_bf16_matches_transformers() {
+    check_model("llama_tiny_bf16", "llama_tiny_bf16");
+}
+
+#[test]
+fn llama_from_gguf_f32_matches_transformers() {
+    check_model("llama_tiny_f32.gguf", "llama_tiny");
+}
+
+#[test]
+fn llama_from_gguf_q8_0_matches_transformers_on_the_dequantized_weights() {
+    check_model("llama_tiny_q8_0.gguf", "llama_tiny_q8_0");
+}
+
+#[test]
+fn llama_from_gguf_q4_0_matches_transformers_on_the_dequantized_weights() {
+    check_model("llama_tiny_q4_0.gguf", "llama_tiny_q4_0");
+}
