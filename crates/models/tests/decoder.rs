@@ -160,3 +160,97 @@ fn llama_from_gguf_q8_0_matches_transformers_on_the_dequantized_weights() {
 fn llama_from_gguf_q4_0_matches_transformers_on_the_dequantized_weights() {
     check_model("llama_tiny_q4_0.gguf", "llama_tiny_q4_0");
 }
+
+#[test]
+fn sampling_is_seeded_and_follows_temperature_top_k_and_top_p() {
+    use tinygrad_models::Sampler;
+    let logits = [1.0f32, 3.0, 2.0, 3.0, -1.0];
+    // greedy: the first of the maxima
+    let mut s = Sampler::new(SamplingOptions::default()).unwrap();
+    assert_eq!(s.sample(&logits), 1);
+    // the distribution is softmax(logits / T), most likely first, ties by id
+    let t = SamplingOptions {
+        temperature: 2.0,
+        ..SamplingOptions::default()
+    };
+    let d = Sampler::new(t.clone()).unwrap().distribution(&logits);
+    let z: f64 = logits.iter().map(|&l| (l as f64 / 2.0).exp()).sum();
+    let order: Vec<u32> = d.iter().map(|p| p.0).collect();
+    assert_eq!(order, [1, 3, 2, 0, 4]);
+    for (tok, p) in &d {
+        assert!((p - (logits[*tok as usize] as f64 / 2.0).exp() / z).abs() < 1e-12);
+    }
+    // top-k and top-p cut and renormalize
+    let k2 = Sampler::new(SamplingOptions {
+        top_k: 2,
+        ..t.clone()
+    })
+    .unwrap()
+    .distribution(&logits);
+    assert_eq!(k2, vec![(1, 0.5), (3, 0.5)]);
+    let p = Sampler::new(SamplingOptions {
+        top_p: 0.6,
+        ..t.clone()
+    })
+    .unwrap()
+    .distribution(&logits);
+    assert_eq!(p.iter().map(|x| x.0).collect::<Vec<_>>(), [1, 3]); // 0.35 + 0.35 >= 0.6
+    // the same seed draws the same tokens; the frequencies follow the distribution
+    let draw = |seed| {
+        let mut s = Sampler::new(SamplingOptions { seed, ..t.clone() }).unwrap();
+        (0..4000).map(|_| s.sample(&logits)).collect::<Vec<u32>>()
+    };
+    assert_eq!(draw(7), draw(7));
+    assert_ne!(draw(7), draw(8));
+    let counts = draw(7).iter().fold([0usize; 5], |mut c, &t| {
+        c[t as usize] += 1;
+        c
+    });
+    for (tok, p) in &d {
+        let f = counts[*tok as usize] as f64 / 4000.0;
+        // 5 standard deviations of a binomial frequency
+        assert!(
+            (f - p).abs() < 5.0 * (p * (1.0 - p) / 4000.0).sqrt() + 1e-9,
+            "token {tok}: {f} vs {p}"
+        );
+    }
+}
+
+#[test]
+fn sampled_generation_is_reproducible_and_top_k_1_is_greedy() {
+    let mut m = Decoder::load(&data("llama_tiny"), &default_device()).unwrap();
+    let r = &reference()["models"]["llama_tiny"];
+    let prompt = ids(&r["prompt"]);
+    let opts = SamplingOptions {
+        temperature: 0.8,
+        top_k: 20,
+        top_p: 0.9,
+        seed: 42,
+    };
+    let a = m.generate(&prompt, 10, &opts, None, &mut |_| true).unwrap();
+    let b = m.generate(&prompt, 10, &opts, None, &mut |_| true).unwrap();
+    assert_eq!(a.tokens, b.tokens);
+    assert_eq!(a.tokens.len(), 10);
+    let one = SamplingOptions {
+        temperature: 0.8,
+        top_k: 1,
+        top_p: 1.0,
+        seed: 3,
+    };
+    let g = m.generate(&prompt, 12, &one, None, &mut |_| true).unwrap();
+    assert_eq!(g.tokens, ids(&r["greedy"]["new_tokens"]));
+    // eos and the callback stop early
+    let first = g.tokens[0];
+    let e = m
+        .generate(&prompt, 12, &one, Some(first), &mut |_| true)
+        .unwrap();
+    assert_eq!(e.tokens, vec![first]);
+    let mut n = 0;
+    let s = m
+        .generate(&prompt, 12, &one, None, &mut |_| {
+            n += 1;
+            n < 3
+        })
+        .unwrap();
+    assert_eq!(s.tokens.len(), 3);
+}
