@@ -40,10 +40,12 @@
 //! assert!(loss.item::<f32>().is_finite());
 //! ```
 
+pub mod gguf;
 pub mod init;
 pub mod layers;
 pub mod optim;
 pub mod state;
+pub mod torch;
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;
