@@ -43,6 +43,13 @@
 //! - `decode_loop`: a 512-step decode loop over a growing KV cache, the cache length a
 //!   `Variable` and the step through a `Jit` (see `decode`): kernels compiled after step 2 and
 //!   ms per step early and late, vs the loop with concrete shapes in the same run.
+//! - `minilm1` `[q]`, `minilm32`: the pretrained all-MiniLM-L6-v2 through
+//!   `tinygrad-models` (`SentenceEncoder`; skipped, saying why, unless `scripts/fetch_minilm.sh`
+//!   fetched it), one sentence and 32, vs PyTorch on the checkpoint's weights; see `pretrained`.
+//! - `llama_ttft`, `llama_prefill`, `llama_decode`: a ~124M-parameter LLaMA-shaped `Decoder`
+//!   (random weights): time to the first token in a cold process (compiles included) vs warm,
+//!   a 128-token prefill, and greedy decode per token (Jit + Variable KV length), the last two
+//!   vs PyTorch eager on the same weights.
 //! - `webgpu_add` `[q]`, `webgpu_matmul`, `webgpu_chain` `[q]`, `webgpu_chain256`,
 //!   `webgpu_mnist`: the `WEBGPU` device, see `device` — `a+b` and a matmul with their inputs on
 //!   the device, vs the `CPU` device; chains of 20 kernels and a beautiful_mnist training step, vs
@@ -77,6 +84,7 @@
 mod decode;
 mod device;
 mod models;
+mod pretrained;
 
 pub use device::child as device_child;
 
@@ -1279,6 +1287,31 @@ fn benches() -> Vec<(&'static str, bool, BenchFn)> {
             "decode_loop",
             false,
             Box::new(|o| Some(decode::bench_decode_loop(o))),
+        ),
+        (
+            "minilm1",
+            true,
+            Box::new(|o| pretrained::bench_minilm(1, o)),
+        ),
+        (
+            "minilm32",
+            false,
+            Box::new(|o| pretrained::bench_minilm(32, o)),
+        ),
+        (
+            "llama_ttft",
+            false,
+            Box::new(|o| Some(pretrained::bench_llama_first_token(o))),
+        ),
+        (
+            "llama_prefill",
+            false,
+            Box::new(|o| Some(pretrained::bench_llama_prefill(o))),
+        ),
+        (
+            "llama_decode",
+            false,
+            Box::new(|o| Some(pretrained::bench_llama_decode(o))),
         ),
         (
             "webgpu_add",
