@@ -50,9 +50,11 @@ impl Mlp {
     fn forward(&self, x: &Tensor) -> Tensor {
         match self {
             Mlp::Gelu { fc, proj } => linear_f32(proj, &linear_f32(fc, x).gelu()),
-            Mlp::SwiGlu { gate, up, down } => {
-                linear_f32(down, &(linear_f32(gate, x).silu() * linear_f32(up, x)))
-            }
+            // gate and up are their own (GEMM) kernels, not one kernel of two reductions
+            Mlp::SwiGlu { gate, up, down } => linear_f32(
+                down,
+                &(linear_f32(gate, x).contiguous().silu() * linear_f32(up, x).contiguous()),
+            ),
         }
     }
 }
@@ -453,7 +455,10 @@ impl Decoder {
         let (bi, li) = (b as isize, len as isize);
         for (block, (ck, cv)) in self.blocks.iter().zip(&self.cache) {
             let h = block.attn_norm.forward(&x);
-            let split = |t: Tensor, n: isize| t.reshape(&[bi, li, n, hd]).transpose(1, 2);
+            // each projection is its own (GEMM) kernel: fused into the rotary or attention
+            // kernels that read it twice, it would be recomputed there, outside the GEMM path
+            let split =
+                |t: Tensor, n: isize| t.contiguous().reshape(&[bi, li, n, hd]).transpose(1, 2);
             let mut q = split(linear_f32(&block.q, &h), heads);
             let mut k = split(linear_f32(&block.k, &h), kv);
             let v = split(linear_f32(&block.v, &h), kv);
