@@ -88,7 +88,7 @@ impl BertConfig {
             type_vocab_size: c.opt_usize("type_vocab_size", MAX_DIM)?.unwrap_or(2),
             layer_norm_eps: c.f64_or("layer_norm_eps", 1e-12)?,
         };
-        if cfg.hidden_size % cfg.num_attention_heads != 0 {
+        if !cfg.hidden_size.is_multiple_of(cfg.num_attention_heads) {
             return Err(c.error(
                 "num_attention_heads",
                 format!(

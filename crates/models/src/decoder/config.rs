@@ -267,7 +267,7 @@ impl DecoderConfig {
 
     /// Checks the relations between fields.
     fn check(self, err: impl Fn(&str, String) -> ModelError) -> Result<DecoderConfig> {
-        if self.hidden_size % self.num_heads != 0 && self.arch == Arch::Gpt2 {
+        if !self.hidden_size.is_multiple_of(self.num_heads) && self.arch == Arch::Gpt2 {
             return Err(err(
                 "n_head",
                 format!(
@@ -276,7 +276,7 @@ impl DecoderConfig {
                 ),
             ));
         }
-        if self.num_heads % self.num_kv_heads != 0 {
+        if !self.num_heads.is_multiple_of(self.num_kv_heads) {
             return Err(err(
                 "num_key_value_heads",
                 format!(
@@ -285,7 +285,7 @@ impl DecoderConfig {
                 ),
             ));
         }
-        if self.head_dim == 0 || (self.arch == Arch::Llama && self.head_dim % 2 != 0) {
+        if self.head_dim == 0 || (self.arch == Arch::Llama && !self.head_dim.is_multiple_of(2)) {
             return Err(err(
                 "head_dim",
                 format!(

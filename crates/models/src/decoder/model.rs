@@ -156,10 +156,10 @@ fn gguf_to_hf(name: &str) -> Option<(String, Option<usize>)> {
             let Some(rest) = name.strip_prefix(pre).and_then(|r| r.strip_suffix(post)) else {
                 continue;
             };
-            if let Ok(i) = rest.parse::<usize>() {
-                if rest == i.to_string() {
-                    return Some((h.replace("{i}", rest), Some(i)));
-                }
+            if let Ok(i) = rest.parse::<usize>()
+                && rest == i.to_string()
+            {
+                return Some((h.replace("{i}", rest), Some(i)));
             }
         } else if name == *g {
             return Some((h.to_string(), None));
@@ -441,7 +441,7 @@ impl Decoder {
         let (b, len) = (ts[0], ts[1]);
         let mut x = as_f32(&self.embed.forward(tokens));
         if let Some(p) = &self.positions {
-            x = x + self.rows(&p.weight, span, len);
+            x += self.rows(&p.weight, span, len);
         }
         let rope = self
             .rope
@@ -469,7 +469,7 @@ impl Decoder {
             let (keys, values) = self.write_cache(ck, cv, &k, &v, span);
             let attn = attention(&q, &keys, &values, span, kv, len);
             let attn = attn.transpose(1, 2).reshape(&[bi, li, heads * hd]);
-            x = x + linear_f32(&block.o, &attn);
+            x += linear_f32(&block.o, &attn);
             x = &x + block.mlp.forward(&block.mlp_norm.forward(&x));
         }
         let x = if all {
