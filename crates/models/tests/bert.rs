@@ -8,6 +8,9 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
+mod common;
+
+use common::{floats, max_abs_diff};
 use serde_json::Value;
 use tinygrad_models::SentenceEncoder;
 use tinygrad_tensor::default_device;
@@ -57,22 +60,6 @@ fn sentences() -> Vec<&'static str> {
         .iter()
         .map(|s| s.as_str().unwrap())
         .collect()
-}
-
-fn floats(v: &Value) -> Vec<f32> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_f64().unwrap() as f32)
-        .collect()
-}
-
-fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
-    assert_eq!(a.len(), b.len());
-    a.iter()
-        .zip(b)
-        .map(|(x, y)| (x - y).abs())
-        .fold(0.0, f32::max)
 }
 
 #[test]

@@ -8,6 +8,9 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
+mod common;
+
+use common::{floats, max_abs_diff};
 use serde_json::Value;
 use tinygrad_models::{Decoder, SamplingOptions};
 use tinygrad_tensor::{Tensor, default_device};
@@ -25,27 +28,12 @@ fn reference() -> &'static Value {
     })
 }
 
-fn floats(v: &Value) -> Vec<f32> {
-    match v {
-        Value::Array(a) => a.iter().flat_map(floats).collect(),
-        x => vec![x.as_f64().unwrap() as f32],
-    }
-}
-
 fn ids(v: &Value) -> Vec<u32> {
     v.as_array()
         .unwrap()
         .iter()
         .map(|x| x.as_u64().unwrap() as u32)
         .collect()
-}
-
-fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
-    assert_eq!(a.len(), b.len());
-    a.iter()
-        .zip(b)
-        .map(|(x, y)| (x - y).abs())
-        .fold(0.0, f32::max)
 }
 
 /// Runs every check of `refname`'s reference on the model at `path`.

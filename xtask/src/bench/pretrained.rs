@@ -20,21 +20,22 @@ fn minilm_dir() -> Option<PathBuf> {
     dir.join("model.safetensors").is_file().then_some(dir)
 }
 
+/// Shapes as a Python list's items: `(384,), (1536, 384,)`.
+fn py_shapes(shapes: &[Vec<usize>]) -> String {
+    let tuples: Vec<String> = shapes
+        .iter()
+        .map(|s| {
+            let dims: Vec<String> = s.iter().map(ToString::to_string).collect();
+            format!("({},)", dims.join(", "))
+        })
+        .collect();
+    tuples.join(", ")
+}
+
 /// PyTorch's all-MiniLM-L6-v2 forward: the checkpoint's tensors as inputs 1.. in the order of
 /// [`minilm_names`], token ids as input 0 (no padding), mean pooling, L2 normalization.
 fn torch_minilm(b: usize, t: usize, shapes: &[Vec<usize>]) -> String {
-    let shapes: Vec<String> = shapes
-        .iter()
-        .map(|s| {
-            format!(
-                "({},)",
-                s.iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        })
-        .collect();
+    let shapes = py_shapes(shapes);
     format!(
         "\
 import torch.nn.functional as F
@@ -60,7 +61,7 @@ def op():
         x = layer(x, w)
     return F.normalize(x.mean(1), dim=-1)
 ",
-        shapes = shapes.join(", ")
+        shapes = shapes
     )
 }
 
@@ -255,18 +256,7 @@ fn s_head(h: usize) -> f32 {
 /// `op()` prefills `prompt` (input 0) and, with `decode > 0`, greedily decodes that many tokens
 /// over a KV cache (`torch.cat`), returning the new tokens; else the last position's logits.
 fn torch_llama(c: &DecoderConfig, prompt: usize, decode: usize, shapes: &[Vec<usize>]) -> String {
-    let shapes: Vec<String> = shapes
-        .iter()
-        .map(|s| {
-            format!(
-                "({},)",
-                s.iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        })
-        .collect();
+    let shapes = py_shapes(shapes);
     let (h, hd, nh, nkv) = (c.hidden_size, c.head_dim, c.num_heads, c.num_kv_heads);
     format!(
         "\
@@ -314,7 +304,7 @@ def op():
         toks.append(int(logits.argmax(-1)))
     return torch.tensor(toks).float()
 ",
-        shapes = shapes.join(", "),
+        shapes = shapes,
         layers = c.num_layers,
         theta = c.rope_theta,
         eps = c.norm_eps,
