@@ -454,6 +454,10 @@ impl Decoder {
         );
         let (bi, li) = (b as isize, len as isize);
         for (block, (ck, cv)) in self.blocks.iter().zip(&self.cache) {
+            // the block's input is realized first: everything built from it below would
+            // otherwise recompute it from the embeddings, through every earlier block, at each
+            // realization (the cache's, and the next block's)
+            x.realize();
             let h = block.attn_norm.forward(&x);
             // each projection is its own (GEMM) kernel: fused into the rotary or attention
             // kernels that read it twice, it would be recomputed there, outside the GEMM path
@@ -466,7 +470,7 @@ impl Decoder {
                 q = apply_rope(&q, cos, sin);
                 k = apply_rope(&k, cos, sin);
             }
-            let (keys, values) = self.write_cache(ck, cv, &k, &v, span);
+            let (keys, values) = self.write_cache(ck, cv, &k, &v, &q, span);
             let attn = attention(&q, &keys, &values, span, kv, len);
             let attn = attn.transpose(1, 2).reshape(&[bi, li, heads * hd]);
             x += linear_f32(&block.o, &attn);
@@ -500,13 +504,16 @@ impl Decoder {
     }
 
     /// Writes keys and values `(batch, kv_heads, len, head_dim)` at the span's positions and
-    /// returns the cache's filled part `0..end`.
+    /// returns the cache's filled part `0..end`. The queries `q` are realized with the cache,
+    /// from the same normalized input (a tensor built from a lazy one keeps computing it: left
+    /// for later, they would compute the norm again).
     fn write_cache(
         &self,
         ck: &Tensor,
         cv: &Tensor,
         k: &Tensor,
         v: &Tensor,
+        q: &Tensor,
         span: &Span,
     ) -> (Tensor, Tensor) {
         let cs = ck.shape();
@@ -530,7 +537,7 @@ impl Decoder {
         };
         ck.assign(&hit.where_(&place(k), ck));
         cv.assign(&hit.where_(&place(v), cv));
-        Tensor::try_realize_all(&[ck, cv]).expect("the KV cache update runs");
+        Tensor::try_realize_all(&[ck, cv, q]).expect("the KV cache update runs");
         let view = |c: &Tensor| {
             c.shrink_sym(&[
                 (0.into(), cs[0].into()),
