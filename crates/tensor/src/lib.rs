@@ -70,6 +70,7 @@ pub use elementwise::{IntoOperand, Operand, broadcast_shape};
 pub use half::{bf16, f16};
 pub use indexing::{Idx, IndexError, SplitSizes};
 pub use jit::{Jit, JitError, OnMismatch};
+pub use movement::ShapeDim;
 pub use nn_ops::{Dims, InterpolateMode, Padding, Reduction};
 pub use reduce::Axis;
 pub use scatter::PadMode;

@@ -209,9 +209,26 @@ impl Tensor {
     /// assert_eq!(t.reshape(&[3, 2]).to_vec::<i32>(), vec![0, 1, 2, 3, 4, 5]);
     /// ```
     ///
+    /// The sizes may be any integer type, so a shape read with [`Tensor::shape`] (`usize`) goes
+    /// back in as it is:
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let a = Tensor::arange(0, 6, 1).reshape(&[2, 3]);
+    /// let b = Tensor::arange(0, 6, 1).reshape(&a.shape()); // &Vec<usize>
+    /// assert_eq!(b.shape(), vec![2, 3]);
+    /// let rows = a.shape()[0];
+    /// assert_eq!(a.reshape(&[rows as i64, -1]).shape(), vec![2, 3]);
+    /// ```
+    ///
     /// # Panics
     /// If the sizes differ, more than one `-1` is given, or a size is negative.
-    pub fn reshape(&self, shape: &[isize]) -> Tensor {
+    pub fn reshape<D: ShapeDim>(&self, shape: &[D]) -> Tensor {
+        let shape: Vec<isize> = shape.iter().map(|&d| d.to_isize("reshape")).collect();
+        self.reshape_isize(&shape)
+    }
+
+    fn reshape_isize(&self, shape: &[isize]) -> Tensor {
         let old = self.shape();
         let numel: usize = old.iter().product();
         let infer = shape.iter().filter(|&&d| d == -1).count();
@@ -296,9 +313,16 @@ impl Tensor {
     /// assert_eq!(t.to_vec::<i32>(), [1, 2, 3].repeat(4));
     /// ```
     ///
+    /// Like [`Tensor::reshape`], it takes sizes of any integer type (`&t.shape()` too).
+    ///
     /// # Panics
     /// If a non-1 axis would change size.
-    pub fn expand(&self, shape: &[isize]) -> Tensor {
+    pub fn expand<D: ShapeDim>(&self, shape: &[D]) -> Tensor {
+        let shape: Vec<isize> = shape.iter().map(|&d| d.to_isize("expand")).collect();
+        self.expand_isize(&shape)
+    }
+
+    fn expand_isize(&self, shape: &[isize]) -> Tensor {
         let old = self.shape();
         assert!(
             shape.len() >= old.len(),
@@ -1018,3 +1042,26 @@ impl Tensor {
             .reshape(&out)
     }
 }
+
+/// An integer usable as a size in [`Tensor::reshape`] and [`Tensor::expand`]: the signed types
+/// (where `-1` means "inferred" / "kept") and the unsigned ones [`Tensor::shape`] returns.
+pub trait ShapeDim: Copy + std::fmt::Debug {
+    /// The size as an `isize`.
+    ///
+    /// # Panics
+    /// If it does not fit (an unsigned size above `isize::MAX`), naming `op`.
+    fn to_isize(self, op: &str) -> isize;
+}
+
+macro_rules! impl_shape_dim {
+    ($($t:ty),*) => {$(
+        impl ShapeDim for $t {
+            fn to_isize(self, op: &str) -> isize {
+                isize::try_from(self).unwrap_or_else(|_| {
+                    panic!("{op}: size {self} does not fit in isize")
+                })
+            }
+        }
+    )*};
+}
+impl_shape_dim!(isize, i64, i32, i16, i8, usize, u64, u32, u16, u8);
