@@ -7,6 +7,8 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
+mod common;
+
 use tinygrad_models::{SentenceEncoder, cosine_similarity};
 use tinygrad_tensor::default_device;
 
@@ -21,9 +23,11 @@ fn main() {
         std::process::exit(2);
     }
     let device = default_device();
-    eprintln!("loading {dir} onto {device} ...");
     let t0 = Instant::now();
-    let enc = match SentenceEncoder::load(&PathBuf::from(&dir), &device) {
+    let loaded = common::with_spinner(&format!("loading {dir} onto {device}"), || {
+        SentenceEncoder::load(&PathBuf::from(&dir), &device)
+    });
+    let enc = match loaded {
         Ok(e) => e,
         Err(e) => {
             eprintln!("error: {e}");

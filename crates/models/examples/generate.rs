@@ -9,6 +9,8 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
+mod common;
+
 use tinygrad_models::{Decoder, SamplingOptions, Tokenizer};
 use tinygrad_tensor::default_device;
 
@@ -70,9 +72,12 @@ fn main() {
     };
     let prompt_text = positional.get(1).cloned().unwrap_or_default();
     let device = default_device();
-    eprintln!("loading {} onto {device} ...", model.display());
     let t0 = Instant::now();
-    let mut m = Decoder::load(&model, &device).unwrap_or_else(|e| fail(e));
+    let mut m = common::with_spinner(
+        &format!("loading {} onto {device}", model.display()),
+        || Decoder::load(&model, &device),
+    )
+    .unwrap_or_else(|e| fail(e));
     let c = &m.config;
     eprintln!(
         "loaded in {:.2} s: {:?}, {} layers, hidden {}, {} heads ({} kv), vocab {}, context {}",
