@@ -15,7 +15,7 @@ use tinygrad_tensor::nn::{Embedding, LayerNorm, Linear, Module};
 use tinygrad_tensor::{DType, Tensor, impl_parameters};
 
 use crate::config::JsonConfig;
-use crate::error::{ModelError, Result};
+use crate::error::{ModelError, Result, check_token_ids};
 use crate::tokenizer::Tokenizer;
 use crate::weights::{Weights, as_f32, linear_f32};
 
@@ -284,12 +284,17 @@ impl Bert {
 
     /// The last layer's hidden states `(batch, len, hidden)` for token ids `(batch, len)`
     /// (integers) and an attention mask of the same shape (1 for tokens, 0 for padding; any
-    /// numeric or bool dtype). Token types are all 0 (single-segment input).
+    /// numeric or bool dtype), moved to the model's device if they are elsewhere. Token types are
+    /// all 0 (single-segment input).
     ///
     /// # Errors
     /// If the shapes differ or aren't 2-D, the input is longer than `max_position_embeddings`,
-    /// or the ids aren't integers.
+    /// the ids aren't integers or one is outside the vocabulary, or the device fails.
     pub fn forward(&self, input_ids: &Tensor, attention_mask: &Tensor) -> Result<Tensor> {
+        // inputs made on another device are moved to the model's
+        let device = self.embeddings.word_embeddings.weight.device();
+        let (input_ids, attention_mask) =
+            (&input_ids.try_to(device)?, &attention_mask.try_to(device)?);
         let cfg = &self.config;
         let s = input_ids.shape();
         if s.len() != 2 || attention_mask.shape() != s || !input_ids.dtype().is_int() {
@@ -311,6 +316,7 @@ impl Bert {
                 ),
             });
         }
+        check_token_ids(input_ids, cfg.vocab_size, "Bert::forward")?;
         let h = cfg.hidden_size;
         let emb = &self.embeddings;
         let pos = as_f32(&emb.position_embeddings.weight).shrink(&[(0, len), (0, h)]);

@@ -93,5 +93,37 @@ impl From<DeviceError> for ModelError {
     }
 }
 
+impl From<tinygrad_tensor::TensorError> for ModelError {
+    fn from(e: tinygrad_tensor::TensorError) -> Self {
+        match e {
+            tinygrad_tensor::TensorError::Device(d) => ModelError::Device(d),
+            other => ModelError::Input {
+                message: other.to_string(),
+            },
+        }
+    }
+}
+
 /// This crate's results.
 pub type Result<T> = std::result::Result<T, ModelError>;
+
+/// Checks that every id in `tokens` (an integer tensor) is in `0..vocab` (an embedding would
+/// give an id outside it a row of zeros: a silent wrong answer). Reads two numbers back.
+pub(crate) fn check_token_ids(
+    tokens: &tinygrad_tensor::Tensor,
+    vocab: usize,
+    op: &str,
+) -> Result<()> {
+    use tinygrad_tensor::DType;
+    let t = tokens.cast(DType::INT64).flatten(0, -1);
+    let lo: Vec<i64> = t.min(None::<isize>).try_to_vec()?;
+    let hi: Vec<i64> = t.max(None::<isize>).try_to_vec()?;
+    match (lo.first(), hi.first()) {
+        (Some(&lo), Some(&hi)) if lo < 0 || hi >= vocab as i64 => Err(ModelError::Input {
+            message: format!(
+                "{op}: token ids span {lo}..={hi}; the vocabulary has {vocab} (ids 0..{vocab})"
+            ),
+        }),
+        _ => Ok(()),
+    }
+}

@@ -181,6 +181,39 @@ fn prompts_beyond_the_context_or_vocabulary_are_errors() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("expected integer tokens"), "{e}");
+    // ids outside the vocabulary would embed as zeros, positions past the cache's end would
+    // attend over empty keys: both are errors, not logits
+    let e = m
+        .forward(&Tensor::from_slice(&[3i32, 96], &[1, 2]), 0, false)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("token ids span 3..=96; the vocabulary has 96"),
+        "{e}"
+    );
+    let e = m
+        .forward(&Tensor::from_slice(&[-1i32], &[1, 1]), 0, false)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("token ids span -1..=-1"), "{e}");
+    m.reset_cache(1).unwrap();
+    let e = m
+        .forward(&Tensor::from_slice(&[1i32], &[1, 1]), 5, false)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("start 5 is past the 0 positions the KV cache holds"),
+        "{e}"
+    );
+    m.forward(&Tensor::from_slice(&[1i32, 2, 3], &[1, 3]), 0, false)
+        .unwrap();
+    let e = m.decode_step(4, 4).unwrap_err().to_string();
+    assert!(e.contains("position 4 is past the 3 positions"), "{e}");
+    m.decode_step(4, 3).unwrap();
+    // rewinding is allowed: position 1 again
+    m.forward(&Tensor::from_slice(&[7i32], &[1, 1]), 1, false)
+        .unwrap();
+    assert!(m.decode_step(4, 3).is_err());
     assert!(m.set_context(65).is_err());
     let bad = SamplingOptions {
         top_p: 0.0,
@@ -206,7 +239,7 @@ fn a_tokenizer_file_that_does_not_parse_is_an_error() {
         .unwrap()
         .to_string();
     assert!(e.contains("/nonexistent/tokenizer.json"), "{e}");
-    // a sentence-transformers directory without its tokenizer
+    // a sentence-transformers directory whose config is not a BERT's
     let d = std::env::temp_dir().join(format!("tg_models_st_{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
     std::fs::write(d.join("config.json"), r#"{"model_type": "gpt2"}"#).unwrap();

@@ -3,9 +3,10 @@
 //! runs under a [`Jit`] over a [`Variable`] length, so after its first two steps it replays the
 //! same kernels without scheduling or compiling.
 
+use std::cell::RefCell;
 use std::time::Instant;
 
-use tinygrad_tensor::{BoundVar, DType, Jit, SInt, Tensor, Variable};
+use tinygrad_tensor::{BoundVar, DType, Jit, JitError, SInt, Tensor, Variable};
 
 use super::model::{Decoder, Span};
 use crate::error::{ModelError, Result};
@@ -222,24 +223,36 @@ impl Decoder {
         }
         let this: &Decoder = self;
         let len = Variable::new("kv_len", 1, this.context());
+        // a device error inside the step is kept here (the step returns no output, which the
+        // Jit refuses) and reported instead of the Jit's error
+        let failed = RefCell::new(None);
         let mut step = Jit::with_vars(|io: &[Tensor], vars: &[BoundVar]| {
             let span = Span::Symbolic {
                 pos: io[1].clone(),
                 end: SInt::from(&vars[0]),
             };
-            vec![this.run(&io[0], &span, false)]
+            match this.run(&io[0], &span, false) {
+                Ok(logits) => vec![logits],
+                Err(e) => {
+                    *failed.borrow_mut() = Some(e);
+                    Vec::new()
+                }
+            }
         });
         for pos in prompt.len()..prompt.len() + max_new_tokens - 1 {
             let tok = Tensor::from_slice_on(&[next as i32], &[1, 1], &this.device);
             let at = Tensor::from_slice_on(&[pos as i32], &[1], &this.device);
-            let logits = step
+            let outs = step
                 .call_vars(&[tok, at], &[len.bind(pos + 1)])
-                .map_err(|e| ModelError::Input {
-                    message: format!("Decoder::generate: the decode step failed: {e}"),
-                })?
-                .remove(0)
-                .cast(DType::FLOAT32)
-                .to_vec::<f32>();
+                .map_err(|e| match (failed.borrow_mut().take(), e) {
+                    (Some(inner), _) => inner,
+                    (None, JitError::Device(d)) => ModelError::Device(d),
+                    (None, e) => ModelError::Input {
+                        message: format!("Decoder::generate: the decode step failed: {e}"),
+                    },
+                })?;
+            this.filled.set(pos + 1);
+            let logits = outs[0].cast(DType::FLOAT32).try_to_vec::<f32>()?;
             next = sampler.sample(&logits);
             out.tokens.push(next);
             if !on_token(next) || Some(next) == eos {
@@ -251,11 +264,13 @@ impl Decoder {
     }
 
     /// The logits `(1, vocab)` of one decode step without the JIT: token `token` at position
-    /// `pos` (the cache holding positions `0..pos`), attending over a symbolic length as
-    /// [`Decoder::generate`] does. For tests and for callers running their own loop.
+    /// `pos` (the cache holding positions `0..pos`; a `pos` before their end rewinds to it),
+    /// attending over a symbolic length as [`Decoder::generate`] does. For tests and for callers
+    /// running their own loop.
     ///
     /// # Errors
-    /// If the token is outside the vocabulary, `pos` is beyond the context, or the device fails.
+    /// If the token is outside the vocabulary, `pos` is beyond the context or past the positions
+    /// the cache holds, or the device fails.
     pub fn decode_step(&self, token: u32, pos: usize) -> Result<Tensor> {
         if token as usize >= self.config.vocab_size || pos >= self.context() {
             return Err(ModelError::Input {
@@ -267,6 +282,15 @@ impl Decoder {
                 ),
             });
         }
+        if pos > self.filled.get() {
+            return Err(ModelError::Input {
+                message: format!(
+                    "Decoder::decode_step: position {pos} is past the {} positions the KV cache \
+                     holds",
+                    self.filled.get()
+                ),
+            });
+        }
         let len = Variable::new("kv_len", 1, self.context());
         let tok = Tensor::from_slice_on(&[token as i32], &[1, 1], &self.device);
         let at = Tensor::from_slice_on(&[pos as i32], &[1], &self.device);
@@ -274,8 +298,9 @@ impl Decoder {
             pos: at,
             end: SInt::from(&len.bind(pos + 1)),
         };
-        let out = self.run(&tok, &span, false);
+        let out = self.run(&tok, &span, false)?;
         out.try_realize()?;
+        self.filled.set(pos + 1);
         Ok(out)
     }
 }

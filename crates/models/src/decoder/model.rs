@@ -7,6 +7,7 @@
 //! length is a bound [`Variable`](tinygrad_tensor::Variable), so every step runs the same
 //! kernels (and, under [`Jit`](tinygrad_tensor::Jit), replays without scheduling).
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -16,7 +17,7 @@ use tinygrad_tensor::{DType, SInt, Tensor};
 
 use super::config::{Arch, DecoderConfig};
 use crate::config::JsonConfig;
-use crate::error::{ModelError, Result};
+use crate::error::{ModelError, Result, check_token_ids};
 use crate::weights::{Weights, as_f32, linear_f32};
 
 /// A normalization layer of either family.
@@ -104,6 +105,9 @@ pub struct Decoder {
     /// Per block, keys and values `(batch, kv_heads, cache_len, head_dim)`.
     pub(super) cache: Vec<(Tensor, Tensor)>,
     cache_len: usize,
+    /// Positions `0..filled` of the cache hold keys and values; a forward may start at most
+    /// here (beyond, it would attend over empty positions).
+    pub(super) filled: Cell<usize>,
 }
 
 /// The HF names of GGUF's LLaMA tensors (`{i}`: the block).
@@ -347,6 +351,7 @@ impl Decoder {
             rope: None,
             cache: Vec::new(),
             cache_len: 0,
+            filled: Cell::new(0),
         };
         d.set_context(config.max_context.min(4096))?;
         Ok(d)
@@ -398,17 +403,23 @@ impl Decoder {
         let refs: Vec<&Tensor> = cache.iter().flat_map(|(k, v)| [k, v]).collect();
         Tensor::try_realize_all(&refs)?;
         self.cache = cache;
+        self.filled.set(0);
         Ok(())
     }
 
     /// The logits after tokens `(batch, len)` (integers) at positions `start..start + len`,
-    /// whose keys and values are written to the cache (earlier positions must already be there):
-    /// `(batch, vocab)` for the last position, or with `all` `(batch, len, vocab)` for every one.
+    /// whose keys and values are written to the cache (earlier positions must already be there;
+    /// a `start` before the end of what is there rewinds to it): `(batch, vocab)` for the last
+    /// position, or with `all` `(batch, len, vocab)` for every one. Tokens on another device are
+    /// moved to the model's.
     ///
     /// # Errors
-    /// If the tokens aren't a 2-D integer tensor of the cache's batch, `start + len` exceeds the
+    /// If the tokens aren't a 2-D integer tensor of the cache's batch, an id is outside the
+    /// vocabulary, `start` is past the positions the cache holds, `start + len` exceeds the
     /// context, or the device fails.
     pub fn forward(&self, tokens: &Tensor, start: usize, all: bool) -> Result<Tensor> {
+        // tokens made on another device are moved to the model's
+        let tokens = &tokens.try_to(&self.device)?;
         let s = tokens.shape();
         let batch = self.cache.first().map_or(0, |c| c.0.shape()[0]);
         if s.len() != 2 || s[0] != batch || s[1] == 0 || !tokens.dtype().is_int() {
@@ -429,13 +440,26 @@ impl Decoder {
                 ),
             });
         }
-        let out = self.run(tokens, &Span::Concrete { start }, all);
+        if start > self.filled.get() {
+            return Err(ModelError::Input {
+                message: format!(
+                    "Decoder::forward: start {start} is past the {} positions the KV cache holds",
+                    self.filled.get()
+                ),
+            });
+        }
+        check_token_ids(tokens, self.config.vocab_size, "Decoder::forward")?;
+        let out = self.run(tokens, &Span::Concrete { start }, all)?;
         out.try_realize()?;
+        self.filled.set(start + s[1]);
         Ok(out)
     }
 
     /// The forward pass (no checks: `forward` and the decode step check their inputs).
-    pub(super) fn run(&self, tokens: &Tensor, span: &Span, all: bool) -> Tensor {
+    ///
+    /// # Errors
+    /// If the device fails realizing a block's input or the cache.
+    pub(super) fn run(&self, tokens: &Tensor, span: &Span, all: bool) -> Result<Tensor> {
         let c = &self.config;
         let ts = tokens.shape();
         let (b, len) = (ts[0], ts[1]);
@@ -457,7 +481,7 @@ impl Decoder {
             // the block's input is realized first: everything built from it below would
             // otherwise recompute it from the embeddings, through every earlier block, at each
             // realization (the cache's, and the next block's)
-            x.realize();
+            x.try_realize()?;
             let h = block.attn_norm.forward(&x);
             // each projection is its own (GEMM) kernel: fused into the rotary or attention
             // kernels that read it twice, it would be recomputed there, outside the GEMM path
@@ -470,7 +494,7 @@ impl Decoder {
                 q = apply_rope(&q, cos, sin);
                 k = apply_rope(&k, cos, sin);
             }
-            let (keys, values) = self.write_cache(ck, cv, &k, &v, &q, span);
+            let (keys, values) = self.write_cache(ck, cv, &k, &v, &q, span)?;
             let attn = attention(&q, &keys, &values, span, kv, len);
             let attn = attn.transpose(1, 2).reshape(&[bi, li, heads * hd]);
             x += linear_f32(&block.o, &attn);
@@ -483,7 +507,7 @@ impl Decoder {
                 .reshape(&[bi, c.hidden_size as isize])
         };
         let x = self.norm.forward(&x);
-        x.matmul(&as_f32(&self.lm_head).t())
+        Ok(x.matmul(&as_f32(&self.lm_head).t()))
     }
 
     /// Rows `span` of a per-position table `(cache_len, width)`: `(len, width)`.
@@ -493,13 +517,10 @@ impl Decoder {
             Span::Concrete { start } => as_f32(table).shrink(&[(*start, start + len), (0, width)]),
             // a one-hot selection of the row the position tensor names (the scheduler turns it
             // into a load of that row)
-            Span::Symbolic { pos, .. } => {
-                let rows = table.shape()[0];
-                Embedding {
-                    weight: as_f32(table).shrink(&[(0, rows), (0, width)]),
-                }
-                .forward(pos)
+            Span::Symbolic { pos, .. } => Embedding {
+                weight: as_f32(table),
             }
+            .forward(pos),
         }
     }
 
@@ -515,7 +536,7 @@ impl Decoder {
         v: &Tensor,
         q: &Tensor,
         span: &Span,
-    ) -> (Tensor, Tensor) {
+    ) -> Result<(Tensor, Tensor)> {
         let cs = ck.shape();
         let (n, len) = (self.cache_len, k.shape()[2]);
         let at = Tensor::arange_on(0.0, n as f64, 1.0, DType::INT32, &self.device)
@@ -537,7 +558,7 @@ impl Decoder {
         };
         ck.assign(&hit.where_(&place(k), ck));
         cv.assign(&hit.where_(&place(v), cv));
-        Tensor::try_realize_all(&[ck, cv, q]).expect("the KV cache update runs");
+        Tensor::try_realize_all(&[ck, cv, q])?;
         let view = |c: &Tensor| {
             c.shrink_sym(&[
                 (0.into(), cs[0].into()),
@@ -546,7 +567,7 @@ impl Decoder {
                 (0.into(), cs[3].into()),
             ])
         };
-        (view(ck), view(cv))
+        Ok((view(ck), view(cv)))
     }
 }
 
