@@ -425,13 +425,29 @@ impl SentenceEncoder {
                 }
             };
         }
+        // a `Normalize` module among modules.json's entries
         let modules = dir.join("modules.json");
         let normalize = if modules.is_file() {
+            let path = modules.display().to_string();
             let text = std::fs::read_to_string(&modules).map_err(|e| ModelError::Io {
-                path: modules.display().to_string(),
+                path: path.clone(),
                 message: e.to_string(),
             })?;
-            text.contains("sentence_transformers.models.Normalize")
+            let list: serde_json::Value =
+                serde_json::from_str(&text).map_err(|e| ModelError::Config {
+                    path: path.clone(),
+                    field: String::new(),
+                    message: format!("not valid JSON: {e}"),
+                })?;
+            let entries = list.as_array().ok_or_else(|| ModelError::Config {
+                path,
+                field: String::new(),
+                message: "expected a list of modules".to_string(),
+            })?;
+            entries.iter().any(|m| {
+                m.get("type").and_then(|t| t.as_str())
+                    == Some("sentence_transformers.models.Normalize")
+            })
         } else {
             false
         };

@@ -190,66 +190,42 @@ fn llama_weights(c: &DecoderConfig) -> Vec<(String, Vec<usize>, Vec<f32>)> {
         0.5,
         0.0,
     )];
+    let s = fan_in_scale;
     for l in 0..c.num_layers {
-        let p = format!("model.layers.{l}");
-        let s = |fan_in: usize| 1.7 / (fan_in as f32).sqrt();
-        all.push(w(format!("{p}.input_layernorm.weight"), vec![h], 0.1, 1.0));
-        all.push(w(
-            format!("{p}.self_attn.q_proj.weight"),
-            vec![qd, h],
-            s(h),
-            0.0,
-        ));
-        all.push(w(
-            format!("{p}.self_attn.k_proj.weight"),
-            vec![kvd, h],
-            s(h),
-            0.0,
-        ));
-        all.push(w(
-            format!("{p}.self_attn.v_proj.weight"),
-            vec![kvd, h],
-            s(h),
-            0.0,
-        ));
-        all.push(w(
-            format!("{p}.self_attn.o_proj.weight"),
-            vec![h, qd],
-            s(qd),
-            0.0,
-        ));
-        all.push(w(
-            format!("{p}.post_attention_layernorm.weight"),
-            vec![h],
-            0.1,
-            1.0,
-        ));
-        all.push(w(
-            format!("{p}.mlp.gate_proj.weight"),
-            vec![m, h],
-            s(h),
-            0.0,
-        ));
-        all.push(w(format!("{p}.mlp.up_proj.weight"), vec![m, h], s(h), 0.0));
-        all.push(w(
-            format!("{p}.mlp.down_proj.weight"),
-            vec![h, m],
-            s(m),
-            0.0,
-        ));
+        // the order PyTorch's code unpacks: n1, q, k, v, o, n2, gate, up, down
+        let layer = [
+            ("input_layernorm", vec![h], 0.1, 1.0),
+            ("self_attn.q_proj", vec![qd, h], s(h), 0.0),
+            ("self_attn.k_proj", vec![kvd, h], s(h), 0.0),
+            ("self_attn.v_proj", vec![kvd, h], s(h), 0.0),
+            ("self_attn.o_proj", vec![h, qd], s(qd), 0.0),
+            ("post_attention_layernorm", vec![h], 0.1, 1.0),
+            ("mlp.gate_proj", vec![m, h], s(h), 0.0),
+            ("mlp.up_proj", vec![m, h], s(h), 0.0),
+            ("mlp.down_proj", vec![h, m], s(m), 0.0),
+        ];
+        for (name, shape, scale, offset) in layer {
+            all.push(w(
+                format!("model.layers.{l}.{name}.weight"),
+                shape,
+                scale,
+                offset,
+            ));
+        }
     }
     all.push(w("model.norm.weight".into(), vec![h], 0.1, 1.0));
     all.push(w(
         "lm_head.weight".into(),
         vec![c.vocab_size, h],
-        s_head(h),
+        fan_in_scale(h),
         0.0,
     ));
     all
 }
 
-fn s_head(h: usize) -> f32 {
-    1.7 / (h as f32).sqrt()
+/// The scale of a weight's values for `fan_in` inputs (activations stay of order 1).
+fn fan_in_scale(fan_in: usize) -> f32 {
+    1.7 / (fan_in as f32).sqrt()
 }
 
 /// PyTorch eager LLaMA (HF's layout and rotary form) over the weights of [`llama_weights`]:
