@@ -196,7 +196,13 @@ struct Analysis {
     /// Load indices (with their dtype) and the store's index and value dtype.
     loads: Vec<(UOp, DType)>,
     store: Option<(UOp, DType)>,
+    /// Floating-point ALU ops per output element.
+    float_alu: usize,
 }
+
+/// The floating-point ALU ops per element from which an elementwise kernel unrolls 4 vectors
+/// instead of 2 (see [`heuristic`]).
+const LONG_CHAIN_ALU_OPS: usize = 16;
 
 fn analyze(ast: &UOp) -> Analysis {
     let topo = ast.toposort();
@@ -216,6 +222,10 @@ fn analyze(ast: &UOp) -> Analysis {
     let store = if stores.next().is_some() { None } else { store };
     Analysis {
         out,
+        float_alu: topo
+            .iter()
+            .filter(|n| n.op().alu_arity().is_some() && n.dtype().is_float())
+            .count(),
         reduces: topo
             .iter()
             .filter(|n| n.op() == Ops::Reduce)
@@ -268,8 +278,15 @@ pub fn heuristic(ast: &UOp) -> KernelOpts {
             && vector_memory(store_dt)
             && size(&r) >= w
         {
+            // Long arithmetic chains (erf's polynomials, GELU) are latency-bound with two
+            // vectors in flight: four interleaved chains fill the FMA pipelines.
+            let unroll = if a.float_alu >= LONG_CHAIN_ALU_OPS && size(&r) >= 8 * w {
+                4
+            } else {
+                2
+            };
             let lanes = if size(&r) >= 4 * w {
-                vec![w, 2]
+                vec![w, unroll]
             } else {
                 vec![w]
             };
@@ -351,6 +368,29 @@ pub fn heuristic(ast: &UOp) -> KernelOpts {
         && a.loads.iter().all(|(_, dt)| vector_memory(*dt))
         && size(&k) >= w
     {
+        if size(&k) <= SHORT_DOT {
+            // A short dot product (attention's `q . k` over a head's 32-64 values): one vector
+            // accumulator (four would cost more in their final horizontal sum than the
+            // products), and four outputs of another axis at once when some load doesn't
+            // depend on it (the query row reused across four keys: independent chains).
+            opts.splits.push(Split {
+                axis: range_id(&k),
+                lanes: vec![w],
+                vector: true,
+            });
+            if let Some(i) = a.out.iter().rev().find(|r| {
+                size(r) >= 4
+                    && size(r).is_multiple_of(4)
+                    && a.loads.iter().any(|(idx, _)| coeff(idx, r) == Some(0))
+            }) {
+                opts.splits.push(Split {
+                    axis: range_id(i),
+                    lanes: vec![4],
+                    vector: false,
+                });
+            }
+            return opts;
+        }
         let lanes = if size(&k) >= 4 * w {
             vec![w, 4]
         } else {
@@ -400,6 +440,9 @@ pub fn heuristic(ast: &UOp) -> KernelOpts {
     }
     opts
 }
+
+/// Contiguous reductions up to this length run as one vector accumulator (see [`heuristic`]).
+const SHORT_DOT: usize = 64;
 
 /// Reductions over at most this many elements per output are unrolled entirely.
 const SMALL_REDUCE: usize = 16;

@@ -323,12 +323,16 @@ impl Bert {
         let tok_type = as_f32(&emb.token_type_embeddings.weight).shrink(&[(0, 1), (0, h)]);
         let words = as_f32(&emb.word_embeddings.forward(input_ids));
         let mut x = emb.layer_norm.forward(&(words + pos + tok_type));
-        // padding keys get -inf before the softmax: (batch, 1, 1, len)
-        let keep =
-            attention_mask
-                .cast(DType::FLOAT32)
-                .gt(0.0)
-                .reshape(&[b as isize, 1, 1, len as isize]);
+        // padding keys get -inf before the softmax: (batch, 1, 1, len), an additive float
+        // mask made once (a bool mask would be turned into one inside every layer's softmax
+        // kernels, lane by lane)
+        let keep = attention_mask
+            .cast(DType::FLOAT32)
+            .gt(0.0)
+            .where_(0.0, f64::NEG_INFINITY)
+            .cast(DType::FLOAT32)
+            .reshape(&[b as isize, 1, 1, len as isize])
+            .contiguous();
         let (heads, hd) = (cfg.num_attention_heads, h / cfg.num_attention_heads);
         let split = |t: Tensor| {
             t.reshape(&[b as isize, len as isize, heads as isize, hd as isize])

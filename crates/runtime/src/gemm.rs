@@ -614,6 +614,40 @@ impl FusedRowsJob {
     }
 }
 
+/// How a chunk's `m_panels x n_panels` tiles are cut into tasks: `(row blocks, column blocks)`.
+///
+/// Row blocks of up to 24 panels (144 rows: the A block stays in L2) and column blocks of up to
+/// 32 panels, cut finer until every thread has at least 4 tasks when the chunk allows; then the
+/// task count is rounded up to a multiple of the threads, and [`even_part`] gives the blocks
+/// sizes that differ by at most one panel. Without the rounding, BERT's 512-row GEMMs (86 row
+/// panels) ran as 8 tasks of 12, 12, ..., 2 panels: one thread idled for a tenth of the kernel.
+fn task_grid(m_panels: usize, n_panels: usize, threads: usize) -> (usize, usize) {
+    let (m_panels, n_panels, threads) = (m_panels.max(1), n_panels.max(1), threads.max(1));
+    let target = 4 * threads;
+    let mut tm = m_panels.div_ceil(24);
+    while tm < m_panels && tm * n_panels.div_ceil(32) < target {
+        tm = (tm * 2).min(m_panels);
+    }
+    let mut tn = if tm >= 2 * threads {
+        n_panels.div_ceil(32)
+    } else {
+        target.min(n_panels)
+    };
+    while !(tm * tn).is_multiple_of(threads) && (tm < m_panels || tn < n_panels) {
+        if tm < m_panels {
+            tm += 1;
+        } else {
+            tn += 1;
+        }
+    }
+    (tm, tn)
+}
+
+/// Part `i` of `0..n` cut into `parts` ranges whose lengths differ by at most one.
+fn even_part(n: usize, parts: usize, i: usize) -> std::ops::Range<usize> {
+    (n * i / parts)..(n * (i + 1) / parts)
+}
+
 fn resize(v: &mut Vec<f32>, n: usize) {
     if v.len() < n {
         *v = vec![0.0; n];
@@ -655,27 +689,18 @@ struct InPlaceA {
 impl BlockJob {
     fn run(&self, mr: usize, nr: usize) {
         let (m_panels, n_panels) = (self.rows / mr, self.np / nr);
-        // Tasks: blocks of up to 24 row panels (144 rows: the A block stays in L2) x up to 32
-        // column panels, at least 4 per thread when the chunk allows.
-        let threads = global_pool().threads();
-        let mut mb = 24.min(m_panels).max(1);
-        while mb > 1 && m_panels.div_ceil(mb) * n_panels.div_ceil(32) < 4 * threads {
-            mb /= 2;
-        }
-        let nb = if m_panels.div_ceil(mb) >= 2 * threads {
-            32.min(n_panels)
-        } else {
-            n_panels.div_ceil(4 * threads).max(1)
-        };
-        let (tm, tn) = (m_panels.div_ceil(mb), n_panels.div_ceil(nb));
+        let (tm, tn) = task_grid(m_panels, n_panels, global_pool().threads());
         let job = self.clone();
         global_pool().run(
             tm * tn,
             Box::new(move |t| {
                 let (im, jn) = (t / tn, t % tn);
-                let ms = (im * mb)..((im + 1) * mb).min(m_panels);
-                let ns = (jn * nb)..((jn + 1) * nb).min(n_panels);
-                job.task(mr, nr, ms, ns);
+                job.task(
+                    mr,
+                    nr,
+                    even_part(m_panels, tm, im),
+                    even_part(n_panels, tn, jn),
+                );
             }),
         );
     }
@@ -906,5 +931,49 @@ impl Kernel for GemmKernel {
 
     fn source(&self) -> &str {
         &self.source
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{even_part, task_grid};
+
+    #[test]
+    fn task_grid_covers_every_tile_once_in_balanced_tasks() {
+        for threads in [1, 2, 3, 8] {
+            for m in [1, 2, 5, 64, 86, 200] {
+                for n in [1, 3, 24, 96] {
+                    let (tm, tn) = task_grid(m, n, threads);
+                    assert!(
+                        (1..=m).contains(&tm) && (1..=n).contains(&tn),
+                        "{m}x{n}/{threads}"
+                    );
+                    let mut seen = vec![0u8; m * n];
+                    for t in 0..tm * tn {
+                        for i in even_part(m, tm, t / tn) {
+                            for j in even_part(n, tn, t % tn) {
+                                seen[i * n + j] += 1;
+                            }
+                        }
+                    }
+                    assert!(seen.iter().all(|&c| c == 1), "{m}x{n} on {threads} threads");
+                    // a multiple of the threads unless every tile is already a task of its own
+                    if tm < m || tn < n {
+                        assert!(
+                            (tm * tn).is_multiple_of(threads),
+                            "{m}x{n}/{threads}: {tm}x{tn}"
+                        );
+                    }
+                }
+            }
+        }
+        // BERT's 512-row GEMMs on 2 threads: 86 row panels in blocks of 10 or 11
+        let (tm, tn) = task_grid(86, 24, 2);
+        assert_eq!(tm * tn % 2, 0);
+        let sizes: Vec<usize> = (0..tm).map(|i| even_part(86, tm, i).len()).collect();
+        assert!(
+            sizes.iter().max().unwrap() - sizes.iter().min().unwrap() <= 1,
+            "{sizes:?}"
+        );
     }
 }

@@ -111,6 +111,37 @@ fn matmuls() {
     });
 }
 
+/// Which side of a linear layer becomes `N` (the packed side): the smaller one, unless the
+/// output already runs along the larger one and packing it costs less than reading `C`
+/// transposed in the epilogue (`(N - M) * K < 2 * M * N`). Both orientations computed against
+/// `REF`, with a GELU epilogue.
+#[test]
+fn orientation_follows_the_output_when_packing_is_cheap() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let gelu = |x: Tensor| &x * 0.5 * ((&x * std::f64::consts::FRAC_1_SQRT_2).erf() + 1.0);
+    // (tokens, in, out, whether the tokens stay M)
+    for (m, k, n, keeps) in [(200, 96, 300, true), (12, 96, 300, false)] {
+        let (x, w, b) = (rand(&[m, k], 60), rand(&[n, k], 61), rand(&[n], 62));
+        let out = gelu(x.linear(&w.t(), Some(&b)));
+        let sched = Tensor::schedule(&[&out]);
+        let plans: Vec<_> = sched
+            .iter()
+            .filter_map(|it| tinygrad_codegen::gemm::plan_gemm(&it.ast, gemm::TILE, 0.0))
+            .collect();
+        let [plan] = plans.as_slice() else {
+            panic!(
+                "{m}x{k}x{n}: expected one matmul-shaped kernel, got {}",
+                plans.len()
+            );
+        };
+        let want = if keeps { (m, n) } else { (n, m) };
+        assert_eq!((plan.m, plan.n), want, "{m}x{k}x{n}: (M, N) of the GEMM");
+        check(&format!("linear {m}x{k}x{n} + gelu"), &[x, w, b], |t| {
+            gelu(t[0].linear(&t[1].t(), Some(&t[2])))
+        });
+    }
+}
+
 /// Tall operands: each task packs its own block of `A` rows (`FusedRowsJob`), the last block
 /// partial and the last panel padded (3100 rows = 516 panels of 6 and 4 rows). The operands
 /// are ones the GEMM cannot read in place: a product of two inputs, a padded convolution input
