@@ -225,6 +225,17 @@ impl Row {
 /// Median of `f`'s wall time in seconds over at least `min_runs` runs and at most `max_runs`,
 /// stopping early once `budget` has been spent.
 fn median_time(min_runs: usize, max_runs: usize, budget: Duration, mut f: impl FnMut()) -> f64 {
+    median(sample_times(min_runs, max_runs, budget, &mut f))
+}
+
+/// The time of each of at least `min_runs` and at most `max_runs` runs of `f`, stopping after
+/// `budget` once `min_runs` are done.
+fn sample_times(
+    min_runs: usize,
+    max_runs: usize,
+    budget: Duration,
+    f: &mut impl FnMut(),
+) -> Vec<f64> {
     let mut times = Vec::new();
     let t_all = Instant::now();
     while times.len() < min_runs.max(1) || (times.len() < max_runs && t_all.elapsed() < budget) {
@@ -232,7 +243,25 @@ fn median_time(min_runs: usize, max_runs: usize, budget: Duration, mut f: impl F
         f();
         times.push(t0.elapsed().as_secs_f64());
     }
-    median(times)
+    times
+}
+
+/// Our median time with a reference timed in the middle of our runs: half of them before it,
+/// half after. A shared machine's load drifts over seconds; bracketing puts both sides in the
+/// same stretch of it, rather than ours in the first part and the reference in the next.
+fn bracketed<R>(
+    min_runs: usize,
+    max_runs: usize,
+    budget: Duration,
+    mut f: impl FnMut(),
+    reference: impl FnOnce() -> R,
+) -> (f64, R) {
+    let half = |n: usize| n.div_ceil(2).max(1);
+    let (lo, hi) = (half(min_runs), half(max_runs));
+    let mut times = sample_times(lo, hi, budget / 2, &mut f);
+    let r = reference();
+    times.extend(sample_times(lo, hi, budget / 2, &mut f));
+    (median(times), r)
 }
 
 fn median(mut times: Vec<f64>) -> f64 {

@@ -487,17 +487,24 @@ pub(super) fn bench_encoder(batch: usize, o: &Opts) -> Row {
     ids.realize();
     let got = enc.forward(&ids).to_vec::<f32>();
     let runs = reps(o.quick, if batch == 1 { 30 } else { 10 });
-    let ours = median_time(3, runs, budget(o.quick, 15), || {
-        black_box(enc.forward(&ids).to_vec::<f32>());
-    });
     let mut inputs: Vec<&[f32]> = vec![&idv];
     inputs.extend(weights.iter().map(|w| w.data.as_slice()));
-    let pt = torch(
-        &torch_encoder(batch, T, None),
-        &inputs,
-        3,
-        runs,
+    let (ours, pt) = bracketed(
+        4,
+        2 * runs,
         budget(o.quick, 15),
+        || {
+            black_box(enc.forward(&ids).to_vec::<f32>());
+        },
+        || {
+            torch(
+                &torch_encoder(batch, T, None),
+                &inputs,
+                3,
+                runs,
+                budget(o.quick, 15),
+            )
+        },
     );
     Row {
         name: format!("MiniLM-shaped encoder, {batch}x{T} tokens"),
@@ -532,18 +539,25 @@ pub(super) fn bench_decode(o: &Opts) -> Row {
     id.realize();
     let got = enc.decode(&id, &caches).to_vec::<f32>();
     let runs = reps(o.quick, 30);
-    let ours = median_time(3, runs, budget(o.quick, 10), || {
-        black_box(enc.decode(&id, &caches).to_vec::<f32>());
-    });
     let mut inputs: Vec<&[f32]> = vec![&idv];
     inputs.extend(weights.iter().map(|w| w.data.as_slice()));
     inputs.extend(cache_data.iter().map(Vec::as_slice));
-    let pt = torch(
-        &torch_encoder(1, 1, Some(PAST)),
-        &inputs,
-        3,
-        runs,
+    let (ours, pt) = bracketed(
+        4,
+        2 * runs,
         budget(o.quick, 10),
+        || {
+            black_box(enc.decode(&id, &caches).to_vec::<f32>());
+        },
+        || {
+            torch(
+                &torch_encoder(1, 1, Some(PAST)),
+                &inputs,
+                3,
+                runs,
+                budget(o.quick, 10),
+            )
+        },
     );
     Row {
         name: format!("decode step, 1 token after {PAST}"),

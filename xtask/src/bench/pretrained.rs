@@ -117,9 +117,6 @@ pub(super) fn bench_minilm(batch: usize, o: &Opts) -> Option<Row> {
     }
     let got = enc.encode_ids(&ids).ok()?.to_vec::<f32>();
     let runs = reps(o.quick, if batch == 1 { 30 } else { 10 });
-    let ours = median_time(3, runs, budget(o.quick, 15), || {
-        black_box(enc.encode_ids(&ids).expect("encodes").to_vec::<f32>());
-    });
     let sd = get_state_dict(&enc.bert);
     let names = minilm_names();
     let data: Vec<Vec<f32>> = names.iter().map(|n| sd[n].to_vec::<f32>()).collect();
@@ -127,12 +124,22 @@ pub(super) fn bench_minilm(batch: usize, o: &Opts) -> Option<Row> {
     let idv: Vec<f32> = ids.iter().flatten().map(|&t| t as f32).collect();
     let mut inputs: Vec<&[f32]> = vec![&idv];
     inputs.extend(data.iter().map(Vec::as_slice));
-    let pt = torch(
-        &torch_minilm(batch, t, &shapes),
-        &inputs,
-        3,
-        runs,
+    let (ours, pt) = bracketed(
+        4,
+        2 * runs,
         budget(o.quick, 15),
+        || {
+            black_box(enc.encode_ids(&ids).expect("encodes").to_vec::<f32>());
+        },
+        || {
+            torch(
+                &torch_minilm(batch, t, &shapes),
+                &inputs,
+                3,
+                runs,
+                budget(o.quick, 15),
+            )
+        },
     );
     Some(Row {
         name,
@@ -345,18 +352,25 @@ pub(super) fn bench_llama_prefill(o: &Opts) -> Row {
     };
     let got = run();
     let runs = reps(o.quick, 10);
-    let ours = median_time(2, runs, budget(o.quick, 20), || {
-        black_box(run());
-    });
     let (idv, shapes) = torch_inputs(&s);
     let mut inputs: Vec<&[f32]> = vec![&idv];
     inputs.extend(s.weights.iter().map(|w| w.2.as_slice()));
-    let pt = torch(
-        &torch_llama(&s.config, 128, 0, &shapes),
-        &inputs,
-        2,
-        runs,
+    let (ours, pt) = bracketed(
+        4,
+        2 * runs,
         budget(o.quick, 20),
+        || {
+            black_box(run());
+        },
+        || {
+            torch(
+                &torch_llama(&s.config, 128, 0, &shapes),
+                &inputs,
+                2,
+                runs,
+                budget(o.quick, 20),
+            )
+        },
     );
     Row {
         name: format!(
