@@ -1,0 +1,179 @@
+//! One graph node as the op functions see it: its attributes by name (with typed getters that
+//! apply a default or name the missing attribute), its inputs (absent optional inputs are
+//! `None`) and the errors that name it.
+
+use indexmap::IndexMap;
+use tinygrad_tensor::Tensor;
+
+use crate::error::{OnnxError, Result};
+use crate::proto::{AttributeProto, NodeProto};
+use crate::tensor_proto::to_tensor;
+
+/// A node being run: its name, op, opset and attributes, and its input values.
+pub struct Node<'a> {
+    /// The node's name (or its first output's).
+    pub name: String,
+    /// The op type.
+    pub op: &'a str,
+    /// The opset version of the default domain the model imports.
+    pub opset: i64,
+    attrs: IndexMap<&'a str, &'a AttributeProto>,
+    inputs: Vec<Option<Tensor>>,
+    outputs: usize,
+    device: &'a str,
+}
+
+impl<'a> Node<'a> {
+    /// The node `p` with its input values.
+    pub fn new(p: &'a NodeProto, opset: i64, inputs: Vec<Option<Tensor>>, device: &'a str) -> Self {
+        let name = match p.name.as_deref() {
+            Some(n) if !n.is_empty() => n.to_string(),
+            _ => p.output.first().cloned().unwrap_or_default(),
+        };
+        Node {
+            name,
+            op: p.op_type.as_deref().unwrap_or(""),
+            opset,
+            attrs: p
+                .attribute
+                .iter()
+                .map(|a| (a.name.as_deref().unwrap_or(""), a))
+                .collect(),
+            inputs,
+            outputs: p.output.len(),
+            device,
+        }
+    }
+
+    /// An error naming this node and its op.
+    pub fn err(&self, message: impl Into<String>) -> OnnxError {
+        OnnxError::Node {
+            node: self.name.clone(),
+            op: self.op.to_string(),
+            message: message.into(),
+        }
+    }
+
+    /// The device its tensors live on.
+    pub fn device(&self) -> &str {
+        self.device
+    }
+
+    /// How many inputs the node lists (absent optional ones included).
+    pub fn input_count(&self) -> usize {
+        self.inputs.len()
+    }
+
+    /// How many outputs the node lists.
+    pub fn output_count(&self) -> usize {
+        self.outputs
+    }
+
+    /// Input `i`, which must be present.
+    pub fn input(&self, i: usize) -> Result<&Tensor> {
+        self.opt_input(i)
+            .ok_or_else(|| self.err(format!("input {i} is required")))
+    }
+
+    /// Input `i` when given.
+    pub fn opt_input(&self, i: usize) -> Option<&Tensor> {
+        self.inputs.get(i).and_then(Option::as_ref)
+    }
+
+    /// Every present input, in order.
+    pub fn present_inputs(&self) -> Vec<&Tensor> {
+        self.inputs.iter().flatten().collect()
+    }
+
+    /// Input `i` read back as integers (a shape, axes, pads: ONNX passes them as tensors).
+    pub fn ints_input(&self, i: usize) -> Result<Option<Vec<i64>>> {
+        let Some(t) = self.opt_input(i) else {
+            return Ok(None);
+        };
+        if !t.dtype().is_int() {
+            return Err(self.err(format!("input {i} must be integers, got {}", t.dtype())));
+        }
+        let v = t
+            .cast(tinygrad_tensor::DType::INT64)
+            .try_to_vec::<i64>()
+            .map_err(|e| self.err(format!("reading input {i}: {e}")))?;
+        Ok(Some(v))
+    }
+
+    /// Input `i` read back as floats.
+    pub fn floats_input(&self, i: usize) -> Result<Option<Vec<f64>>> {
+        let Some(t) = self.opt_input(i) else {
+            return Ok(None);
+        };
+        let v = t
+            .cast(tinygrad_tensor::DType::FLOAT64)
+            .try_to_vec::<f64>()
+            .map_err(|e| self.err(format!("reading input {i}: {e}")))?;
+        Ok(Some(v))
+    }
+
+    fn attr(&self, name: &str) -> Option<&'a AttributeProto> {
+        self.attrs.get(name).copied()
+    }
+
+    /// Whether the attribute is set.
+    pub fn has(&self, name: &str) -> bool {
+        self.attrs.contains_key(name)
+    }
+
+    /// An integer attribute, or `default`.
+    pub fn int(&self, name: &str, default: i64) -> i64 {
+        self.attr(name).and_then(|a| a.i).unwrap_or(default)
+    }
+
+    /// A float attribute, or `default`.
+    pub fn float(&self, name: &str, default: f64) -> f64 {
+        self.attr(name).and_then(|a| a.f).map_or(default, f64::from)
+    }
+
+    /// A string attribute, or `default`.
+    pub fn string(&self, name: &str, default: &str) -> String {
+        self.attr(name).and_then(|a| a.s.as_ref()).map_or_else(
+            || default.to_string(),
+            |s| String::from_utf8_lossy(s).into_owned(),
+        )
+    }
+
+    /// An integer-list attribute, when set.
+    pub fn ints(&self, name: &str) -> Option<Vec<i64>> {
+        self.attr(name).map(|a| a.ints.clone())
+    }
+
+    /// A float-list attribute, when set.
+    pub fn floats(&self, name: &str) -> Option<Vec<f32>> {
+        self.attr(name).map(|a| a.floats.clone())
+    }
+
+    /// A tensor attribute (`Constant`'s `value`), when set.
+    pub fn tensor(&self, name: &str) -> Result<Option<Tensor>> {
+        match self.attr(name).and_then(|a| a.t.as_ref()) {
+            Some(t) => to_tensor(t, None, self.device).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The attributes this op function doesn't read, to refuse (an attribute ignored would be a
+    /// silent wrong answer).
+    pub fn check_attrs(&self, known: &[&str]) -> Result<()> {
+        match self.attrs.keys().find(|k| !known.contains(k)) {
+            Some(k) => Err(self.err(format!("attribute {k:?} is not supported"))),
+            None => Ok(()),
+        }
+    }
+
+    /// `axis` (may be negative) as an index into `rank` dims.
+    pub fn axis(&self, axis: i64, rank: usize) -> Result<usize> {
+        let r = rank as i64;
+        let a = if axis < 0 { axis + r } else { axis };
+        if (0..r.max(1)).contains(&a) {
+            Ok(a as usize)
+        } else {
+            Err(self.err(format!("axis {axis} out of range for rank {rank}")))
+        }
+    }
+}

@@ -1,0 +1,355 @@
+//! The ONNX ops, each a small function of [`Tensor`]s (tinygrad's `onnx.py` is the model):
+//! fusion, every backend and the kernels' speed come from the tensor library.
+//!
+//! - this file: the dispatch table and the elementwise ops (unary, binary with numpy
+//!   broadcasting, variadic, casts);
+//! - [`shape`]: movement, indexing and creation ops (`Reshape`, `Slice`, `Gather`, `Concat`, ...);
+//! - [`reduce`]: the `Reduce*` family, `ArgMax`/`ArgMin`, `CumSum`, `TopK`;
+//! - [`nn`]: `MatMul`, `Gemm`, `Conv`, pools, normalizations, `Softmax`.
+//!
+//! Every op refuses attributes it doesn't read ([`Node::check_attrs`]).
+
+mod nn;
+mod reduce;
+mod shape;
+
+use tinygrad_tensor::{DType, Tensor};
+
+use crate::error::Result;
+use crate::node::Node;
+use crate::tensor_proto::dtype_of;
+
+/// The op names this crate runs (the default domain).
+pub const SUPPORTED: &[&str] = &[
+    "Abs",
+    "Acos",
+    "Acosh",
+    "Add",
+    "And",
+    "ArgMax",
+    "ArgMin",
+    "Asin",
+    "Asinh",
+    "Atan",
+    "Atanh",
+    "AveragePool",
+    "BatchNormalization",
+    "BitShift",
+    "BitwiseAnd",
+    "BitwiseNot",
+    "BitwiseOr",
+    "BitwiseXor",
+    "Cast",
+    "CastLike",
+    "Ceil",
+    "Celu",
+    "Clip",
+    "Concat",
+    "Constant",
+    "ConstantOfShape",
+    "Conv",
+    "Cos",
+    "Cosh",
+    "CumSum",
+    "DepthToSpace",
+    "Div",
+    "Dropout",
+    "Einsum",
+    "Elu",
+    "Equal",
+    "Erf",
+    "Exp",
+    "Expand",
+    "EyeLike",
+    "Flatten",
+    "Floor",
+    "Gather",
+    "GatherElements",
+    "Gelu",
+    "Gemm",
+    "GlobalAveragePool",
+    "GlobalMaxPool",
+    "Greater",
+    "GreaterOrEqual",
+    "HardSigmoid",
+    "HardSwish",
+    "Hardmax",
+    "Identity",
+    "InstanceNormalization",
+    "IsInf",
+    "IsNaN",
+    "LayerNormalization",
+    "LeakyRelu",
+    "Less",
+    "LessOrEqual",
+    "Log",
+    "LogSoftmax",
+    "MatMul",
+    "Max",
+    "MaxPool",
+    "Mean",
+    "Min",
+    "Mish",
+    "Mod",
+    "Mul",
+    "Neg",
+    "Not",
+    "Or",
+    "PRelu",
+    "Pad",
+    "Pow",
+    "Range",
+    "Reciprocal",
+    "ReduceL1",
+    "ReduceL2",
+    "ReduceLogSum",
+    "ReduceLogSumExp",
+    "ReduceMax",
+    "ReduceMean",
+    "ReduceMin",
+    "ReduceProd",
+    "ReduceSum",
+    "ReduceSumSquare",
+    "Relu",
+    "Reshape",
+    "Round",
+    "Selu",
+    "Shape",
+    "Shrink",
+    "Sigmoid",
+    "Sign",
+    "Sin",
+    "Sinh",
+    "Size",
+    "Slice",
+    "Softmax",
+    "Softplus",
+    "Softsign",
+    "SpaceToDepth",
+    "Split",
+    "Sqrt",
+    "Squeeze",
+    "Sub",
+    "Sum",
+    "Tan",
+    "Tanh",
+    "ThresholdedRelu",
+    "Tile",
+    "TopK",
+    "Transpose",
+    "Trilu",
+    "Unsqueeze",
+    "Where",
+    "Xor",
+];
+
+/// Runs node `n`: its outputs, in order.
+///
+/// # Errors
+/// An op not in [`SUPPORTED`], an attribute or dtype it doesn't support, a missing input.
+pub fn run(n: &Node) -> Result<Vec<Tensor>> {
+    if let Some(t) = unary(n)? {
+        return Ok(vec![t]);
+    }
+    if let Some(t) = other_elementwise(n)? {
+        return Ok(vec![t]);
+    }
+    if let Some(outs) = shape::run(n)? {
+        return Ok(outs);
+    }
+    if let Some(outs) = reduce::run(n)? {
+        return Ok(outs);
+    }
+    if let Some(outs) = nn::run(n)? {
+        return Ok(outs);
+    }
+    Err(n.err("op is not supported"))
+}
+
+/// `t` as floats for a float-only formula, and back to `like`'s dtype.
+fn keep_dtype(t: Tensor, like: &Tensor) -> Tensor {
+    if t.dtype() == like.dtype() {
+        t
+    } else {
+        t.cast(like.dtype())
+    }
+}
+
+/// A unary op's formula (attributes read from the node).
+type UnaryFn = fn(&Tensor, &Node) -> Tensor;
+
+fn unary(n: &Node) -> Result<Option<Tensor>> {
+    let no_attrs: &[&str] = &[];
+    let (attrs, f): (&[&str], UnaryFn) = match n.op {
+        "Abs" => (no_attrs, |x, _| x.abs()),
+        "Neg" => (no_attrs, |x, _| x.neg()),
+        "Exp" => (no_attrs, |x, _| x.exp()),
+        "Log" => (no_attrs, |x, _| x.log()),
+        "Sqrt" => (no_attrs, |x, _| x.sqrt()),
+        "Reciprocal" => (no_attrs, |x, _| x.reciprocal()),
+        "Relu" => (no_attrs, |x, _| x.relu()),
+        "Sigmoid" => (no_attrs, |x, _| x.sigmoid()),
+        "Tanh" => (no_attrs, |x, _| x.tanh()),
+        "Sin" => (no_attrs, |x, _| x.sin()),
+        "Cos" => (no_attrs, |x, _| x.cos()),
+        "Tan" => (no_attrs, |x, _| x.tan()),
+        "Asin" => (no_attrs, |x, _| x.asin()),
+        "Acos" => (no_attrs, |x, _| x.acos()),
+        "Atan" => (no_attrs, |x, _| x.atan()),
+        "Sinh" => (no_attrs, |x, _| x.sinh()),
+        "Cosh" => (no_attrs, |x, _| x.cosh()),
+        "Asinh" => (no_attrs, |x, _| x.asinh()),
+        "Acosh" => (no_attrs, |x, _| x.acosh()),
+        "Atanh" => (no_attrs, |x, _| x.atanh()),
+        "Floor" => (no_attrs, |x, _| x.floor()),
+        "Ceil" => (no_attrs, |x, _| x.ceil()),
+        "Round" => (no_attrs, |x, _| x.round()),
+        "Sign" => (no_attrs, |x, _| x.sign()),
+        "Erf" => (no_attrs, |x, _| x.erf()),
+        "Softsign" => (no_attrs, |x, _| x.softsign()),
+        "Softplus" => (no_attrs, |x, _| keep_dtype(x.softplus(1.0), x)),
+        "Not" => (no_attrs, |x, _| x.logical_not()),
+        "BitwiseNot" => (no_attrs, |x, _| x.bitwise_not()),
+        "IsNaN" => (no_attrs, |x, _| x.isnan()),
+        "Identity" => (no_attrs, |x, _| x.clone()),
+        "Mish" => (no_attrs, |x, _| x.mish()),
+        "HardSwish" => (no_attrs, |x, _| x.hardswish()),
+        "HardSigmoid" => (&["alpha", "beta"], |x, n| {
+            x.hardsigmoid(n.float("alpha", 0.2), n.float("beta", 0.5))
+        }),
+        "LeakyRelu" => (&["alpha"], |x, n| x.leaky_relu(n.float("alpha", 0.01))),
+        "Elu" => (&["alpha"], |x, n| x.elu(n.float("alpha", 1.0))),
+        "Celu" => (&["alpha"], |x, n| x.celu(n.float("alpha", 1.0))),
+        "Selu" => (&["alpha", "gamma"], |x, n| {
+            x.selu_with(
+                n.float("alpha", 1.673_263_192_176_818_8),
+                n.float("gamma", 1.050_701_022_148_132_3),
+            )
+        }),
+        "ThresholdedRelu" => (&["alpha"], |x, n| {
+            x.gt(n.float("alpha", 1.0)).where_(x, 0.0).cast(x.dtype())
+        }),
+        "IsInf" => (&["detect_positive", "detect_negative"], |x, n| {
+            x.isinf_signed(
+                n.int("detect_positive", 1) != 0,
+                n.int("detect_negative", 1) != 0,
+            )
+        }),
+        "Shrink" => (&["bias", "lambd"], |x, n| {
+            let (bias, lambd) = (n.float("bias", 0.0), n.float("lambd", 0.5));
+            let below = x.lt(-lambd).where_(x + bias, 0.0);
+            keep_dtype(x.gt(lambd).where_(x - bias, below), x)
+        }),
+        _ => return Ok(None),
+    };
+    n.check_attrs(attrs)?;
+    Ok(Some(f(n.input(0)?, n)))
+}
+
+fn other_elementwise(n: &Node) -> Result<Option<Tensor>> {
+    let t = match n.op {
+        "Add" | "Sub" | "Mul" | "Div" | "Pow" | "Equal" | "Less" | "LessOrEqual" | "Greater"
+        | "GreaterOrEqual" | "And" | "Or" | "Xor" | "BitwiseAnd" | "BitwiseOr" | "BitwiseXor"
+        | "PRelu" => {
+            n.check_attrs(&[])?;
+            let (a, b) = (n.input(0)?, n.input(1)?);
+            match n.op {
+                "Add" => a + b,
+                "Sub" => a - b,
+                "Mul" => a * b,
+                "Div" if a.dtype().is_int() => a.div_mode(b, Some("trunc")),
+                "Div" => a / b,
+                "Pow" => keep_dtype(a.pow(b), a),
+                "Equal" => a.eq(b),
+                "Less" => a.lt(b),
+                "LessOrEqual" => a.le(b),
+                "Greater" => a.gt(b),
+                "GreaterOrEqual" => a.ge(b),
+                "And" => a.logical_and(b),
+                "Or" => a.logical_or(b),
+                "Xor" => a.logical_xor(b),
+                "BitwiseAnd" => a.bitwise_and(b),
+                "BitwiseOr" => a.bitwise_or(b),
+                "BitwiseXor" => a.bitwise_xor(b),
+                _ => a.lt(0.0).where_(a * b, a),
+            }
+        }
+        "Mod" => {
+            n.check_attrs(&["fmod"])?;
+            let (a, b) = (n.input(0)?, n.input(1)?);
+            if n.int("fmod", 0) != 0 {
+                a.fmod(b)
+            } else {
+                a.modulo(b)
+            }
+        }
+        "BitShift" => {
+            n.check_attrs(&["direction"])?;
+            let (a, b) = (n.input(0)?, n.input(1)?);
+            match n.string("direction", "").as_str() {
+                "LEFT" => a.lshift(b),
+                "RIGHT" => a.rshift(b),
+                d => return Err(n.err(format!("direction {d:?}: expected LEFT or RIGHT"))),
+            }
+        }
+        "Where" => {
+            n.check_attrs(&[])?;
+            n.input(0)?.where_(n.input(1)?, n.input(2)?)
+        }
+        "Max" | "Min" | "Sum" | "Mean" => {
+            n.check_attrs(&[])?;
+            let xs = n.present_inputs();
+            let Some((first, rest)) = xs.split_first() else {
+                return Err(n.err("needs at least one input"));
+            };
+            let mut acc = (*first).clone();
+            for x in rest {
+                acc = match n.op {
+                    "Max" => acc.maximum(*x),
+                    "Min" => acc.minimum(*x),
+                    _ => acc + *x,
+                };
+            }
+            if n.op == "Mean" {
+                acc = keep_dtype(acc / xs.len() as f64, first);
+            }
+            acc
+        }
+        "Gelu" => {
+            n.check_attrs(&["approximate"])?;
+            let x = n.input(0)?;
+            match n.string("approximate", "none").as_str() {
+                "none" => x * 0.5 * ((x * std::f64::consts::FRAC_1_SQRT_2).erf() + 1.0),
+                "tanh" => x.gelu_with("tanh"),
+                a => return Err(n.err(format!("approximate {a:?}: expected none or tanh"))),
+            }
+        }
+        "Cast" => {
+            n.check_attrs(&["to", "saturate", "round_mode"])?;
+            let to = dtype_of(n.int("to", 0) as i32).map_err(|e| n.err(e))?;
+            cast(n, n.input(0)?, to)?
+        }
+        "CastLike" => {
+            n.check_attrs(&["saturate", "round_mode"])?;
+            let to = n.input(1)?.dtype();
+            cast(n, n.input(0)?, to)?
+        }
+        _ => return Ok(None),
+    };
+    Ok(Some(t))
+}
+
+/// ONNX's `Cast`: float to int truncates toward zero (a plain cast), to bool is `!= 0`.
+fn cast(n: &Node, x: &Tensor, to: DType) -> Result<Tensor> {
+    if n.int("saturate", 1) == 0 && (to == DType::FP8E4M3 || to == DType::FP8E5M2) {
+        return Err(n.err("saturate=0 casts to float8 are not supported"));
+    }
+    if n.has("round_mode") && n.string("round_mode", "up") != "up" {
+        return Err(n.err("round_mode other than \"up\" is not supported"));
+    }
+    Ok(if to == DType::BOOL {
+        x.ne(0)
+    } else {
+        x.cast(to)
+    })
+}

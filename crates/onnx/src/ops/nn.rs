@@ -1,0 +1,310 @@
+//! Neural-network ops: `MatMul`, `Gemm`, `Conv`, pools, normalizations, `Softmax`, `Clip`,
+//! `Dropout` (inference).
+
+use tinygrad_tensor::{Axis, DType, Dims, Padding, Tensor};
+
+use crate::error::Result;
+use crate::node::Node;
+
+/// The node's outputs when `n.op` is one of this file's ops.
+pub(super) fn run(n: &Node) -> Result<Option<Vec<Tensor>>> {
+    let one = |t: Tensor| Ok(Some(vec![t]));
+    match n.op {
+        "MatMul" => {
+            n.check_attrs(&[])?;
+            one(n.input(0)?.matmul(n.input(1)?))
+        }
+        "Gemm" => {
+            n.check_attrs(&["alpha", "beta", "transA", "transB"])?;
+            let a = n.input(0)?;
+            let b = n.input(1)?;
+            let a = if n.int("transA", 0) != 0 {
+                a.t()
+            } else {
+                a.clone()
+            };
+            let b = if n.int("transB", 0) != 0 {
+                b.t()
+            } else {
+                b.clone()
+            };
+            let (alpha, beta) = (n.float("alpha", 1.0), n.float("beta", 1.0));
+            let mut y = a.matmul(&b);
+            if alpha != 1.0 {
+                y *= alpha;
+            }
+            if let Some(c) = n.opt_input(2) {
+                y = if beta == 1.0 { y + c } else { y + c * beta };
+            }
+            one(y.cast(a.dtype()))
+        }
+        "Conv" => {
+            n.check_attrs(&[
+                "auto_pad",
+                "dilations",
+                "group",
+                "kernel_shape",
+                "pads",
+                "strides",
+            ])?;
+            let (x, w) = (n.input(0)?, n.input(1)?);
+            let spatial = x.ndim().saturating_sub(2);
+            if spatial == 0 || w.ndim() != x.ndim() {
+                return Err(n.err(format!(
+                    "input {:?} and weight {:?}: expected (N, C, ...) and (M, C/group, ...)",
+                    x.shape(),
+                    w.shape()
+                )));
+            }
+            let kernel: Vec<usize> = w.shape()[2..].to_vec();
+            let strides = dims(n, "strides", spatial)?;
+            let dilations = dims(n, "dilations", spatial)?;
+            let pads = pads(n, &x.shape()[2..], &kernel, &strides, &dilations)?;
+            let group = n.int("group", 1).max(1) as usize;
+            one(x.conv2d(
+                w,
+                n.opt_input(2),
+                group,
+                Dims::Each(strides),
+                Dims::Each(dilations),
+                Padding::Pairs(pads),
+            ))
+        }
+        "MaxPool" | "AveragePool" => {
+            let x = n.input(0)?;
+            if n.op == "MaxPool" {
+                n.check_attrs(&[
+                    "auto_pad",
+                    "ceil_mode",
+                    "dilations",
+                    "kernel_shape",
+                    "pads",
+                    "storage_order",
+                    "strides",
+                ])?;
+                if n.output_count() > 1 {
+                    return Err(n.err("the Indices output is not supported"));
+                }
+            } else {
+                n.check_attrs(&[
+                    "auto_pad",
+                    "ceil_mode",
+                    "count_include_pad",
+                    "dilations",
+                    "kernel_shape",
+                    "pads",
+                    "strides",
+                ])?;
+            }
+            let spatial = x.ndim().saturating_sub(2);
+            let kernel: Vec<usize> = n
+                .ints("kernel_shape")
+                .ok_or_else(|| n.err("kernel_shape is required"))?
+                .iter()
+                .map(|&k| k.max(1) as usize)
+                .collect();
+            if kernel.len() != spatial {
+                return Err(n.err(format!("kernel_shape {kernel:?} for input {:?}", x.shape())));
+            }
+            let strides = dims(n, "strides", spatial)?;
+            let dilations = dims(n, "dilations", spatial)?;
+            let pads = pads(n, &x.shape()[2..], &kernel, &strides, &dilations)?;
+            let ceil = n.int("ceil_mode", 0) != 0;
+            let (k, s, d, p) = (
+                Dims::Each(kernel),
+                Dims::Each(strides),
+                Dims::Each(dilations),
+                Padding::Pairs(pads),
+            );
+            one(if n.op == "MaxPool" {
+                x.max_pool2d(k, s, d, p, ceil)
+            } else {
+                x.avg_pool2d(k, s, d, p, ceil, n.int("count_include_pad", 0) != 0)
+            })
+        }
+        "GlobalAveragePool" | "GlobalMaxPool" => {
+            n.check_attrs(&[])?;
+            let x = n.input(0)?;
+            let axes: Vec<isize> = (2..x.ndim() as isize).collect();
+            one(if n.op == "GlobalMaxPool" {
+                x.max_keepdim(Axis::Some(axes))
+            } else {
+                x.mean_keepdim(Axis::Some(axes))
+            })
+        }
+        "BatchNormalization" => {
+            n.check_attrs(&["epsilon", "momentum", "training_mode", "spatial", "is_test"])?;
+            if n.int("training_mode", 0) != 0 || n.output_count() > 1 {
+                return Err(n.err(
+                    "training mode (batch statistics, running-mean outputs) is not supported",
+                ));
+            }
+            let x = n.input(0)?;
+            let (scale, bias, mean, var) = (n.input(1)?, n.input(2)?, n.input(3)?, n.input(4)?);
+            let eps = n.float("epsilon", 1e-5);
+            let c = channel_view(x);
+            let inv = (var.reshape(&c) + eps).rsqrt();
+            one((x - mean.reshape(&c)) * inv * scale.reshape(&c) + bias.reshape(&c))
+        }
+        "InstanceNormalization" => {
+            n.check_attrs(&["epsilon"])?;
+            let x = n.input(0)?;
+            let (scale, bias) = (n.input(1)?, n.input(2)?);
+            let axes: Vec<isize> = (2..x.ndim() as isize).collect();
+            let mean = x.mean_keepdim(Axis::Some(axes.clone()));
+            let centered = x - &mean;
+            let var = (&centered * &centered).mean_keepdim(Axis::Some(axes));
+            let c = channel_view(x);
+            let y = centered * (var + n.float("epsilon", 1e-5)).rsqrt();
+            one(y * scale.reshape(&c) + bias.reshape(&c))
+        }
+        "LayerNormalization" => {
+            n.check_attrs(&["axis", "epsilon", "stash_type"])?;
+            let x = n.input(0)?;
+            let axis = n.axis(n.int("axis", -1), x.ndim())?;
+            let axes: Vec<isize> = (axis as isize..x.ndim() as isize).collect();
+            let xf = if n.int("stash_type", 1) == 1 {
+                x.cast(DType::FLOAT32)
+            } else {
+                x.clone()
+            };
+            let mean = xf.mean_keepdim(Axis::Some(axes.clone()));
+            let centered = &xf - &mean;
+            let var = (&centered * &centered).mean_keepdim(Axis::Some(axes));
+            let inv = (var + n.float("epsilon", 1e-5)).rsqrt();
+            let mut y = (centered * &inv).cast(x.dtype()) * n.input(1)?;
+            if let Some(b) = n.opt_input(2) {
+                y += b;
+            }
+            Ok(Some(vec![y, mean, inv]))
+        }
+        "Softmax" | "LogSoftmax" | "Hardmax" => {
+            n.check_attrs(&["axis"])?;
+            let x = n.input(0)?;
+            let shape = x.shape();
+            let f = |t: &Tensor, axis: isize| match n.op {
+                "Softmax" => t.softmax(axis),
+                "LogSoftmax" => t.log_softmax(axis),
+                _ => t
+                    .argmax(Some(axis))
+                    .one_hot(t.shape()[axis as usize] as isize)
+                    .cast(t.dtype()),
+            };
+            if n.opset < 13 {
+                // the input flattened to 2-D at `axis` (default 1), the op over the second dim
+                let axis = n.axis(n.int("axis", 1), shape.len())?;
+                let outer: usize = shape[..axis].iter().product();
+                let inner: usize = shape[axis..].iter().product();
+                one(f(&x.reshape(&[outer, inner]), 1).reshape(&shape))
+            } else {
+                let axis = n.axis(n.int("axis", -1), shape.len())?;
+                if n.op == "Hardmax" {
+                    let moved = x.transpose(axis as isize, -1);
+                    return one(f(&moved, moved.ndim() as isize - 1).transpose(axis as isize, -1));
+                }
+                one(f(x, axis as isize))
+            }
+        }
+        "Dropout" => {
+            n.check_attrs(&["seed", "ratio", "is_test"])?;
+            let x = n.input(0)?;
+            let training = match n.opt_input(2) {
+                Some(t) => t
+                    .cast(DType::BOOL)
+                    .try_to_vec::<bool>()
+                    .map_err(|e| n.err(e.to_string()))?
+                    .first()
+                    .copied()
+                    .unwrap_or(false),
+                None => false,
+            };
+            let ratio = n
+                .floats_input(1)?
+                .and_then(|v| v.first().copied())
+                .unwrap_or(n.float("ratio", 0.5));
+            if training && ratio != 0.0 {
+                return Err(n.err("training mode with a nonzero ratio is not supported"));
+            }
+            let mask = Tensor::full_on(&x.shape(), true, DType::BOOL, n.device());
+            Ok(Some(vec![x.clone(), mask]))
+        }
+        "Clip" => {
+            let x = n.input(0)?;
+            let (lo, hi) = if n.opset < 11 {
+                n.check_attrs(&["min", "max"])?;
+                let c = |v: f64| Tensor::full_on(&[], v, x.dtype(), n.device());
+                (
+                    n.has("min").then(|| c(n.float("min", 0.0))),
+                    n.has("max").then(|| c(n.float("max", 0.0))),
+                )
+            } else {
+                n.check_attrs(&[])?;
+                (n.opt_input(1).cloned(), n.opt_input(2).cloned())
+            };
+            let mut y = x.clone();
+            if let Some(lo) = lo {
+                y = y.maximum(&lo);
+            }
+            if let Some(hi) = hi {
+                y = y.minimum(&hi);
+            }
+            one(y)
+        }
+        _ => Ok(None),
+    }
+}
+
+/// `(1, C, 1, ...)` for broadcasting per-channel values over `x` (N, C, ...).
+fn channel_view(x: &Tensor) -> Vec<isize> {
+    let mut v = vec![1isize; x.ndim()];
+    if x.ndim() > 1 {
+        v[1] = x.shape()[1] as isize;
+    }
+    v
+}
+
+/// A per-spatial-dim attribute (strides, dilations), 1 when absent.
+fn dims(n: &Node, name: &str, spatial: usize) -> Result<Vec<usize>> {
+    match n.ints(name) {
+        None => Ok(vec![1; spatial]),
+        Some(v) if v.len() == spatial && v.iter().all(|&d| d >= 1) => {
+            Ok(v.iter().map(|&d| d as usize).collect())
+        }
+        Some(v) => Err(n.err(format!("{name} {v:?}: expected {spatial} values >= 1"))),
+    }
+}
+
+/// `(before, after)` padding per spatial dim from `pads` or `auto_pad`.
+fn pads(
+    n: &Node,
+    input: &[usize],
+    kernel: &[usize],
+    strides: &[usize],
+    dilations: &[usize],
+) -> Result<Vec<(isize, isize)>> {
+    let spatial = input.len();
+    match n.string("auto_pad", "NOTSET").as_str() {
+        "NOTSET" => match n.ints("pads") {
+            None => Ok(vec![(0, 0); spatial]),
+            Some(p) if p.len() == 2 * spatial => Ok((0..spatial)
+                .map(|i| (p[i] as isize, p[i + spatial] as isize))
+                .collect()),
+            Some(p) => Err(n.err(format!("pads {p:?}: expected {} values", 2 * spatial))),
+        },
+        "VALID" => Ok(vec![(0, 0); spatial]),
+        mode @ ("SAME_UPPER" | "SAME_LOWER") => Ok((0..spatial)
+            .map(|i| {
+                let out = input[i].div_ceil(strides[i]);
+                let span = (kernel[i] - 1) * dilations[i] + 1;
+                let total = ((out - 1) * strides[i] + span).saturating_sub(input[i]) as isize;
+                let small = total / 2;
+                if mode == "SAME_UPPER" {
+                    (small, total - small)
+                } else {
+                    (total - small, small)
+                }
+            })
+            .collect()),
+        m => Err(n.err(format!("auto_pad {m:?} is not supported"))),
+    }
+}

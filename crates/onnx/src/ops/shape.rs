@@ -1,0 +1,496 @@
+//! Movement, indexing and creation ops: `Reshape`, `Transpose`, `Slice`, `Gather`, `Concat`,
+//! `Split`, `Pad`, `Expand`, `Constant`, `Range`, ...
+
+use tinygrad_tensor::{DType, PadMode, Tensor, broadcast_shape};
+
+use crate::error::Result;
+use crate::node::Node;
+use crate::tensor_proto::dtype_of;
+
+/// The node's outputs when `n.op` is one of this file's ops.
+pub(super) fn run(n: &Node) -> Result<Option<Vec<Tensor>>> {
+    let one = |t: Tensor| Ok(Some(vec![t]));
+    match n.op {
+        "Reshape" => {
+            n.check_attrs(&["allowzero"])?;
+            let x = n.input(0)?;
+            let shape = n
+                .ints_input(1)?
+                .ok_or_else(|| n.err("the shape input is required"))?;
+            let allowzero = n.int("allowzero", 0) != 0;
+            let xs = x.shape();
+            let mut out: Vec<isize> = Vec::with_capacity(shape.len());
+            for (i, &d) in shape.iter().enumerate() {
+                out.push(if d == 0 && !allowzero {
+                    *xs.get(i).ok_or_else(|| {
+                        n.err(format!("shape {shape:?}: 0 at {i} copies no dim of {xs:?}"))
+                    })? as isize
+                } else {
+                    d as isize
+                });
+            }
+            one(x.reshape(&out))
+        }
+        "Transpose" => {
+            n.check_attrs(&["perm"])?;
+            let x = n.input(0)?;
+            let rank = x.ndim();
+            let perm: Vec<isize> = match n.ints("perm") {
+                Some(p) => p.iter().map(|&a| a as isize).collect(),
+                None => (0..rank as isize).rev().collect(),
+            };
+            one(x.permute(&perm))
+        }
+        "Concat" => {
+            n.check_attrs(&["axis"])?;
+            let xs = n.present_inputs();
+            let rank = xs.first().map_or(0, |x| x.ndim());
+            let axis = n.axis(n.int("axis", 0), rank)?;
+            // zero-size inputs contribute nothing (ONNX allows them, `cat` needs equal dims)
+            let xs: Vec<&Tensor> = xs.into_iter().filter(|x| x.numel() > 0).collect();
+            match xs.as_slice() {
+                [] => one(n.input(0)?.clone()),
+                [x] => one((*x).clone()),
+                _ => one(Tensor::cat(&xs, axis as isize)),
+            }
+        }
+        "Split" => {
+            n.check_attrs(&["axis", "split", "num_outputs"])?;
+            let x = n.input(0)?;
+            let axis = n.axis(n.int("axis", 0), x.ndim())?;
+            let dim = x.shape()[axis];
+            let sizes: Vec<usize> = match n.ints_input(1)?.or_else(|| n.ints("split")) {
+                Some(s) => s.iter().map(|&v| v.max(0) as usize).collect(),
+                None => {
+                    let parts = n.int("num_outputs", 0).max(0) as usize;
+                    let parts = if parts == 0 { n.output_count() } else { parts };
+                    if parts == 0 {
+                        return Err(n.err("no outputs to split into"));
+                    }
+                    let each = dim.div_ceil(parts);
+                    (0..parts)
+                        .map(|i| each.min(dim.saturating_sub(i * each)))
+                        .collect()
+                }
+            };
+            if sizes.iter().sum::<usize>() != dim {
+                return Err(n.err(format!(
+                    "split sizes {sizes:?} don't add up to dim {dim} of {:?}",
+                    x.shape()
+                )));
+            }
+            let mut outs = Vec::new();
+            let mut start = 0;
+            for s in sizes {
+                let mut b: Vec<(usize, usize)> = x.shape().iter().map(|&d| (0, d)).collect();
+                b[axis] = (start, start + s);
+                outs.push(x.shrink(&b));
+                start += s;
+            }
+            Ok(Some(outs))
+        }
+        "Slice" => {
+            let x = n.input(0)?;
+            let (starts, ends, axes, steps) = if n.opset < 10 {
+                n.check_attrs(&["starts", "ends", "axes"])?;
+                (n.ints("starts"), n.ints("ends"), n.ints("axes"), None)
+            } else {
+                n.check_attrs(&[])?;
+                (
+                    n.ints_input(1)?,
+                    n.ints_input(2)?,
+                    n.ints_input(3)?,
+                    n.ints_input(4)?,
+                )
+            };
+            let starts = starts.ok_or_else(|| n.err("starts are required"))?;
+            let ends = ends.ok_or_else(|| n.err("ends are required"))?;
+            let rank = x.ndim();
+            let axes = axes.unwrap_or_else(|| (0..starts.len() as i64).collect());
+            let steps = steps.unwrap_or_else(|| vec![1; starts.len()]);
+            if ends.len() != starts.len()
+                || axes.len() != starts.len()
+                || steps.len() != starts.len()
+            {
+                return Err(n.err(format!("starts {starts:?}, ends {ends:?}, axes {axes:?}, steps {steps:?} differ in length")));
+            }
+            let mut t = x.clone();
+            for i in 0..starts.len() {
+                let axis = n.axis(axes[i], rank)?;
+                t = slice_axis(n, &t, axis, starts[i], ends[i], steps[i])?;
+            }
+            one(t)
+        }
+        "Gather" => {
+            n.check_attrs(&["axis"])?;
+            let (x, idx) = (n.input(0)?, n.input(1)?);
+            let axis = n.axis(n.int("axis", 0), x.ndim())?;
+            one(gather(x, idx, axis))
+        }
+        "GatherElements" => {
+            n.check_attrs(&["axis"])?;
+            let (x, idx) = (n.input(0)?, n.input(1)?);
+            let axis = n.axis(n.int("axis", 0), x.ndim())?;
+            let dim = x.shape()[axis] as i64;
+            let idx = idx.lt(0).where_(idx + dim, idx);
+            one(x.gather(axis as isize, &idx))
+        }
+        "Squeeze" => {
+            n.check_attrs(&["axes"])?;
+            let x = n.input(0)?;
+            let axes = if n.opset < 13 {
+                n.ints("axes")
+            } else {
+                n.ints_input(1)?
+            };
+            let shape = x.shape();
+            let keep: Vec<isize> = match axes {
+                None => shape
+                    .iter()
+                    .filter(|&&d| d != 1)
+                    .map(|&d| d as isize)
+                    .collect(),
+                Some(axes) => {
+                    let axes: Vec<usize> = axes
+                        .iter()
+                        .map(|&a| n.axis(a, shape.len()))
+                        .collect::<Result<_>>()?;
+                    if let Some(&a) = axes.iter().find(|&&a| shape[a] != 1) {
+                        return Err(n.err(format!("axis {a} of {shape:?} is not 1")));
+                    }
+                    shape
+                        .iter()
+                        .enumerate()
+                        .filter(|(i, _)| !axes.contains(i))
+                        .map(|(_, &d)| d as isize)
+                        .collect()
+                }
+            };
+            one(x.reshape(&keep))
+        }
+        "Unsqueeze" => {
+            n.check_attrs(&["axes"])?;
+            let x = n.input(0)?;
+            let axes = if n.opset < 13 {
+                n.ints("axes")
+            } else {
+                n.ints_input(1)?
+            };
+            let axes = axes.ok_or_else(|| n.err("axes are required"))?;
+            let rank = x.ndim() + axes.len();
+            let mut axes: Vec<usize> = axes
+                .iter()
+                .map(|&a| n.axis(a, rank))
+                .collect::<Result<_>>()?;
+            axes.sort_unstable();
+            axes.dedup();
+            let mut shape: Vec<isize> = x.shape().iter().map(|&d| d as isize).collect();
+            for a in axes {
+                shape.insert(a, 1);
+            }
+            one(x.reshape(&shape))
+        }
+        "Shape" => {
+            n.check_attrs(&["start", "end"])?;
+            let shape: Vec<i64> = n.input(0)?.shape().iter().map(|&d| d as i64).collect();
+            let r = shape.len() as i64;
+            let clampi = |v: i64| (if v < 0 { v + r } else { v }).clamp(0, r) as usize;
+            let (s, e) = (clampi(n.int("start", 0)), clampi(n.int("end", r)));
+            let v: Vec<i64> = shape[s..e.max(s)].to_vec();
+            one(ints_tensor(&v, n.device()))
+        }
+        "Size" => {
+            n.check_attrs(&[])?;
+            let numel = n.input(0)?.numel() as i64;
+            one(Tensor::from_bytes(
+                &numel.to_le_bytes(),
+                DType::INT64,
+                &[],
+                n.device(),
+            ))
+        }
+        "Expand" => {
+            n.check_attrs(&[])?;
+            let x = n.input(0)?;
+            let shape: Vec<usize> = n
+                .ints_input(1)?
+                .ok_or_else(|| n.err("the shape input is required"))?
+                .iter()
+                .map(|&d| d.max(0) as usize)
+                .collect();
+            let out = broadcast_shape(&x.shape(), &shape).ok_or_else(|| {
+                n.err(format!(
+                    "shape {:?} doesn't broadcast to {shape:?}",
+                    x.shape()
+                ))
+            })?;
+            let mut padded: Vec<isize> = vec![1; out.len() - x.ndim()];
+            padded.extend(x.shape().iter().map(|&d| d as isize));
+            one(x.reshape(&padded).expand(&out))
+        }
+        "Flatten" => {
+            n.check_attrs(&["axis"])?;
+            let x = n.input(0)?;
+            let shape = x.shape();
+            let axis = n.axis(n.int("axis", 1), shape.len() + 1)?;
+            let outer: usize = shape[..axis].iter().product();
+            let inner: usize = shape[axis..].iter().product();
+            one(x.reshape(&[outer, inner]))
+        }
+        "Tile" => {
+            n.check_attrs(&[])?;
+            let x = n.input(0)?;
+            let reps = n
+                .ints_input(1)?
+                .ok_or_else(|| n.err("repeats are required"))?;
+            if reps.len() != x.ndim() || reps.iter().any(|&r| r < 0) {
+                return Err(n.err(format!("repeats {reps:?} for shape {:?}", x.shape())));
+            }
+            let reps: Vec<usize> = reps.iter().map(|&r| r as usize).collect();
+            one(x.repeat(&reps))
+        }
+        "Constant" => {
+            n.check_attrs(&[
+                "value",
+                "value_float",
+                "value_floats",
+                "value_int",
+                "value_ints",
+            ])?;
+            if let Some(t) = n.tensor("value")? {
+                return one(t);
+            }
+            let dev = n.device();
+            if n.has("value_float") {
+                let v = n.float("value_float", 0.0) as f32;
+                return one(Tensor::from_bytes(
+                    &v.to_le_bytes(),
+                    DType::FLOAT32,
+                    &[],
+                    dev,
+                ));
+            }
+            if let Some(v) = n.floats("value_floats") {
+                let b: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+                return one(Tensor::from_bytes(&b, DType::FLOAT32, &[v.len()], dev));
+            }
+            if n.has("value_int") {
+                let v = n.int("value_int", 0);
+                return one(Tensor::from_bytes(&v.to_le_bytes(), DType::INT64, &[], dev));
+            }
+            if let Some(v) = n.ints("value_ints") {
+                return one(ints_tensor(&v, dev));
+            }
+            Err(n.err("no value attribute (string values are not supported)"))
+        }
+        "ConstantOfShape" => {
+            n.check_attrs(&["value"])?;
+            let shape: Vec<usize> = n
+                .ints_input(0)?
+                .ok_or_else(|| n.err("the shape input is required"))?
+                .iter()
+                .map(|&d| d.max(0) as usize)
+                .collect();
+            let value = match n.tensor("value")? {
+                Some(v) => v.reshape(&[1isize]),
+                None => Tensor::from_bytes(&0f32.to_le_bytes(), DType::FLOAT32, &[1], n.device()),
+            };
+            let mut ones: Vec<isize> = vec![1; shape.len()];
+            if shape.is_empty() {
+                return one(value.reshape(&ones).contiguous());
+            }
+            ones[0] = 1;
+            one(value.reshape(&ones).expand(&shape).contiguous())
+        }
+        "Range" => {
+            n.check_attrs(&[])?;
+            let dtype = n.input(0)?.dtype();
+            let vals: Vec<f64> = (0..3)
+                .map(|i| {
+                    n.floats_input(i)
+                        .map(|v| v.and_then(|v| v.first().copied()).unwrap_or(0.0))
+                })
+                .collect::<Result<_>>()?;
+            let (start, limit, delta) = (vals[0], vals[1], vals[2]);
+            if delta == 0.0 {
+                return Err(n.err("delta is 0"));
+            }
+            let count = ((limit - start) / delta).ceil().max(0.0) as usize;
+            let data: Vec<f64> = (0..count).map(|i| start + i as f64 * delta).collect();
+            let b: Vec<u8> = data.iter().flat_map(|x| x.to_le_bytes()).collect();
+            one(Tensor::from_bytes(&b, DType::FLOAT64, &[count], n.device()).cast(dtype))
+        }
+        "Pad" => {
+            n.check_attrs(&["mode", "pads", "value"])?;
+            let x = n.input(0)?;
+            let rank = x.ndim();
+            let pads = if n.opset < 11 {
+                n.ints("pads")
+            } else {
+                n.ints_input(1)?
+            };
+            let pads = pads.ok_or_else(|| n.err("pads are required"))?;
+            let axes: Vec<usize> = match n.ints_input(3)? {
+                Some(a) => a.iter().map(|&a| n.axis(a, rank)).collect::<Result<_>>()?,
+                None => (0..rank).collect(),
+            };
+            if pads.len() != 2 * axes.len() {
+                return Err(n.err(format!("{} pads for {} axes", pads.len(), axes.len())));
+            }
+            let mut pairs = vec![(0isize, 0isize); rank];
+            for (i, &a) in axes.iter().enumerate() {
+                pairs[a] = (pads[i] as isize, pads[i + axes.len()] as isize);
+            }
+            let value = if n.opset < 11 {
+                n.float("value", 0.0)
+            } else {
+                n.floats_input(2)?
+                    .and_then(|v| v.first().copied())
+                    .unwrap_or(0.0)
+            };
+            let mode = match n.string("mode", "constant").as_str() {
+                "constant" => PadMode::Constant(if x.dtype().is_float() {
+                    value.into()
+                } else {
+                    (value as i64).into()
+                }),
+                "reflect" => PadMode::Reflect,
+                "edge" => PadMode::Replicate,
+                "wrap" => PadMode::Circular,
+                m => return Err(n.err(format!("mode {m:?} is not supported"))),
+            };
+            one(x.pad_mode(&pairs, mode))
+        }
+        "Trilu" => {
+            n.check_attrs(&["upper"])?;
+            let x = n.input(0)?;
+            let k = n
+                .ints_input(1)?
+                .and_then(|v| v.first().copied())
+                .unwrap_or(0) as isize;
+            one(if n.int("upper", 1) != 0 {
+                x.triu(k)
+            } else {
+                x.tril(k)
+            })
+        }
+        "DepthToSpace" | "SpaceToDepth" => {
+            n.check_attrs(&["blocksize", "mode"])?;
+            let x = n.input(0)?;
+            let b = n.int("blocksize", 0);
+            let s = x.shape();
+            if s.len() != 4 || b <= 0 {
+                return Err(n.err(format!(
+                    "blocksize {b} for shape {s:?}: expected NCHW and blocksize > 0"
+                )));
+            }
+            let b = b as usize;
+            let (nb, c, h, w) = (s[0], s[1], s[2], s[3]);
+            if n.op == "DepthToSpace" {
+                if c % (b * b) != 0 {
+                    return Err(n.err(format!("{c} channels are not a multiple of {}", b * b)));
+                }
+                let c2 = c / (b * b);
+                let t = if n.string("mode", "DCR") == "CRD" {
+                    x.reshape(&[nb, c2, b, b, h, w])
+                        .permute(&[0, 1, 4, 2, 5, 3])
+                } else {
+                    x.reshape(&[nb, b, b, c2, h, w])
+                        .permute(&[0, 3, 4, 1, 5, 2])
+                };
+                one(t.reshape(&[nb, c2, h * b, w * b]))
+            } else {
+                if h % b != 0 || w % b != 0 {
+                    return Err(n.err(format!("{h}x{w} is not a multiple of blocksize {b}")));
+                }
+                let t = x
+                    .reshape(&[nb, c, h / b, b, w / b, b])
+                    .permute(&[0, 3, 5, 1, 2, 4]);
+                one(t.reshape(&[nb, c * b * b, h / b, w / b]))
+            }
+        }
+        "EyeLike" => {
+            n.check_attrs(&["dtype", "k"])?;
+            let x = n.input(0)?;
+            let s = x.shape();
+            if s.len() != 2 {
+                return Err(n.err(format!("shape {s:?}: expected 2-D")));
+            }
+            let dtype = if n.has("dtype") {
+                dtype_of(n.int("dtype", 1) as i32).map_err(|e| n.err(e))?
+            } else {
+                x.dtype()
+            };
+            let k = n.int("k", 0);
+            let rows =
+                Tensor::arange_dtype(0.0, s[0] as f64, 1.0, DType::INT64).reshape(&[s[0], 1]);
+            let cols =
+                Tensor::arange_dtype(0.0, s[1] as f64, 1.0, DType::INT64).reshape(&[1, s[1]]);
+            one((cols - rows).eq(k).cast(dtype).to(n.device()))
+        }
+        "Einsum" => {
+            n.check_attrs(&["equation"])?;
+            let eq = n.string("equation", "");
+            let xs = n.present_inputs();
+            one(Tensor::einsum(&eq, &xs))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// An int64 tensor of `v` (a shape, indices).
+fn ints_tensor(v: &[i64], device: &str) -> Tensor {
+    let b: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+    Tensor::from_bytes(&b, DType::INT64, &[v.len()], device)
+}
+
+/// numpy's `x[start:end:step]` along `axis`, out-of-range bounds clamped as Python does.
+fn slice_axis(
+    n: &Node,
+    x: &Tensor,
+    axis: usize,
+    start: i64,
+    end: i64,
+    step: i64,
+) -> Result<Tensor> {
+    if step == 0 {
+        return Err(n.err("a step of 0"));
+    }
+    let dim = x.shape()[axis] as i64;
+    let norm = |v: i64, lo: i64, hi: i64| {
+        let v = if v < 0 { v.saturating_add(dim) } else { v };
+        v.clamp(lo, hi)
+    };
+    let mut ranges: Vec<(isize, isize, usize)> =
+        x.shape().iter().map(|&d| (0, d as isize, 1)).collect();
+    if step > 0 {
+        let (s, e) = (norm(start, 0, dim), norm(end, 0, dim));
+        ranges[axis] = (s as isize, e.max(s) as isize, step as usize);
+        return Ok(x.slice(&ranges));
+    }
+    // a negative step: the same elements of the flipped axis, with a positive step
+    let (s, e) = (norm(start, -1, dim - 1), norm(end, -1, dim - 1));
+    let (fs, fe) = (dim - 1 - s, dim - 1 - e);
+    ranges[axis] = (fs as isize, fe.max(fs) as isize, (-step) as usize);
+    Ok(x.flip(&[axis as isize]).slice(&ranges))
+}
+
+/// ONNX's `Gather`: `x.shape[:axis] + idx.shape + x.shape[axis+1:]`, negative indices from the
+/// end.
+fn gather(x: &Tensor, idx: &Tensor, axis: usize) -> Tensor {
+    let xs = x.shape();
+    let dim = xs[axis] as i64;
+    let idx = idx.cast(DType::INT64);
+    let idx = idx.lt(0).where_(&idx + dim, &idx);
+    let is = idx.shape();
+    let count: usize = is.iter().product();
+    let mut view: Vec<isize> = vec![1; xs.len()];
+    view[axis] = count as isize;
+    let mut full: Vec<usize> = xs.clone();
+    full[axis] = count;
+    let picked = x.gather(axis as isize, &idx.reshape(&view).expand(&full));
+    let mut out: Vec<usize> = xs[..axis].to_vec();
+    out.extend(&is);
+    out.extend(&xs[axis + 1..]);
+    picked.reshape(&out)
+}
