@@ -5,10 +5,12 @@
 //!   broadcasting, variadic, casts);
 //! - [`shape`]: movement, indexing and creation ops (`Reshape`, `Slice`, `Gather`, `Concat`, ...);
 //! - [`reduce`]: the `Reduce*` family, `ArgMax`/`ArgMin`, `CumSum`, `TopK`;
-//! - [`nn`]: `MatMul`, `Gemm`, `Conv`, pools, normalizations, `Softmax`.
+//! - [`nn`]: `MatMul`, `Gemm`, `Conv`, pools, normalizations, `Softmax`;
+//! - [`loss`]: `NegativeLogLikelihoodLoss`, `SoftmaxCrossEntropyLoss`.
 //!
 //! Every op refuses attributes it doesn't read ([`Node::check_attrs`]).
 
+mod loss;
 mod nn;
 mod reduce;
 mod shape;
@@ -163,6 +165,9 @@ pub fn run(n: &Node) -> Result<Vec<Tensor>> {
     if let Some(outs) = nn::run(n)? {
         return Ok(outs);
     }
+    if let Some(outs) = loss::run(n)? {
+        return Ok(outs);
+    }
     Err(n.err("op is not supported"))
 }
 
@@ -213,6 +218,7 @@ fn unary(n: &Node) -> Result<Option<Tensor>> {
         "IsNaN" => (no_attrs, |x, _| x.isnan()),
         "Identity" => (no_attrs, |x, _| x.clone()),
         "Mish" => (no_attrs, |x, _| x.mish()),
+        "Swish" => (&["alpha"], |x, n| x * (x * n.float("alpha", 1.0)).sigmoid()),
         "HardSwish" => (no_attrs, |x, _| x.hardswish()),
         "HardSigmoid" => (&["alpha", "beta"], |x, n| {
             x.hardsigmoid(n.float("alpha", 0.2), n.float("beta", 0.5))
@@ -341,11 +347,16 @@ fn other_elementwise(n: &Node) -> Result<Option<Tensor>> {
 
 /// ONNX's `Cast`: float to int truncates toward zero (a plain cast), to bool is `!= 0`.
 fn cast(n: &Node, x: &Tensor, to: DType) -> Result<Tensor> {
-    if n.int("saturate", 1) == 0 && (to == DType::FP8E4M3 || to == DType::FP8E5M2) {
-        return Err(n.err("saturate=0 casts to float8 are not supported"));
-    }
     if n.has("round_mode") && n.string("round_mode", "up") != "up" {
         return Err(n.err("round_mode other than \"up\" is not supported"));
+    }
+    if n.int("saturate", 1) != 0 && (to == DType::FP8E4M3 || to == DType::FP8E5M2) {
+        // saturate (the default): values beyond the format's range, infinities included,
+        // become its largest; NaN stays NaN
+        let max = if to == DType::FP8E4M3 { 448.0 } else { 57344.0 };
+        let xf = x.cast(DType::FLOAT32);
+        let clipped = xf.clip(Some(-max), Some(max));
+        return Ok(clipped.cast(to));
     }
     Ok(if to == DType::BOOL {
         x.ne(0)

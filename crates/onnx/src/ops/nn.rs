@@ -178,6 +178,150 @@ pub(super) fn run(n: &Node) -> Result<Option<Vec<Tensor>>> {
             }
             Ok(Some(vec![y, mean, inv]))
         }
+        "RMSNormalization" => {
+            n.check_attrs(&["axis", "epsilon", "stash_type"])?;
+            let x = n.input(0)?;
+            let axis = n.axis(n.int("axis", -1), x.ndim())?;
+            let axes: Vec<isize> = (axis as isize..x.ndim() as isize).collect();
+            let xf = if n.int("stash_type", 1) == 1 {
+                x.cast(DType::FLOAT32)
+            } else {
+                x.clone()
+            };
+            let ms = (&xf * &xf).mean_keepdim(Axis::Some(axes));
+            let y = (xf * (ms + n.float("epsilon", 1e-5)).rsqrt()).cast(x.dtype());
+            one(y * n.input(1)?)
+        }
+        "LpNormalization" => {
+            n.check_attrs(&["axis", "p"])?;
+            let x = n.input(0)?;
+            let axis = n.axis(n.int("axis", -1), x.ndim())? as isize;
+            let norm = match n.int("p", 2) {
+                1 => x.abs().sum_keepdim(axis),
+                2 => (x * x).sum_keepdim(axis).sqrt(),
+                p => return Err(n.err(format!("p = {p}: expected 1 or 2"))),
+            };
+            one((x / norm).cast(x.dtype()))
+        }
+        "ConvTranspose" => {
+            n.check_attrs(&[
+                "auto_pad",
+                "dilations",
+                "group",
+                "kernel_shape",
+                "output_padding",
+                "output_shape",
+                "pads",
+                "strides",
+            ])?;
+            let (x, w) = (n.input(0)?, n.input(1)?);
+            let spatial = x.ndim().saturating_sub(2);
+            if spatial == 0 || w.ndim() != x.ndim() {
+                return Err(n.err(format!(
+                    "input {:?} and weight {:?}: expected (N, C, ...) and (C, M/group, ...)",
+                    x.shape(),
+                    w.shape()
+                )));
+            }
+            let kernel: Vec<usize> = w.shape()[2..].to_vec();
+            let strides = dims(n, "strides", spatial)?;
+            let dilations = dims(n, "dilations", spatial)?;
+            let mut out_pad: Vec<usize> = match n.ints("output_padding") {
+                Some(v) if v.len() == spatial => v.iter().map(|&p| p.max(0) as usize).collect(),
+                Some(v) => {
+                    return Err(n.err(format!("output_padding {v:?}: expected {spatial} values")));
+                }
+                None => vec![0; spatial],
+            };
+            let input = &x.shape()[2..];
+            let full = |i: usize| strides[i] * (input[i] - 1) + (kernel[i] - 1) * dilations[i] + 1;
+            let auto = n.string("auto_pad", "NOTSET");
+            let pads: Vec<(isize, isize)> = if let Some(os) = n.ints("output_shape") {
+                if os.len() != spatial {
+                    return Err(n.err(format!("output_shape {os:?}: expected {spatial} values")));
+                }
+                (0..spatial)
+                    .map(|i| {
+                        let total = (full(i) + out_pad[i]) as isize - os[i] as isize;
+                        let small = total / 2;
+                        if auto == "SAME_LOWER" {
+                            (total - small, small)
+                        } else {
+                            (small, total - small)
+                        }
+                    })
+                    .collect()
+            } else if auto == "SAME_UPPER" || auto == "SAME_LOWER" {
+                (0..spatial)
+                    .map(|i| {
+                        let total =
+                            (full(i) + out_pad[i]) as isize - (input[i] * strides[i]) as isize;
+                        let small = total / 2;
+                        if auto == "SAME_UPPER" {
+                            (small, total - small)
+                        } else {
+                            (total - small, small)
+                        }
+                    })
+                    .collect()
+            } else {
+                match n.ints("pads") {
+                    None => vec![(0, 0); spatial],
+                    Some(p) if p.len() == 2 * spatial => (0..spatial)
+                        .map(|i| (p[i] as isize, p[i + spatial] as isize))
+                        .collect(),
+                    Some(p) => {
+                        return Err(n.err(format!("pads {p:?}: expected {} values", 2 * spatial)));
+                    }
+                }
+            };
+            // conv_transpose2d pads symmetrically: the smaller side's padding is passed to it,
+            // the rest cropped from the result (or, for a negative end, zeros appended through
+            // output_padding)
+            let sym: Vec<usize> = pads
+                .iter()
+                .map(|&(b, e)| b.min(e).max(0) as usize)
+                .collect();
+            let group = n.int("group", 1).max(1) as usize;
+            let (mut crop_start, mut crop_end) = (vec![0usize; spatial], vec![0usize; spatial]);
+            for i in 0..spatial {
+                let (b, e) = pads[i];
+                if b < 0 {
+                    return Err(n.err(format!("pads {pads:?}: a negative start is not supported")));
+                }
+                let s = sym[i] as isize;
+                crop_start[i] = (b - s) as usize;
+                let tail = e - s;
+                if tail < 0 {
+                    out_pad[i] += (-tail) as usize;
+                } else {
+                    // output_padding adds at the end, which the crop takes back first
+                    let take = (tail as usize).min(out_pad[i]);
+                    out_pad[i] -= take;
+                    crop_end[i] = tail as usize - take;
+                }
+            }
+            let y = x.conv_transpose2d(
+                w,
+                n.opt_input(2),
+                group,
+                Dims::Each(strides.clone()),
+                Dims::Each(dilations.clone()),
+                Padding::Pairs(sym.iter().map(|&p| (p as isize, p as isize)).collect()),
+                Dims::Each(out_pad),
+            );
+            let ys = y.shape();
+            let mut bounds: Vec<(usize, usize)> = ys.iter().map(|&d| (0, d)).collect();
+            for i in 0..spatial {
+                bounds[2 + i] = (
+                    crop_start[i].min(ys[2 + i]),
+                    ys[2 + i]
+                        .saturating_sub(crop_end[i])
+                        .max(crop_start[i].min(ys[2 + i])),
+                );
+            }
+            one(y.shrink(&bounds))
+        }
         "Softmax" | "LogSoftmax" | "Hardmax" => {
             n.check_attrs(&["axis"])?;
             let x = n.input(0)?;

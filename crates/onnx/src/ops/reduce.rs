@@ -107,7 +107,7 @@ pub(super) fn run(n: &Node) -> Result<Option<Vec<Tensor>>> {
                 idx
             })
         }
-        "CumSum" => {
+        "CumSum" | "CumProd" => {
             n.check_attrs(&["exclusive", "reverse"])?;
             let x = n.input(0)?;
             let axis = n
@@ -118,10 +118,18 @@ pub(super) fn run(n: &Node) -> Result<Option<Vec<Tensor>>> {
             let reverse = n.int("reverse", 0) != 0;
             let exclusive = n.int("exclusive", 0) != 0;
             let src = if reverse { x.flip(&[axis]) } else { x.clone() };
-            let mut c = src.cumsum(axis);
-            if exclusive {
-                c -= &src;
-            }
+            let c = if n.op == "CumSum" {
+                let c = src.cumsum(axis);
+                if exclusive { c - &src } else { c }
+            } else if exclusive {
+                // the product of the elements before: shifted by one, a 1 first
+                let mut pads = vec![(0isize, 0isize); src.ndim()];
+                pads[axis as usize] = (1, -1);
+                let shifted = src.pad_mode(&pads, tinygrad_tensor::PadMode::Constant(1.into()));
+                shifted.cumprod(axis)
+            } else {
+                src.cumprod(axis)
+            };
             let c = c.cast(x.dtype());
             one(if reverse { c.flip(&[axis]) } else { c })
         }

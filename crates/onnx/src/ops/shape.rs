@@ -428,6 +428,56 @@ pub(super) fn run(n: &Node) -> Result<Option<Vec<Tensor>>> {
                 Tensor::arange_dtype(0.0, s[1] as f64, 1.0, DType::INT64).reshape(&[1, s[1]]);
             one((cols - rows).eq(k).cast(dtype).to(n.device()))
         }
+        "OneHot" => {
+            n.check_attrs(&["axis"])?;
+            let idx = n.input(0)?;
+            let depth = n
+                .floats_input(1)?
+                .and_then(|v| v.first().copied())
+                .ok_or_else(|| n.err("depth is required"))? as i64;
+            let vals = n.input(2)?;
+            if vals.numel() != 2 || depth <= 0 {
+                return Err(n.err(format!(
+                    "depth {depth} and values {:?}: expected depth > 0 and [off, on]",
+                    vals.shape()
+                )));
+            }
+            let rank = idx.ndim() + 1;
+            let axis = n.axis(n.int("axis", -1), rank)?;
+            let idx = idx.cast(DType::INT64);
+            let idx = idx
+                .lt(0)
+                .where_(&idx + depth, &idx)
+                .unsqueeze(axis as isize);
+            let mut view = vec![1isize; rank];
+            view[axis] = depth as isize;
+            let classes = Tensor::arange_dtype(0.0, depth as f64, 1.0, DType::INT64)
+                .to(n.device())
+                .reshape(&view);
+            let flat = vals.reshape(&[2isize]);
+            let (off, on) = (
+                flat.shrink(&[(0, 1)]).reshape(&[] as &[isize]),
+                flat.shrink(&[(1, 2)]).reshape(&[] as &[isize]),
+            );
+            one(idx.eq(&classes).where_(&on, &off))
+        }
+        "ScatterElements" => {
+            n.check_attrs(&["axis", "reduction"])?;
+            let (x, idx, upd) = (n.input(0)?, n.input(1)?, n.input(2)?);
+            let axis = n.axis(n.int("axis", 0), x.ndim())?;
+            let dim = x.shape()[axis] as i64;
+            let idx = idx.cast(DType::INT64);
+            let idx = idx.lt(0).where_(&idx + dim, &idx);
+            let a = axis as isize;
+            one(match n.string("reduction", "none").as_str() {
+                "none" => x.scatter(a, &idx, upd),
+                "add" => x.scatter_reduce(a, &idx, upd, "sum", true),
+                "mul" => x.scatter_reduce(a, &idx, upd, "prod", true),
+                "max" => x.scatter_reduce(a, &idx, upd, "amax", true),
+                "min" => x.scatter_reduce(a, &idx, upd, "amin", true),
+                r => return Err(n.err(format!("reduction {r:?} is not supported"))),
+            })
+        }
         "Einsum" => {
             n.check_attrs(&["equation"])?;
             let eq = n.string("equation", "");
