@@ -1,12 +1,25 @@
-import os, sys, shutil
+"""Writes ONNX's backend node test cases (the onnx package's own case generators) as
+folders: `model.onnx` and `test_data_set_*/{input,output}_*.pb`, as onnx's
+`backend-test-tools generate-data` does for its shipped data.
+
+    python3 crates/onnx/tests/gen_node_tests.py target/onnx-node
+
+CI pins onnx and numpy (the expected passes in node_expected_pass.txt were computed on that
+data) and seeds numpy: several generators draw random inputs.
+"""
+import os
+import sys
+
 import numpy as np
 import onnx
 from onnx import numpy_helper
 import onnx.backend.test.case.node as node_test
+
 out = sys.argv[1]
+np.random.seed(0)
 cases = node_test.collect_testcases(None)
-print(len(cases))
-n=0
+print(f"onnx {onnx.__version__}, numpy {np.__version__}: {len(cases)} cases")
+n = 0
 for case in cases:
     d = os.path.join(out, case.name)
     os.makedirs(d, exist_ok=True)
@@ -35,4 +48,4 @@ for case in cases:
                 with open(os.path.join(ds, f"{kind}_{j}.pb"), "wb") as f:
                     f.write(data)
     n+=1
-print("written", n)
+print(f"written {n} to {out}")

@@ -3,13 +3,15 @@
 //!
 //! - this file: the dispatch table and the elementwise ops (unary, binary with numpy
 //!   broadcasting, variadic, casts);
-//! - [`shape`]: movement, indexing and creation ops (`Reshape`, `Slice`, `Gather`, `Concat`, ...);
-//! - [`reduce`]: the `Reduce*` family, `ArgMax`/`ArgMin`, `CumSum`, `TopK`;
-//! - [`nn`]: `MatMul`, `Gemm`, `Conv`, pools, normalizations, `Softmax`;
-//! - [`loss`]: `NegativeLogLikelihoodLoss`, `SoftmaxCrossEntropyLoss`.
+//! - `shape`: movement, indexing and creation ops (`Reshape`, `Slice`, `Gather`, `Concat`, ...);
+//! - `reduce`: the `Reduce*` family, `ArgMax`/`ArgMin`, `CumSum`, `TopK`;
+//! - `nn`: `MatMul`, `Gemm`, `Conv`, pools, normalizations, `Softmax`;
+//! - `loss`: `NegativeLogLikelihoodLoss`, `SoftmaxCrossEntropyLoss`;
+//! - `attention`: `Attention`.
 //!
 //! Every op refuses attributes it doesn't read ([`Node::check_attrs`]).
 
+mod attention;
 mod loss;
 mod nn;
 mod reduce;
@@ -166,6 +168,9 @@ pub fn run(n: &Node) -> Result<Vec<Tensor>> {
         return Ok(outs);
     }
     if let Some(outs) = loss::run(n)? {
+        return Ok(outs);
+    }
+    if let Some(outs) = attention::run(n)? {
         return Ok(outs);
     }
     Err(n.err("op is not supported"))

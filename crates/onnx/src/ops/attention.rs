@@ -1,0 +1,186 @@
+//! ONNX's `Attention` (opset 23+): scaled dot-product attention over 3-D (heads packed in the
+//! hidden size) or 4-D inputs, with a key/value cache (`past_key`/`past_value` in,
+//! `present_*` out), grouped-query heads, a bool or additive mask, causal and sliding-window
+//! masking aligned to the cache, per-batch valid key lengths, soft-capping and the optional
+//! `qk_matmul_output`. The semantics are those of ONNX's reference implementation, including
+//! rows with every key masked giving zeros.
+
+use tinygrad_tensor::{Axis, DType, Tensor};
+
+use crate::error::Result;
+use crate::node::Node;
+
+/// The node's outputs when `n.op` is `Attention`.
+pub(super) fn run(n: &Node) -> Result<Option<Vec<Tensor>>> {
+    if n.op != "Attention" {
+        return Ok(None);
+    }
+    n.check_attrs(&[
+        "is_causal",
+        "kv_num_heads",
+        "q_num_heads",
+        "qk_matmul_output_mode",
+        "scale",
+        "softcap",
+        "softmax_precision",
+        "left_window_size",
+        "right_window_size",
+    ])?;
+    let (q, k, v) = (n.input(0)?, n.input(1)?, n.input(2)?);
+    let rank3 = q.ndim() == 3;
+    if q.ndim() != k.ndim() || q.ndim() != v.ndim() || !(q.ndim() == 3 || q.ndim() == 4) {
+        return Err(n.err(format!(
+            "Q {:?}, K {:?}, V {:?}: expected all 3-D or all 4-D",
+            q.shape(),
+            k.shape(),
+            v.shape()
+        )));
+    }
+    let dt = q.dtype();
+    let heads = |t: &Tensor, attr: &str| -> Result<Tensor> {
+        if !rank3 {
+            return Ok(t.clone());
+        }
+        let h = n.int(attr, 0);
+        let s = t.shape();
+        if h <= 0 || !s[2].is_multiple_of(h as usize) {
+            return Err(n.err(format!("{attr} = {h} for a hidden size of {}", s[2])));
+        }
+        let h = h as usize;
+        Ok(t.reshape(&[s[0], s[1], h, s[2] / h]).transpose(1, 2))
+    };
+    let (q, k, v) = (
+        heads(q, "q_num_heads")?,
+        heads(k, "kv_num_heads")?,
+        heads(v, "kv_num_heads")?,
+    );
+    let scale = if n.has("scale") {
+        n.float("scale", 1.0)
+    } else {
+        1.0 / (q.shape()[3] as f64).sqrt()
+    };
+    let root = scale.sqrt();
+    let (past_k, past_v) = (n.opt_input(4), n.opt_input(5));
+    if past_k.is_some() != past_v.is_some() {
+        return Err(n.err("past_key and past_value must be given together"));
+    }
+    let (k, v) = match (past_k, past_v) {
+        (Some(pk), Some(pv)) => (Tensor::cat(&[pk, &k], 2), Tensor::cat(&[pv, &v], 2)),
+        _ => (k, v),
+    };
+    // the caches returned: the concatenations, before any head repetition
+    let (present_k, present_v) = (k.clone(), v.clone());
+    let nonpad = n.opt_input(6);
+    let (l, s) = (q.shape()[2], k.shape()[2]);
+    let dev = n.device();
+    let neg_inf = f64::NEG_INFINITY;
+    let as_bias = |m: &Tensor| {
+        if m.dtype() == DType::BOOL {
+            m.where_(0.0, neg_inf).cast(dt)
+        } else {
+            m.clone()
+        }
+    };
+    // the mask, its last dim padded to the keys (with False / -inf)
+    let mask = match n.opt_input(3) {
+        Some(m) => {
+            let ms = m.shape();
+            let last = *ms.last().ok_or_else(|| n.err("a 0-d attn_mask"))?;
+            if last > s {
+                return Err(n.err(format!("attn_mask {ms:?} is longer than the {s} keys")));
+            }
+            let mut pads = vec![(0isize, 0isize); ms.len()];
+            pads[ms.len() - 1] = (0, (s - last) as isize);
+            let b = as_bias(m);
+            Some(if last < s {
+                b.pad_mode(&pads, tinygrad_tensor::PadMode::Constant(neg_inf.into()))
+            } else {
+                b
+            })
+        }
+        None => None,
+    };
+    let rows = Tensor::arange_dtype(0.0, l as f64, 1.0, DType::INT64)
+        .to(dev)
+        .reshape(&[l, 1]);
+    let cols = Tensor::arange_dtype(0.0, s as f64, 1.0, DType::INT64)
+        .to(dev)
+        .reshape(&[1, s]);
+    // the query's absolute position offset: the cache length, or per batch the valid keys
+    // minus the queries
+    let offset: Tensor = match (past_k, nonpad) {
+        (None, Some(np)) => {
+            (np.cast(DType::INT64) - l as i64).reshape(&[np.numel() as isize, 1, 1, 1])
+        }
+        (Some(pk), _) => Tensor::full_on(&[], pk.shape()[2] as i64, DType::INT64, dev),
+        _ => Tensor::full_on(&[], 0i64, DType::INT64, dev),
+    };
+    let pos = &rows + &offset;
+    let zero = Tensor::full_on(&[l, s], 0.0, dt, dev);
+    let mut bias = mask.clone().map_or_else(|| zero.clone(), |m| &zero + m);
+    if n.int("is_causal", 0) != 0 {
+        bias += cols.le(&pos).where_(0.0, neg_inf).cast(dt);
+    }
+    let (left, right) = (
+        n.int("left_window_size", -1),
+        n.int("right_window_size", -1),
+    );
+    if left >= 0 || right >= 0 {
+        let diff = &pos - &cols;
+        let mut allowed = Tensor::full_on(&[], true, DType::BOOL, dev);
+        if left >= 0 {
+            allowed = allowed.logical_and(&diff.le(left));
+        }
+        if right >= 0 {
+            allowed = allowed.logical_and(&diff.neg().le(right));
+        }
+        bias += allowed.where_(0.0, neg_inf).cast(dt);
+    }
+    if let Some(np) = nonpad {
+        let valid = cols.lt(&np
+            .cast(DType::INT64)
+            .reshape(&[np.numel() as isize, 1, 1, 1]));
+        bias += valid.where_(0.0, neg_inf).cast(dt);
+    }
+    let (hq, hk) = (q.shape()[1], k.shape()[1]);
+    let (k, v) = if hq != hk && hk > 0 && hq % hk == 0 {
+        (
+            k.repeat_interleave(hq / hk, Some(1)),
+            v.repeat_interleave(hq / hk, Some(1)),
+        )
+    } else {
+        (k, v)
+    };
+    let mut qk = (&q * root).matmul(&(k.transpose(-2, -1) * root));
+    let softcap = n.float("softcap", 0.0);
+    if softcap > 0.0 {
+        qk = (&qk / softcap).tanh() * softcap;
+    }
+    let with_bias = &qk + &bias;
+    let mut x = with_bias.clone();
+    if n.has("softmax_precision") {
+        let p = crate::tensor_proto::dtype_of(n.int("softmax_precision", 1) as i32)
+            .map_err(|e| n.err(e))?;
+        x = x.cast(p);
+    }
+    let max = x.max_keepdim(-1isize);
+    let safe = max.eq(neg_inf).where_(0.0, &max);
+    let e = (&x - &safe).exp();
+    let sum = e.sum_keepdim(-1isize);
+    let sum = sum.eq(0.0).where_(1.0, &sum);
+    let p = e / sum;
+    let all_masked = bias.max_keepdim(Axis::Some(vec![-1])).eq(neg_inf);
+    let p = all_masked.where_(0.0, &p).cast(dt);
+    let qk_out = match n.int("qk_matmul_output_mode", 0) {
+        0 | 1 => qk,
+        2 => with_bias,
+        3 => p.clone(),
+        m => return Err(n.err(format!("qk_matmul_output_mode {m}: expected 0 to 3"))),
+    };
+    let mut y = p.matmul(&v);
+    if rank3 {
+        let ys = y.shape();
+        y = y.transpose(1, 2).reshape(&[ys[0], ys[2], ys[1] * ys[3]]);
+    }
+    Ok(Some(vec![y, present_k, present_v, qk_out.cast(dt)]))
+}

@@ -1,0 +1,224 @@
+//! Hostile or wrong input: every case an `Err` naming what is wrong, never a panic.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use tinygrad_onnx::proto::{
+    AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, StringStringEntryProto,
+    TensorProto, TypeProto, ValueInfoProto, type_proto,
+};
+use tinygrad_onnx::{OnnxError, OnnxModel};
+use tinygrad_tensor::{DType, Tensor};
+
+use prost::Message;
+
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
+}
+
+fn value(name: &str, elem: i32, dims: &[i64]) -> ValueInfoProto {
+    use tinygrad_onnx::proto::{TensorShapeProto, tensor_shape_proto};
+    ValueInfoProto {
+        name: Some(name.into()),
+        r#type: Some(TypeProto {
+            value: Some(type_proto::Value::TensorType(type_proto::Tensor {
+                elem_type: Some(elem),
+                shape: Some(TensorShapeProto {
+                    dim: dims
+                        .iter()
+                        .map(|&d| tensor_shape_proto::Dimension {
+                            value: Some(tensor_shape_proto::dimension::Value::DimValue(d)),
+                            ..Default::default()
+                        })
+                        .collect(),
+                }),
+            })),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// A one-node model `y = op(x)` on float32 `x` of `dims`.
+fn one_node(op: &str, attrs: Vec<AttributeProto>, inits: Vec<TensorProto>) -> Vec<u8> {
+    let node = NodeProto {
+        input: vec!["x".into()],
+        output: vec!["y".into()],
+        op_type: Some(op.into()),
+        attribute: attrs,
+        ..Default::default()
+    };
+    let model = ModelProto {
+        ir_version: Some(8),
+        opset_import: vec![OperatorSetIdProto {
+            domain: Some(String::new()),
+            version: Some(17),
+        }],
+        graph: Some(GraphProto {
+            node: vec![node],
+            name: Some("g".into()),
+            initializer: inits,
+            input: vec![value("x", 1, &[2, 3])],
+            output: vec![value("y", 1, &[])],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    model.encode_to_vec()
+}
+
+fn run_err(bytes: &[u8], x: Tensor) -> OnnxError {
+    let model = OnnxModel::from_bytes(bytes, "CPU").expect("decodes");
+    match model.run(&HashMap::from([("x".to_string(), x)])) {
+        Err(e) => e,
+        Ok(_) => panic!("expected an error"),
+    }
+}
+
+fn x() -> Tensor {
+    Tensor::from_slice(&[1f32, 2., 3., 4., 5., 6.], &[2, 3])
+}
+
+#[test]
+fn malformed_and_truncated_files_are_errors() {
+    let e = OnnxModel::from_bytes(b"\xff\xff\xff\xff not protobuf", "CPU")
+        .err()
+        .expect("an error");
+    assert!(matches!(e, OnnxError::Decode { .. }), "{e}");
+    let good = std::fs::read(data("resnet_tiny.onnx")).unwrap();
+    for cut in [1, good.len() / 3, good.len() - 7] {
+        if let Err(e) = OnnxModel::from_bytes(&good[..cut], "CPU") {
+            assert!(
+                matches!(e, OnnxError::Decode { .. } | OnnxError::Tensor { .. }),
+                "{e}"
+            );
+        }
+    }
+    let e = OnnxModel::load("/nonexistent/model.onnx")
+        .err()
+        .expect("an error");
+    assert!(e.to_string().contains("/nonexistent/model.onnx"), "{e}");
+}
+
+#[test]
+fn unknown_op_and_unsupported_attribute_name_the_node() {
+    let e = run_err(&one_node("NoSuchOp", vec![], vec![]), x());
+    let s = e.to_string();
+    assert!(s.contains("NoSuchOp") && s.contains("not supported"), "{s}");
+    let attr = AttributeProto {
+        name: Some("bogus".into()),
+        r#type: Some(2),
+        i: Some(1),
+        ..Default::default()
+    };
+    let s = run_err(&one_node("Relu", vec![attr], vec![]), x()).to_string();
+    assert!(s.contains("Relu") && s.contains("\"bogus\""), "{s}");
+}
+
+#[test]
+fn inputs_are_checked_against_the_declaration() {
+    let model = OnnxModel::from_bytes(&one_node("Relu", vec![], vec![]), "CPU").unwrap();
+    let run = |m: HashMap<String, Tensor>| model.run(&m).expect_err("an error").to_string();
+    let s = run(HashMap::new());
+    assert!(s.contains("\"x\"") && s.contains("missing"), "{s}");
+    let s = run(HashMap::from([(
+        "x".into(),
+        Tensor::ones(&[3, 2], DType::FLOAT32),
+    )]));
+    assert!(
+        s.contains("shape [3, 2]") && s.contains("[\"2\", \"3\"]"),
+        "{s}"
+    );
+    let s = run(HashMap::from([(
+        "x".into(),
+        Tensor::ones(&[2, 3], DType::INT32),
+    )]));
+    assert!(s.contains("int32") && s.contains("float32"), "{s}");
+    let s = run(HashMap::from([("x".into(), x()), ("z".into(), x())]));
+    assert!(s.contains("\"z\"") && s.contains("not an input"), "{s}");
+}
+
+#[test]
+fn an_op_failing_on_its_shapes_is_an_error_of_the_node() {
+    // Reshape of 6 elements to 4: the tensor op panics, the model returns an Err naming it
+    let shape = TensorProto {
+        dims: vec![1],
+        data_type: Some(7),
+        int64_data: vec![4],
+        name: Some("s".into()),
+        ..Default::default()
+    };
+    let mut bytes = one_node("Reshape", vec![], vec![shape]);
+    let mut m = ModelProto::decode(bytes.as_slice()).unwrap();
+    m.graph.as_mut().unwrap().node[0].input.push("s".into());
+    bytes = m.encode_to_vec();
+    let s = run_err(&bytes, x()).to_string();
+    assert!(s.contains("Reshape") && s.contains("reshape"), "{s}");
+}
+
+#[test]
+fn hostile_tensors_are_errors() {
+    let mk = |t: TensorProto| OnnxModel::from_bytes(&one_node("Relu", vec![], vec![t]), "CPU");
+    // dims of 2^40 elements (4 TiB) and no data: refused without allocating; 2^62 overflows
+    let huge = TensorProto {
+        dims: vec![1 << 20, 1 << 20],
+        data_type: Some(1),
+        name: Some("w".into()),
+        ..Default::default()
+    };
+    let e = mk(huge).err().expect("an error").to_string();
+    assert!(e.contains("\"w\"") && e.contains("bytes"), "{e}");
+    let overflow = TensorProto {
+        dims: vec![1 << 31, 1 << 31, 1 << 31],
+        data_type: Some(1),
+        name: Some("w".into()),
+        ..Default::default()
+    };
+    assert!(mk(overflow).err().unwrap().to_string().contains("overflow"));
+    let wrong = TensorProto {
+        dims: vec![3],
+        data_type: Some(1),
+        float_data: vec![1.0, 2.0],
+        name: Some("w".into()),
+        ..Default::default()
+    };
+    assert!(mk(wrong).is_err());
+    let negative = TensorProto {
+        dims: vec![-1],
+        data_type: Some(1),
+        name: Some("w".into()),
+        ..Default::default()
+    };
+    assert!(mk(negative).err().unwrap().to_string().contains("negative"));
+    let strings = TensorProto {
+        dims: vec![1],
+        data_type: Some(8),
+        string_data: vec![b"a".to_vec()],
+        name: Some("w".into()),
+        ..Default::default()
+    };
+    assert!(mk(strings).err().unwrap().to_string().contains("STRING"));
+    // external data outside the model's folder, and from bytes (no folder at all)
+    let escape = TensorProto {
+        dims: vec![1],
+        data_type: Some(1),
+        data_location: Some(1),
+        external_data: vec![StringStringEntryProto {
+            key: Some("location".into()),
+            value: Some("../../../etc/passwd".into()),
+        }],
+        name: Some("w".into()),
+        ..Default::default()
+    };
+    let e = mk(escape.clone()).err().unwrap().to_string();
+    assert!(e.contains("external data"), "{e}");
+    let dir = std::env::temp_dir().join(format!("tg-onnx-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("m.onnx");
+    std::fs::write(&path, one_node("Relu", vec![], vec![escape])).unwrap();
+    let e = OnnxModel::load(&path).err().unwrap().to_string();
+    assert!(e.contains("outside the model's folder"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
