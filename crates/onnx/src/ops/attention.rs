@@ -119,7 +119,7 @@ pub(super) fn run(n: &Node) -> Result<Option<Vec<Tensor>>> {
     let zero = Tensor::full_on(&[l, s], 0.0, dt, dev);
     let mut bias = mask.clone().map_or_else(|| zero.clone(), |m| &zero + m);
     if n.int("is_causal", 0) != 0 {
-        bias += cols.le(&pos).where_(0.0, neg_inf).cast(dt);
+        bias = bias + cols.le(&pos).where_(0.0, neg_inf).cast(dt);
     }
     let (left, right) = (
         n.int("left_window_size", -1),
@@ -134,13 +134,13 @@ pub(super) fn run(n: &Node) -> Result<Option<Vec<Tensor>>> {
         if right >= 0 {
             allowed = allowed.logical_and(&diff.neg().le(right));
         }
-        bias += allowed.where_(0.0, neg_inf).cast(dt);
+        bias = bias + allowed.where_(0.0, neg_inf).cast(dt);
     }
     if let Some(np) = nonpad {
         let valid = cols.lt(&np
             .cast(DType::INT64)
             .reshape(&[np.numel() as isize, 1, 1, 1]));
-        bias += valid.where_(0.0, neg_inf).cast(dt);
+        bias = bias + valid.where_(0.0, neg_inf).cast(dt);
     }
     let (hq, hk) = (q.shape()[1], k.shape()[1]);
     let (k, v) = if hq != hk && hk > 0 && hq % hk == 0 {

@@ -363,6 +363,13 @@ fn cast(n: &Node, x: &Tensor, to: DType) -> Result<Tensor> {
         let clipped = xf.clip(Some(-max), Some(max));
         return Ok(clipped.cast(to));
     }
+    if to == DType::FP8E4M3 {
+        // without saturation, E4M3FN (no infinity) overflows to NaN: from 464 up, the midpoint
+        // between its largest value 448 and the next power step, and for infinities
+        let xf = x.cast(DType::FLOAT32);
+        let over = xf.abs().ge(464.0);
+        return Ok(over.where_(f64::NAN, &xf).cast(to));
+    }
     Ok(if to == DType::BOOL {
         x.ne(0)
     } else {

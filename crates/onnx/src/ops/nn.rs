@@ -31,7 +31,7 @@ pub(super) fn run(n: &Node) -> Result<Option<Vec<Tensor>>> {
             let (alpha, beta) = (n.float("alpha", 1.0), n.float("beta", 1.0));
             let mut y = a.matmul(&b);
             if alpha != 1.0 {
-                y *= alpha;
+                y = y * alpha;
             }
             if let Some(c) = n.opt_input(2) {
                 y = if beta == 1.0 { y + c } else { y + c * beta };
@@ -174,7 +174,7 @@ pub(super) fn run(n: &Node) -> Result<Option<Vec<Tensor>>> {
             let inv = (var + n.float("epsilon", 1e-5)).rsqrt();
             let mut y = (centered * &inv).cast(x.dtype()) * n.input(1)?;
             if let Some(b) = n.opt_input(2) {
-                y += b;
+                y = y + b;
             }
             Ok(Some(vec![y, mean, inv]))
         }
@@ -201,7 +201,8 @@ pub(super) fn run(n: &Node) -> Result<Option<Vec<Tensor>>> {
                 2 => (x * x).sum_keepdim(axis).sqrt(),
                 p => return Err(n.err(format!("p = {p}: expected 1 or 2"))),
             };
-            one((x / norm).cast(x.dtype()))
+            // a zero norm gives zeros (ONNX's reference), not 0 / 0
+            one(norm.eq(0.0).where_(0.0, x / &norm).cast(x.dtype()))
         }
         "ConvTranspose" => {
             n.check_attrs(&[

@@ -232,7 +232,14 @@ pub(super) fn run(n: &Node) -> Result<Option<Vec<Tensor>>> {
             n.check_attrs(&["axis"])?;
             let x = n.input(0)?;
             let shape = x.shape();
-            let axis = n.axis(n.int("axis", 1), shape.len() + 1)?;
+            // axis in [-rank, rank]: negative counts from the rank, not from rank + 1
+            let r = shape.len() as i64;
+            let a = n.int("axis", 1);
+            let a = if a < 0 { a + r } else { a };
+            if !(0..=r).contains(&a) {
+                return Err(n.err(format!("axis {} for rank {r}", n.int("axis", 1))));
+            }
+            let axis = a as usize;
             let outer: usize = shape[..axis].iter().product();
             let inner: usize = shape[axis..].iter().product();
             one(x.reshape(&[outer, inner]))
