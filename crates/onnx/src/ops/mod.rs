@@ -7,7 +7,8 @@
 //! - `reduce`: the `Reduce*` family, `ArgMax`/`ArgMin`, `CumSum`, `TopK`;
 //! - `nn`: `MatMul`, `Gemm`, `Conv`, pools, normalizations, `Softmax`;
 //! - `loss`: `NegativeLogLikelihoodLoss`, `SoftmaxCrossEntropyLoss`;
-//! - `attention`: `Attention`.
+//! - `attention`: `Attention`;
+//! - `resize`: `Resize`.
 //!
 //! Every op refuses attributes it doesn't read ([`Node::check_attrs`]).
 
@@ -15,6 +16,7 @@ mod attention;
 mod loss;
 mod nn;
 mod reduce;
+mod resize;
 mod shape;
 
 use tinygrad_tensor::{DType, Tensor};
@@ -171,6 +173,9 @@ pub fn run(n: &Node) -> Result<Vec<Tensor>> {
         return Ok(outs);
     }
     if let Some(outs) = attention::run(n)? {
+        return Ok(outs);
+    }
+    if let Some(outs) = resize::run(n)? {
         return Ok(outs);
     }
     Err(n.err("op is not supported"))
