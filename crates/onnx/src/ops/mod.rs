@@ -8,13 +8,15 @@
 //! - `nn`: `MatMul`, `Gemm`, `Conv`, pools, normalizations, `Softmax`;
 //! - `loss`: `NegativeLogLikelihoodLoss`, `SoftmaxCrossEntropyLoss`;
 //! - `attention`: `Attention`;
-//! - `resize`: `Resize`.
+//! - `resize`: `Resize`;
+//! - `quant`: `QuantizeLinear`, `DequantizeLinear`.
 //!
 //! Every op refuses attributes it doesn't read ([`Node::check_attrs`]).
 
 mod attention;
 mod loss;
 mod nn;
+mod quant;
 mod reduce;
 mod resize;
 mod shape;
@@ -176,6 +178,9 @@ pub fn run(n: &Node) -> Result<Vec<Tensor>> {
         return Ok(outs);
     }
     if let Some(outs) = resize::run(n)? {
+        return Ok(outs);
+    }
+    if let Some(outs) = quant::run(n)? {
         return Ok(outs);
     }
     Err(n.err("op is not supported"))

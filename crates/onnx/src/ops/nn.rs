@@ -122,6 +122,44 @@ pub(super) fn run(n: &Node) -> Result<Option<Vec<Tensor>>> {
                 x.avg_pool2d(k, s, d, p, ceil, n.int("count_include_pad", 0) != 0)
             })
         }
+        "LpPool" => {
+            n.check_attrs(&[
+                "auto_pad",
+                "ceil_mode",
+                "dilations",
+                "kernel_shape",
+                "p",
+                "pads",
+                "strides",
+            ])?;
+            let x = n.input(0)?;
+            let spatial = x.ndim().saturating_sub(2);
+            let kernel: Vec<usize> = n
+                .ints("kernel_shape")
+                .ok_or_else(|| n.err("kernel_shape is required"))?
+                .iter()
+                .map(|&k| k.max(1) as usize)
+                .collect();
+            if kernel.len() != spatial {
+                return Err(n.err(format!("kernel_shape {kernel:?} for input {:?}", x.shape())));
+            }
+            let strides = dims(n, "strides", spatial)?;
+            let dilations = dims(n, "dilations", spatial)?;
+            let pads = pads(n, &x.shape()[2..], &kernel, &strides, &dilations)?;
+            let p = n.int("p", 2) as f64;
+            let window: usize = kernel.iter().product();
+            // (sum |x|^p)^(1/p): the mean over the window, padding counted as zeros, times its size
+            let powed = x.abs().pow(p);
+            let mean = powed.avg_pool2d(
+                Dims::Each(kernel),
+                Dims::Each(strides),
+                Dims::Each(dilations),
+                Padding::Pairs(pads),
+                n.int("ceil_mode", 0) != 0,
+                true,
+            );
+            one((mean * window as f64).pow(1.0 / p).cast(x.dtype()))
+        }
         "GlobalAveragePool" | "GlobalMaxPool" => {
             n.check_attrs(&[])?;
             let x = n.input(0)?;

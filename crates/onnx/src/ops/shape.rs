@@ -485,6 +485,111 @@ pub(super) fn run(n: &Node) -> Result<Option<Vec<Tensor>>> {
                 r => return Err(n.err(format!("reduction {r:?} is not supported"))),
             })
         }
+        "ScatterND" => {
+            n.check_attrs(&["reduction"])?;
+            let (x, upd) = (n.input(0)?, n.input(2)?);
+            let idx_t = n.input(1)?;
+            let idx = n.ints_input(1)?.unwrap_or_default();
+            let (xs, is) = (x.shape(), idx_t.shape());
+            let k = *is.last().ok_or_else(|| n.err("0-d indices"))?;
+            if k == 0 || k > xs.len() {
+                return Err(n.err(format!("indices {is:?} for data {xs:?}")));
+            }
+            let count: usize = is[..is.len() - 1].iter().product();
+            let slice: usize = xs[k..].iter().product();
+            let rows: usize = xs[..k].iter().product();
+            // each index tuple as a row of the data viewed (rows, slice)
+            let mut lin = Vec::with_capacity(count);
+            for t in 0..count {
+                let mut l = 0i64;
+                for j in 0..k {
+                    let d = xs[j] as i64;
+                    let v = idx[t * k + j];
+                    let v = if v < 0 { v + d } else { v };
+                    if !(0..d).contains(&v) {
+                        return Err(n.err(format!(
+                            "index {} out of range for dim {j} of {xs:?}",
+                            idx[t * k + j]
+                        )));
+                    }
+                    l = l * d + v;
+                }
+                lin.push(l);
+            }
+            let li = ints_tensor(&lin, n.device())
+                .reshape(&[count, 1])
+                .expand(&[count, slice]);
+            let flat = x.reshape(&[rows, slice]);
+            let u = upd.reshape(&[count, slice]);
+            let out = match n.string("reduction", "none").as_str() {
+                "none" => flat.scatter(0, &li, &u),
+                "add" => flat.scatter_reduce(0, &li, &u, "sum", true),
+                "mul" => flat.scatter_reduce(0, &li, &u, "prod", true),
+                "max" => flat.scatter_reduce(0, &li, &u, "amax", true),
+                "min" => flat.scatter_reduce(0, &li, &u, "amin", true),
+                r => return Err(n.err(format!("reduction {r:?} is not supported"))),
+            };
+            one(out.reshape(&xs))
+        }
+        "Compress" => {
+            n.check_attrs(&["axis"])?;
+            let x = n.input(0)?;
+            let cond: Vec<bool> = n
+                .input(1)?
+                .cast(DType::BOOL)
+                .try_to_vec::<bool>()
+                .map_err(|e| n.err(e.to_string()))?;
+            let (x, axis) = if n.has("axis") {
+                let a = n.axis(n.int("axis", 0), x.ndim())?;
+                (x.clone(), a)
+            } else {
+                (x.reshape(&[x.numel()]), 0)
+            };
+            let dim = x.shape()[axis];
+            if cond.len() > dim {
+                return Err(n.err(format!("condition of {} for dim {dim}", cond.len())));
+            }
+            let picked: Vec<i64> = cond
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| **c)
+                .map(|(i, _)| i as i64)
+                .collect();
+            if picked.is_empty() {
+                let mut s = x.shape();
+                s[axis] = 0;
+                return one(Tensor::zeros(&s, x.dtype()).to(n.device()));
+            }
+            one(gather(&x, &ints_tensor(&picked, n.device()), axis))
+        }
+        "CenterCropPad" => {
+            n.check_attrs(&["axes"])?;
+            let x = n.input(0)?;
+            let target = n.ints_input(1)?.ok_or_else(|| n.err("shape is required"))?;
+            let rank = x.ndim();
+            let axes: Vec<usize> = match n.ints("axes") {
+                Some(a) => a.iter().map(|&a| n.axis(a, rank)).collect::<Result<_>>()?,
+                None => (0..rank).collect(),
+            };
+            if axes.len() != target.len() {
+                return Err(n.err(format!("shape {target:?} for axes {axes:?}")));
+            }
+            let mut t = x.clone();
+            for (&a, &want) in axes.iter().zip(&target) {
+                let dim = t.shape()[a] as i64;
+                let mut pads = vec![(0isize, 0isize); rank];
+                // crop: start at (dim - want) / 2; pad: (want - dim) / 2 before
+                if want < dim {
+                    let s = (dim - want) / 2;
+                    pads[a] = (-(s as isize), -((dim - want - s) as isize));
+                } else {
+                    let b = (want - dim) / 2;
+                    pads[a] = (b as isize, (want - dim - b) as isize);
+                }
+                t = t.pad_mode(&pads, PadMode::Constant(0.into()));
+            }
+            one(t)
+        }
         "Einsum" => {
             n.check_attrs(&["equation"])?;
             let eq = n.string("equation", "");

@@ -1,0 +1,121 @@
+//! Quantization: `QuantizeLinear` and `DequantizeLinear` (per tensor, per axis and blocked
+//! scales; integer and float8 quantized types).
+
+use tinygrad_tensor::{DType, Tensor};
+
+use crate::error::Result;
+use crate::node::Node;
+use crate::tensor_proto::dtype_of;
+
+/// The node's outputs when `n.op` is one of this file's ops.
+pub(super) fn run(n: &Node) -> Result<Option<Vec<Tensor>>> {
+    match n.op {
+        "DequantizeLinear" => {
+            n.check_attrs(&["axis", "block_size", "output_dtype"])?;
+            let x = n.input(0)?;
+            let scale = n.input(1)?;
+            let s = broadcast_param(n, scale, x)?;
+            let v = x.cast(DType::FLOAT32);
+            let v = match n.opt_input(2) {
+                Some(zp) => v - broadcast_param(n, zp, x)?.cast(DType::FLOAT32),
+                None => v,
+            };
+            let out = if n.has("output_dtype") && n.int("output_dtype", 0) != 0 {
+                dtype_of(n.int("output_dtype", 1) as i32).map_err(|e| n.err(e))?
+            } else {
+                scale.dtype()
+            };
+            Ok(Some(vec![(v * s.cast(DType::FLOAT32)).cast(out)]))
+        }
+        "QuantizeLinear" => {
+            n.check_attrs(&[
+                "axis",
+                "block_size",
+                "output_dtype",
+                "saturate",
+                "precision",
+            ])?;
+            let x = n.input(0)?;
+            let s = broadcast_param(n, n.input(1)?, x)?;
+            let zp = n.opt_input(2);
+            let out = match zp {
+                Some(z) => z.dtype(),
+                None if n.has("output_dtype") && n.int("output_dtype", 0) != 0 => {
+                    dtype_of(n.int("output_dtype", 2) as i32).map_err(|e| n.err(e))?
+                }
+                None => DType::UINT8,
+            };
+            let v = x.cast(DType::FLOAT32) / s.cast(DType::FLOAT32);
+            if out == DType::FP8E4M3 || out == DType::FP8E5M2 {
+                let max = if out == DType::FP8E4M3 {
+                    448.0
+                } else {
+                    57344.0
+                };
+                let v = if n.int("saturate", 1) != 0 {
+                    v.clip(Some(-max), Some(max))
+                } else {
+                    v
+                };
+                return Ok(Some(vec![v.cast(out)]));
+            }
+            if !out.is_int() {
+                return Err(n.err(format!("quantizing to {out} is not supported")));
+            }
+            let (lo, hi) = int_range(out)
+                .ok_or_else(|| n.err(format!("quantizing to {out} is not supported")))?;
+            // round half to even, then the zero point, then saturate to the type's range
+            let mut q = v.round();
+            if let Some(z) = zp {
+                q = q + broadcast_param(n, z, x)?.cast(DType::FLOAT32);
+            }
+            Ok(Some(vec![q.clip(Some(lo), Some(hi)).cast(out)]))
+        }
+        _ => Ok(None),
+    }
+}
+
+fn int_range(dt: DType) -> Option<(f64, f64)> {
+    Some(match dt {
+        d if d == DType::UINT8 => (0.0, 255.0),
+        d if d == DType::INT8 => (-128.0, 127.0),
+        d if d == DType::UINT16 => (0.0, 65535.0),
+        d if d == DType::INT16 => (-32768.0, 32767.0),
+        d if d == DType::INT32 => (-2147483648.0, 2147483647.0),
+        _ => return None,
+    })
+}
+
+/// A scale or zero point shaped to broadcast over `x`: a scalar, one value per `axis` entry,
+/// or blocks of `block_size` along `axis` (the parameter has `x`'s rank).
+fn broadcast_param(n: &Node, p: &Tensor, x: &Tensor) -> Result<Tensor> {
+    if p.numel() == 1 && p.ndim() <= 1 {
+        return Ok(p.reshape(&[] as &[isize]));
+    }
+    let rank = x.ndim();
+    let axis = n.axis(n.int("axis", 1), rank)?;
+    let block = n.int("block_size", 0);
+    if block > 0 {
+        if p.ndim() != rank {
+            return Err(n.err(format!(
+                "blocked scale {:?} for input {:?}: expected the same rank",
+                p.shape(),
+                x.shape()
+            )));
+        }
+        let rep = p.repeat_interleave(block as usize, Some(axis as isize));
+        let mut bounds: Vec<(usize, usize)> = rep.shape().iter().map(|&d| (0, d)).collect();
+        bounds[axis] = (0, x.shape()[axis].min(rep.shape()[axis]));
+        return Ok(rep.shrink(&bounds));
+    }
+    if p.ndim() != 1 || p.shape()[0] != x.shape()[axis] {
+        return Err(n.err(format!(
+            "scale {:?} for input {:?} along axis {axis}",
+            p.shape(),
+            x.shape()
+        )));
+    }
+    let mut view = vec![1isize; rank];
+    view[axis] = p.shape()[0] as isize;
+    Ok(p.reshape(&view))
+}
