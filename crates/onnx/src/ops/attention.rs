@@ -10,8 +10,11 @@ use tinygrad_tensor::{Axis, DType, Tensor};
 use crate::error::Result;
 use crate::node::Node;
 
-/// The node's outputs when `n.op` is `Attention`.
+/// The node's outputs when `n.op` is `Attention` or `RotaryEmbedding`.
 pub(super) fn run(n: &Node) -> Result<Option<Vec<Tensor>>> {
+    if n.op == "RotaryEmbedding" {
+        return rotary(n).map(|t| Some(vec![t]));
+    }
     if n.op != "Attention" {
         return Ok(None);
     }
@@ -183,4 +186,90 @@ pub(super) fn run(n: &Node) -> Result<Option<Vec<Tensor>>> {
         y = y.transpose(1, 2).reshape(&[ys[0], ys[2], ys[1] * ys[3]]);
     }
     Ok(Some(vec![y, present_k, present_v, qk_out.cast(dt)]))
+}
+
+/// ONNX's `RotaryEmbedding`: the first `rotary_embedding_dim` values of each head rotated by
+/// the cached cos/sin of its position (halves, or interleaved pairs), the rest unchanged.
+fn rotary(n: &Node) -> Result<Tensor> {
+    n.check_attrs(&["interleaved", "num_heads", "rotary_embedding_dim"])?;
+    let x = n.input(0)?;
+    let (cos, sin) = (n.input(1)?, n.input(2)?);
+    let orig = x.shape();
+    // (batch, seq, heads, head_size)
+    let t = match orig.len() {
+        4 => x.transpose(1, 2),
+        3 => {
+            let h = n.int("num_heads", 0);
+            if h <= 0 || !orig[2].is_multiple_of(h as usize) {
+                return Err(n.err(format!("num_heads = {h} for a hidden size of {}", orig[2])));
+            }
+            let h = h as usize;
+            x.reshape(&[orig[0], orig[1], h, orig[2] / h])
+        }
+        _ => return Err(n.err(format!("input {orig:?}: expected 3-D or 4-D"))),
+    };
+    let ts = t.shape();
+    let head = ts[3];
+    let rd = match n.int("rotary_embedding_dim", 0) {
+        0 => head,
+        d if d > 0 && (d as usize) <= head && d % 2 == 0 => d as usize,
+        d => return Err(n.err(format!("rotary_embedding_dim {d} for heads of {head}"))),
+    };
+    let (cos, sin) = match n.opt_input(3) {
+        Some(pos) => {
+            let p = pos.cast(DType::INT64);
+            let pick = |c: &Tensor| {
+                let flat = p.reshape(&[p.numel()]);
+                let idx = flat
+                    .reshape(&[p.numel() as isize, 1])
+                    .expand(&[p.numel(), c.shape()[1]]);
+                c.gather(0, &idx).reshape(&[ts[0], ts[1], c.shape()[1]])
+            };
+            (pick(cos), pick(sin))
+        }
+        None => (cos.clone(), sin.clone()),
+    };
+    if cos.shape().last() != Some(&(rd / 2)) || sin.shape() != cos.shape() {
+        return Err(n.err(format!(
+            "cos {:?} and sin {:?} caches for a rotary dim of {rd}",
+            cos.shape(),
+            sin.shape()
+        )));
+    }
+    let (cos, sin) = (cos.unsqueeze(2), sin.unsqueeze(2));
+    let b = |t: &Tensor, lo: usize, hi: usize| {
+        let mut r: Vec<(usize, usize)> = t.shape().iter().map(|&d| (0, d)).collect();
+        r[3] = (lo, hi);
+        t.shrink(&r)
+    };
+    let rot = b(&t, 0, rd);
+    let interleaved = n.int("interleaved", 0) != 0;
+    let (x1, x2) = if interleaved {
+        let pairs = rot.reshape(&[ts[0], ts[1], ts[2], rd / 2, 2]);
+        let p = |i: usize| {
+            pairs
+                .shrink(&[(0, ts[0]), (0, ts[1]), (0, ts[2]), (0, rd / 2), (i, i + 1)])
+                .reshape(&[ts[0], ts[1], ts[2], rd / 2])
+        };
+        (p(0), p(1))
+    } else {
+        (b(&rot, 0, rd / 2), b(&rot, rd / 2, rd))
+    };
+    let real = &cos * &x1 - &sin * &x2;
+    let imag = &sin * &x1 + &cos * &x2;
+    let rotated = if interleaved {
+        Tensor::stack(&[&real, &imag], -1).reshape(&[ts[0], ts[1], ts[2], rd])
+    } else {
+        Tensor::cat(&[&real, &imag], -1)
+    };
+    let out = if rd < head {
+        Tensor::cat(&[&rotated, &b(&t, rd, head)], -1)
+    } else {
+        rotated
+    };
+    Ok(if orig.len() == 3 {
+        out.reshape(&orig)
+    } else {
+        out.transpose(1, 2)
+    })
 }

@@ -42,7 +42,10 @@ pub const SUPPORTED: &[&str] = &[
     "Atanh",
     "AveragePool",
     "BatchNormalization",
+    "BitCast",
     "BitShift",
+    "DynamicQuantizeLinear",
+    "RotaryEmbedding",
     "BitwiseAnd",
     "BitwiseNot",
     "BitwiseOr",
@@ -349,6 +352,18 @@ fn other_elementwise(n: &Node) -> Result<Option<Tensor>> {
             n.check_attrs(&["to", "saturate", "round_mode"])?;
             let to = dtype_of(n.int("to", 0) as i32).map_err(|e| n.err(e))?;
             cast(n, n.input(0)?, to)?
+        }
+        "BitCast" => {
+            n.check_attrs(&["to"])?;
+            let to = dtype_of(n.int("to", 0) as i32).map_err(|e| n.err(e))?;
+            let x = n.input(0)?;
+            if to.itemsize() != x.dtype().itemsize() {
+                return Err(n.err(format!(
+                    "{} to {to}: only casts between types of one size are supported",
+                    x.dtype()
+                )));
+            }
+            x.bitcast(to)
         }
         "CastLike" => {
             n.check_attrs(&["saturate", "round_mode"])?;

@@ -71,6 +71,19 @@ pub(super) fn run(n: &Node) -> Result<Option<Vec<Tensor>>> {
             }
             Ok(Some(vec![q.clip(Some(lo), Some(hi)).cast(out)]))
         }
+        "DynamicQuantizeLinear" => {
+            n.check_attrs(&[])?;
+            let x = n.input(0)?.cast(DType::FLOAT32);
+            let all = tinygrad_tensor::Axis::All;
+            let lo = x.min(all.clone()).minimum(0.0);
+            let hi = x.max(all).maximum(0.0);
+            let scale = (&hi - &lo) / 255.0;
+            let zp = (lo.neg() / &scale).round().clip(Some(0.0), Some(255.0));
+            let y = ((&x / &scale).round() + &zp)
+                .clip(Some(0.0), Some(255.0))
+                .cast(DType::UINT8);
+            Ok(Some(vec![y, scale, zp.cast(DType::UINT8)]))
+        }
         _ => Ok(None),
     }
 }
