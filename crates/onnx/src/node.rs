@@ -144,6 +144,16 @@ impl<'a> Node<'a> {
         self.attr(name).map(|a| a.ints.clone())
     }
 
+    /// A string-list attribute, when set.
+    pub fn strings(&self, name: &str) -> Option<Vec<String>> {
+        self.attr(name).map(|a| {
+            a.strings
+                .iter()
+                .map(|s| String::from_utf8_lossy(s).into_owned())
+                .collect()
+        })
+    }
+
     /// A float-list attribute, when set.
     pub fn floats(&self, name: &str) -> Option<Vec<f32>> {
         self.attr(name).map(|a| a.floats.clone())

@@ -9,7 +9,8 @@
 //! - `loss`: `NegativeLogLikelihoodLoss`, `SoftmaxCrossEntropyLoss`;
 //! - `attention`: `Attention`;
 //! - `resize`: `Resize`;
-//! - `quant`: `QuantizeLinear`, `DequantizeLinear`.
+//! - `quant`: `QuantizeLinear`, `DequantizeLinear`;
+//! - `rnn`: `RNN`, `GRU`, `LSTM`.
 //!
 //! Every op refuses attributes it doesn't read ([`Node::check_attrs`]).
 
@@ -19,6 +20,7 @@ mod nn;
 mod quant;
 mod reduce;
 mod resize;
+mod rnn;
 mod shape;
 
 use tinygrad_tensor::{DType, Tensor};
@@ -184,6 +186,9 @@ pub fn run(n: &Node) -> Result<Vec<Tensor>> {
         return Ok(outs);
     }
     if let Some(outs) = quant::run(n)? {
+        return Ok(outs);
+    }
+    if let Some(outs) = rnn::run(n)? {
         return Ok(outs);
     }
     Err(n.err("op is not supported"))
