@@ -107,7 +107,7 @@ pub(super) fn run(n: &Node) -> Result<Option<Vec<Tensor>>> {
             Some(c0) if n.op == "LSTM" => pick(c0),
             _ => Tensor::zeros(&[batch, hidden], dt).to(dev),
         };
-        let peep = n.opt_input(7).filter(|_| n.op == "LSTM").map(|p| pick(p));
+        let peep = n.opt_input(7).filter(|_| n.op == "LSTM").map(pick);
         let mut out = vec![None; seq];
         for step in 0..seq {
             let t = if reverse { seq - 1 - step } else { step };
