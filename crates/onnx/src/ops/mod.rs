@@ -306,7 +306,21 @@ fn other_elementwise(n: &Node) -> Result<Option<Tensor>> {
         "Mod" => {
             n.check_attrs(&["fmod"])?;
             let (a, b) = (n.input(0)?, n.input(1)?);
-            if n.int("fmod", 0) != 0 {
+            if a.dtype().is_float() {
+                // C's fmod, exact for infinite divisors (a finite `a` stays `a`), then for
+                // fmod=0 numpy's floor mod: a nonzero remainder takes the divisor's sign
+                let finite_a = a
+                    .isinf()
+                    .logical_not()
+                    .logical_and(&a.isnan().logical_not());
+                let r = b.isinf().logical_and(&finite_a).where_(a, a.fmod(b));
+                if n.int("fmod", 0) != 0 {
+                    r
+                } else {
+                    let differ = r.ne(0.0).logical_and(&r.lt(0.0).ne(&b.lt(0.0)));
+                    differ.where_(&r + b, &r)
+                }
+            } else if n.int("fmod", 0) != 0 {
                 a.fmod(b)
             } else {
                 a.modulo(b)
