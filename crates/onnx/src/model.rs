@@ -11,7 +11,7 @@ use tinygrad_tensor::{DType, Tensor};
 
 use crate::error::{OnnxError, Result};
 use crate::node::Node;
-use crate::proto::{GraphProto, ModelProto, ValueInfoProto, type_proto};
+use crate::proto::{GraphProto, ModelProto, NodeProto, ValueInfoProto, type_proto};
 use crate::tensor_proto::{dtype_of, to_tensor};
 
 /// One dimension of a declared input or output shape.
@@ -170,59 +170,7 @@ impl OnnxModel {
                 })?,
             );
         }
-        for p in &self.graph.node {
-            let op = p.op_type.as_deref().unwrap_or("");
-            let node_name = || {
-                p.name
-                    .clone()
-                    .filter(|n| !n.is_empty())
-                    .or_else(|| p.output.first().cloned())
-                    .unwrap_or_default()
-            };
-            if let Some(d) = p
-                .domain
-                .as_deref()
-                .filter(|d| !d.is_empty() && *d != "ai.onnx")
-            {
-                return Err(OnnxError::Node {
-                    node: node_name(),
-                    op: op.to_string(),
-                    message: format!("domain {d:?} is not supported"),
-                });
-            }
-            let mut args = Vec::with_capacity(p.input.len());
-            for name in &p.input {
-                if name.is_empty() {
-                    args.push(None);
-                    continue;
-                }
-                let t = env.get(name).ok_or_else(|| OnnxError::Node {
-                    node: node_name(),
-                    op: op.to_string(),
-                    message: format!("input {name:?} is not computed before it"),
-                })?;
-                args.push(Some(t.clone()));
-            }
-            let node = Node::new(p, self.opset, args, &self.device);
-            // Tensor ops panic on misuse (shapes, dtypes) with a message naming the op: a model
-            // whose node gets such inputs is an error of that node, not a crash.
-            let outs = match catch_unwind(AssertUnwindSafe(|| crate::ops::run(&node))) {
-                Ok(r) => r?,
-                Err(panic) => {
-                    let msg = panic
-                        .downcast_ref::<String>()
-                        .cloned()
-                        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                        .unwrap_or_else(|| "the op panicked".into());
-                    return Err(node.err(msg));
-                }
-            };
-            for (name, t) in p.output.iter().zip(outs) {
-                if !name.is_empty() {
-                    env.insert(name.clone(), t);
-                }
-            }
-        }
+        run_graph(&self.graph.node, &mut env, self.opset, &self.device)?;
         self.outputs
             .iter()
             .map(|o| {
@@ -236,6 +184,216 @@ impl OnnxModel {
             })
             .collect()
     }
+}
+
+/// Runs `nodes` in order over `env` (name → value), binding each node's outputs.
+fn run_graph(
+    nodes: &[NodeProto],
+    env: &mut HashMap<String, Tensor>,
+    opset: i64,
+    device: &str,
+) -> Result<()> {
+    for p in nodes {
+        let op = p.op_type.as_deref().unwrap_or("");
+        let node_name = || {
+            p.name
+                .clone()
+                .filter(|n| !n.is_empty())
+                .or_else(|| p.output.first().cloned())
+                .unwrap_or_default()
+        };
+        if let Some(d) = p
+            .domain
+            .as_deref()
+            .filter(|d| !d.is_empty() && *d != "ai.onnx")
+        {
+            return Err(OnnxError::Node {
+                node: node_name(),
+                op: op.to_string(),
+                message: format!("domain {d:?} is not supported"),
+            });
+        }
+        let mut args = Vec::with_capacity(p.input.len());
+        for name in &p.input {
+            if name.is_empty() {
+                args.push(None);
+                continue;
+            }
+            let t = env.get(name).ok_or_else(|| OnnxError::Node {
+                node: node_name(),
+                op: op.to_string(),
+                message: format!("input {name:?} is not computed before it"),
+            })?;
+            args.push(Some(t.clone()));
+        }
+        let node = Node::new(p, opset, args, device);
+        let outs = match op {
+            "If" => run_if(&node, p, env, opset, device)?,
+            "Loop" => run_loop(&node, p, env, opset, device)?,
+            _ => {
+                // Tensor ops panic on misuse (shapes, dtypes) with a message naming the op: a
+                // model whose node gets such inputs is an error of that node, not a crash.
+                match catch_unwind(AssertUnwindSafe(|| crate::ops::run(&node))) {
+                    Ok(r) => r?,
+                    Err(panic) => {
+                        let msg = panic
+                            .downcast_ref::<String>()
+                            .cloned()
+                            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                            .unwrap_or_else(|| "the op panicked".into());
+                        return Err(node.err(msg));
+                    }
+                }
+            }
+        };
+        for (name, t) in p.output.iter().zip(outs) {
+            if !name.is_empty() {
+                env.insert(name.clone(), t);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A graph attribute (`If`'s branches, `Loop`'s body).
+fn subgraph<'a>(node: &Node, p: &'a NodeProto, name: &str) -> Result<&'a GraphProto> {
+    p.attribute
+        .iter()
+        .find(|a| a.name.as_deref() == Some(name))
+        .and_then(|a| a.g.as_ref())
+        .ok_or_else(|| node.err(format!("the {name} graph is required")))
+}
+
+/// Runs a subgraph in a scope that sees `outer` (and `bound`), returning its outputs in order.
+fn run_scoped(
+    node: &Node,
+    g: &GraphProto,
+    outer: &HashMap<String, Tensor>,
+    bound: Vec<(String, Tensor)>,
+    opset: i64,
+    device: &str,
+) -> Result<Vec<Tensor>> {
+    let mut env = outer.clone();
+    for t in &g.initializer {
+        env.insert(
+            t.name.clone().unwrap_or_default(),
+            to_tensor(t, None, device)?,
+        );
+    }
+    env.extend(bound);
+    run_graph(&g.node, &mut env, opset, device)?;
+    g.output
+        .iter()
+        .map(|o| {
+            let name = o.name.clone().unwrap_or_default();
+            env.get(&name)
+                .cloned()
+                .ok_or_else(|| node.err(format!("the subgraph computes no {name:?}")))
+        })
+        .collect()
+}
+
+/// A boolean scalar read back.
+fn host_bool(node: &Node, t: &Tensor) -> Result<bool> {
+    let v = t
+        .cast(DType::BOOL)
+        .try_to_vec::<bool>()
+        .map_err(|e| node.err(e.to_string()))?;
+    match v.as_slice() {
+        [b] => Ok(*b),
+        _ => Err(node.err(format!(
+            "condition of shape {:?}: expected one value",
+            t.shape()
+        ))),
+    }
+}
+
+/// ONNX's `If`: the condition read on the host, then one branch run in the enclosing scope.
+fn run_if(
+    node: &Node,
+    p: &NodeProto,
+    env: &HashMap<String, Tensor>,
+    opset: i64,
+    device: &str,
+) -> Result<Vec<Tensor>> {
+    node.check_attrs(&["then_branch", "else_branch"])?;
+    let branch = if host_bool(node, node.input(0)?)? {
+        "then_branch"
+    } else {
+        "else_branch"
+    };
+    run_scoped(node, subgraph(node, p, branch)?, env, vec![], opset, device)
+}
+
+/// ONNX's `Loop`: the body run on the host while the trip count and condition allow; carried
+/// values threaded through, scan outputs stacked along a new first axis.
+fn run_loop(
+    node: &Node,
+    p: &NodeProto,
+    env: &HashMap<String, Tensor>,
+    opset: i64,
+    device: &str,
+) -> Result<Vec<Tensor>> {
+    node.check_attrs(&["body"])?;
+    let body = subgraph(node, p, "body")?;
+    let trips = match node.ints_input(0)? {
+        Some(v) => Some(*v.first().ok_or_else(|| node.err("an empty trip count"))?),
+        None => None,
+    };
+    let mut cond = match node.opt_input(1) {
+        Some(c) => host_bool(node, c)?,
+        None => true,
+    };
+    let mut carried: Vec<Tensor> = (2..node.input_count())
+        .map(|i| node.input(i).cloned())
+        .collect::<Result<_>>()?;
+    let n_carried = carried.len();
+    if body.input.len() != n_carried + 2 || body.output.len() < n_carried + 1 {
+        return Err(node.err(format!(
+            "a body of {} inputs and {} outputs for {n_carried} carried values",
+            body.input.len(),
+            body.output.len()
+        )));
+    }
+    let names: Vec<String> = body
+        .input
+        .iter()
+        .map(|i| i.name.clone().unwrap_or_default())
+        .collect();
+    let mut scans: Vec<Vec<Tensor>> = vec![Vec::new(); body.output.len() - 1 - n_carried];
+    let mut i = 0i64;
+    while cond && trips.is_none_or(|m| i < m) {
+        if i > 1_000_000 {
+            return Err(node.err("more than 1,000,000 iterations"));
+        }
+        let mut bound = vec![
+            (
+                names[0].clone(),
+                Tensor::from_bytes(&i.to_le_bytes(), DType::INT64, &[], device),
+            ),
+            (
+                names[1].clone(),
+                Tensor::from_bytes(&[u8::from(cond)], DType::BOOL, &[], device),
+            ),
+        ];
+        bound.extend(names[2..].iter().cloned().zip(carried.iter().cloned()));
+        let outs = run_scoped(node, body, env, bound, opset, device)?;
+        cond = host_bool(node, &outs[0])?;
+        carried = outs[1..=n_carried].iter().map(|t| t.contiguous()).collect();
+        for (k, t) in outs[n_carried + 1..].iter().enumerate() {
+            scans[k].push(t.clone());
+        }
+        i += 1;
+    }
+    let mut result = carried;
+    for s in scans {
+        if s.is_empty() {
+            return Err(node.err("a scan output of a loop that ran no iteration"));
+        }
+        let refs: Vec<&Tensor> = s.iter().collect();
+        result.push(Tensor::stack(&refs, 0));
+    }
+    Ok(result)
 }
 
 fn value_info(v: &ValueInfoProto) -> ValueInfo {
