@@ -230,6 +230,7 @@ fn run_graph(
         let outs = match op {
             "If" => run_if(&node, p, env, opset, device)?,
             "Loop" => run_loop(&node, p, env, opset, device)?,
+            "Scan" => run_scan(&node, p, env, opset, device)?,
             _ => {
                 // Tensor ops panic on misuse (shapes, dtypes) with a message naming the op: a
                 // model whose node gets such inputs is an error of that node, not a crash.
@@ -392,6 +393,115 @@ fn run_loop(
         }
         let refs: Vec<&Tensor> = s.iter().collect();
         result.push(Tensor::stack(&refs, 0));
+    }
+    Ok(result)
+}
+
+/// ONNX's `Scan` (opset 9+): the body run once per slice of the scan inputs along their scan
+/// axes (forward or reversed), state values threaded through, the per-step scan outputs
+/// stacked along their axes.
+fn run_scan(
+    node: &Node,
+    p: &NodeProto,
+    env: &HashMap<String, Tensor>,
+    opset: i64,
+    device: &str,
+) -> Result<Vec<Tensor>> {
+    node.check_attrs(&[
+        "body",
+        "num_scan_inputs",
+        "scan_input_axes",
+        "scan_input_directions",
+        "scan_output_axes",
+        "scan_output_directions",
+    ])?;
+    if opset < 9 {
+        return Err(node.err("Scan before opset 9 (batched, with sequence_lens) is not supported"));
+    }
+    let body = subgraph(node, p, "body")?;
+    let m = node.int("num_scan_inputs", 0).max(0) as usize;
+    let inputs: Vec<Tensor> = (0..node.input_count())
+        .map(|i| node.input(i).cloned())
+        .collect::<Result<_>>()?;
+    if m == 0 || m > inputs.len() {
+        return Err(node.err(format!("num_scan_inputs {m} for {} inputs", inputs.len())));
+    }
+    let n_state = inputs.len() - m;
+    let k = body
+        .output
+        .len()
+        .checked_sub(n_state)
+        .ok_or_else(|| node.err("the body has fewer outputs than states"))?;
+    let list = |name: &str, len: usize| node.ints(name).unwrap_or_else(|| vec![0; len]);
+    let (in_axes, in_dirs) = (list("scan_input_axes", m), list("scan_input_directions", m));
+    let (out_axes, out_dirs) = (
+        list("scan_output_axes", k),
+        list("scan_output_directions", k),
+    );
+    let scan_in: Vec<(Tensor, usize)> = inputs[n_state..]
+        .iter()
+        .enumerate()
+        .map(|(j, t)| {
+            Ok((
+                t.clone(),
+                node.axis(*in_axes.get(j).unwrap_or(&0), t.ndim())?,
+            ))
+        })
+        .collect::<Result<_>>()?;
+    let steps = scan_in[0].0.shape()[scan_in[0].1];
+    if scan_in.iter().any(|(t, a)| t.shape()[*a] != steps) {
+        return Err(node.err("scan inputs of different lengths along their axes"));
+    }
+    let names: Vec<String> = body
+        .input
+        .iter()
+        .map(|i| i.name.clone().unwrap_or_default())
+        .collect();
+    if names.len() != n_state + m {
+        return Err(node.err(format!(
+            "a body of {} inputs for {n_state} states and {m} scan inputs",
+            names.len()
+        )));
+    }
+    let mut state: Vec<Tensor> = inputs[..n_state].to_vec();
+    let mut outs: Vec<Vec<Tensor>> = vec![Vec::new(); k];
+    for step in 0..steps {
+        let mut bound: Vec<(String, Tensor)> = names[..n_state]
+            .iter()
+            .cloned()
+            .zip(state.iter().cloned())
+            .collect();
+        for (j, (t, a)) in scan_in.iter().enumerate() {
+            let i = if *in_dirs.get(j).unwrap_or(&0) != 0 {
+                steps - 1 - step
+            } else {
+                step
+            };
+            let mut b: Vec<(usize, usize)> = t.shape().iter().map(|&d| (0, d)).collect();
+            b[*a] = (i, i + 1);
+            bound.push((
+                names[n_state + j].clone(),
+                t.shrink(&b).squeeze(Some(*a as isize)),
+            ));
+        }
+        let r = run_scoped(node, body, env, bound, opset, device)?;
+        state = r[..n_state].iter().map(|t| t.contiguous()).collect();
+        for (j, t) in r[n_state..].iter().enumerate() {
+            outs[j].push(t.clone());
+        }
+    }
+    let mut result = state;
+    for (j, mut v) in outs.into_iter().enumerate() {
+        if v.is_empty() {
+            return Err(node.err("a scan output of a scan with no steps"));
+        }
+        if *out_dirs.get(j).unwrap_or(&0) != 0 {
+            v.reverse();
+        }
+        let rank = v[0].ndim() + 1;
+        let axis = node.axis(*out_axes.get(j).unwrap_or(&0), rank)?;
+        let refs: Vec<&Tensor> = v.iter().collect();
+        result.push(Tensor::stack(&refs, axis as isize));
     }
     Ok(result)
 }

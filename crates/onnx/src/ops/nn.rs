@@ -160,6 +160,58 @@ pub(super) fn run(n: &Node) -> Result<Option<Vec<Tensor>>> {
             );
             one((mean * window as f64).pow(1.0 / p).cast(x.dtype()))
         }
+        "AffineGrid" => {
+            n.check_attrs(&["align_corners"])?;
+            let theta = n.input(0)?;
+            let size = n.ints_input(1)?.ok_or_else(|| n.err("size is required"))?;
+            let spatial = size.len().saturating_sub(2);
+            if !(spatial == 2 || spatial == 3)
+                || theta.shape() != [size[0] as usize, spatial, spatial + 1]
+            {
+                return Err(n.err(format!("theta {:?} for size {size:?}", theta.shape())));
+            }
+            let align = n.int("align_corners", 0) != 0;
+            // normalized coordinates of each output position, x fastest: (D, H, W, spatial + 1)
+            let lin = |len: i64| -> Vec<f64> {
+                (0..len)
+                    .map(|i| {
+                        if len == 1 {
+                            0.0
+                        } else if align {
+                            -1.0 + 2.0 * i as f64 / (len - 1) as f64
+                        } else {
+                            (2.0 * i as f64 + 1.0) / len as f64 - 1.0
+                        }
+                    })
+                    .collect()
+            };
+            let dims: Vec<i64> = size[2..].to_vec();
+            let count: usize = dims.iter().map(|&d| d as usize).product();
+            let mut base = Vec::with_capacity(count * (spatial + 1));
+            let axes: Vec<Vec<f64>> = dims.iter().map(|&d| lin(d)).collect();
+            for idx in 0..count {
+                let mut rem = idx;
+                let mut coord = vec![0.0; spatial];
+                for (a, d) in dims.iter().enumerate().rev() {
+                    coord[a] = axes[a][rem % *d as usize];
+                    rem /= *d as usize;
+                }
+                // (x, y[, z], 1): the last spatial dim first
+                for a in (0..spatial).rev() {
+                    base.push(coord[a] as f32);
+                }
+                base.push(1.0);
+            }
+            let bytes: Vec<u8> = base.iter().flat_map(|v| v.to_le_bytes()).collect();
+            let b = Tensor::from_bytes(&bytes, DType::FLOAT32, &[count, spatial + 1], n.device())
+                .cast(theta.dtype());
+            // (N, count, spatial) = base @ theta^T
+            let grid = b.matmul(&theta.transpose(1, 2));
+            let mut shape: Vec<usize> = vec![size[0] as usize];
+            shape.extend(dims.iter().map(|&d| d as usize));
+            shape.push(spatial);
+            one(grid.reshape(&shape))
+        }
         "GlobalAveragePool" | "GlobalMaxPool" => {
             n.check_attrs(&[])?;
             let x = n.input(0)?;
