@@ -10,11 +10,13 @@
 //! - `attention`: `Attention`;
 //! - `resize`: `Resize`;
 //! - `quant`: `QuantizeLinear`, `DequantizeLinear`;
-//! - `rnn`: `RNN`, `GRU`, `LSTM`.
+//! - `rnn`: `RNN`, `GRU`, `LSTM`;
+//! - `host`: `NonMaxSuppression`, `Unique`, `ReverseSequence` (sizes that depend on values).
 //!
 //! Every op refuses attributes it doesn't read ([`Node::check_attrs`]).
 
 mod attention;
+mod host;
 mod loss;
 mod nn;
 mod quant;
@@ -189,6 +191,9 @@ pub fn run(n: &Node) -> Result<Vec<Tensor>> {
         return Ok(outs);
     }
     if let Some(outs) = rnn::run(n)? {
+        return Ok(outs);
+    }
+    if let Some(outs) = host::run(n)? {
         return Ok(outs);
     }
     Err(n.err("op is not supported"))
