@@ -126,7 +126,7 @@ fn unique(n: &Node) -> Result<Vec<Tensor>> {
     // each slice along the axis as a row of values
     let moved = x.transpose(0, axis as isize).contiguous();
     let v = host_f64(n, &moved)?;
-    let row = if len == 0 { 0 } else { v.len() / len };
+    let row = v.len().checked_div(len).unwrap_or(0);
     let slice = |i: usize| &v[i * row..(i + 1) * row];
     let cmp = |a: usize, b: usize| {
         slice(a)
@@ -138,11 +138,11 @@ fn unique(n: &Node) -> Result<Vec<Tensor>> {
     };
     let mut firsts: Vec<usize> = Vec::new();
     let mut inverse = vec![0usize; len];
-    for i in 0..len {
+    for (i, inv) in inverse.iter_mut().enumerate() {
         match firsts.iter().position(|&f| cmp(f, i) == Ordering::Equal) {
-            Some(k) => inverse[i] = k,
+            Some(k) => *inv = k,
             None => {
-                inverse[i] = firsts.len();
+                *inv = firsts.len();
                 firsts.push(i);
             }
         }
