@@ -84,6 +84,7 @@
 mod decode;
 mod device;
 mod models;
+mod onnx;
 mod pretrained;
 
 pub use device::child as device_child;
@@ -1328,6 +1329,16 @@ fn benches() -> Vec<(&'static str, bool, BenchFn)> {
             Box::new(|o| pretrained::bench_minilm(32, o)),
         ),
         (
+            "onnx_resnet50_1",
+            false,
+            Box::new(|o| onnx::bench_resnet50(1, o)),
+        ),
+        (
+            "onnx_resnet50_16",
+            false,
+            Box::new(|o| onnx::bench_resnet50(16, o)),
+        ),
+        (
             "llama_ttft",
             false,
             Box::new(|o| Some(pretrained::bench_llama_first_token(o))),
@@ -1403,7 +1414,7 @@ pub fn run(o: &Opts) -> Result<(), String> {
         "tinygrad-rs bench ({threads} threads; median of several runs each{})",
         if o.quick { ", --quick" } else { "" }
     );
-    for lib in [Lib::Numpy, Lib::Torch, Lib::Tinygrad] {
+    for lib in [Lib::Numpy, Lib::Torch, Lib::Tinygrad, Lib::OnnxRuntime] {
         match pyref::find(lib, threads) {
             Ok((py, v)) => println!("  {} {v} ({})", lib.label(), py.display()),
             Err(why) => println!("  {}: n/a: {why}", lib.label()),

@@ -27,6 +27,8 @@ pub enum Lib {
     Torch,
     /// tinygrad on its CPU device.
     Tinygrad,
+    /// onnxruntime's CPU execution provider.
+    OnnxRuntime,
 }
 
 impl Lib {
@@ -36,6 +38,7 @@ impl Lib {
             Lib::Numpy => "numpy",
             Lib::Torch => "PyTorch",
             Lib::Tinygrad => "tinygrad",
+            Lib::OnnxRuntime => "onnxruntime",
         }
     }
 
@@ -44,6 +47,7 @@ impl Lib {
             Lib::Numpy => "numpy",
             Lib::Torch => "torch",
             Lib::Tinygrad => "tinygrad",
+            Lib::OnnxRuntime => "onnxruntime",
         }
     }
 
@@ -66,6 +70,13 @@ def np_inp(i, *shape):
             Lib::Tinygrad => format!(
                 "{common}from tinygrad import Tensor\n\
                  def inp(i, *shape):\n    return Tensor(np_inp(i, *shape)).realize()\n"
+            ),
+            Lib::OnnxRuntime => format!(
+                "{common}import onnxruntime as ort\n\
+                 so = ort.SessionOptions()\n\
+                 so.intra_op_num_threads = {threads}\n\
+                 so.inter_op_num_threads = 1\n\
+                 inp = np_inp\n"
             ),
         }
     }
