@@ -6,6 +6,7 @@
 //! Modules:
 //! - [`model`]: [`OnnxModel`] — `load`, `inputs`/`outputs` ([`ValueInfo`], [`Dim`]), `run`;
 //! - [`node`]: a node as the op functions see it (attributes with defaults, inputs);
+//! - `control`: `If`, `Loop`, `Scan` (subgraphs run on the host);
 //! - [`ops`]: the op functions, by family;
 //! - [`tensor_proto`]: `TensorProto` to tensor (raw or typed data, external files);
 //! - [`error`]: [`OnnxError`], naming the file, node or input;
@@ -26,6 +27,7 @@
 // `t = t + x`: the op functions build new tensors, so clippy's rewrite would change them.
 #![allow(clippy::assign_op_pattern)]
 
+mod control;
 pub mod error;
 pub mod model;
 pub mod node;

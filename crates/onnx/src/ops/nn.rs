@@ -48,17 +48,12 @@ pub(super) fn run(n: &Node) -> Result<Option<Vec<Tensor>>> {
                 "strides",
             ])?;
             let (x, w) = (n.input(0)?, n.input(1)?);
-            let spatial = x.ndim().saturating_sub(2);
-            if spatial == 0 || w.ndim() != x.ndim() {
-                return Err(n.err(format!(
-                    "input {:?} and weight {:?}: expected (N, C, ...) and (M, C/group, ...)",
-                    x.shape(),
-                    w.shape()
-                )));
-            }
-            let kernel: Vec<usize> = w.shape()[2..].to_vec();
-            let strides = dims(n, "strides", spatial)?;
-            let dilations = dims(n, "dilations", spatial)?;
+            let Geometry {
+                kernel,
+                strides,
+                dilations,
+                ..
+            } = conv_geometry(n, x, w, "(M, C/group, ...)")?;
             let pads = pads(n, &x.shape()[2..], &kernel, &strides, &dilations)?;
             let group = n.int("group", 1).max(1) as usize;
             one(x.conv2d(
@@ -96,18 +91,7 @@ pub(super) fn run(n: &Node) -> Result<Option<Vec<Tensor>>> {
                     "strides",
                 ])?;
             }
-            let spatial = x.ndim().saturating_sub(2);
-            let kernel: Vec<usize> = n
-                .ints("kernel_shape")
-                .ok_or_else(|| n.err("kernel_shape is required"))?
-                .iter()
-                .map(|&k| k.max(1) as usize)
-                .collect();
-            if kernel.len() != spatial {
-                return Err(n.err(format!("kernel_shape {kernel:?} for input {:?}", x.shape())));
-            }
-            let strides = dims(n, "strides", spatial)?;
-            let dilations = dims(n, "dilations", spatial)?;
+            let (kernel, strides, dilations) = pool_geometry(n, x)?;
             let pads = pads(n, &x.shape()[2..], &kernel, &strides, &dilations)?;
             let ceil = n.int("ceil_mode", 0) != 0;
             let (k, s, d, p) = (
@@ -133,18 +117,7 @@ pub(super) fn run(n: &Node) -> Result<Option<Vec<Tensor>>> {
                 "strides",
             ])?;
             let x = n.input(0)?;
-            let spatial = x.ndim().saturating_sub(2);
-            let kernel: Vec<usize> = n
-                .ints("kernel_shape")
-                .ok_or_else(|| n.err("kernel_shape is required"))?
-                .iter()
-                .map(|&k| k.max(1) as usize)
-                .collect();
-            if kernel.len() != spatial {
-                return Err(n.err(format!("kernel_shape {kernel:?} for input {:?}", x.shape())));
-            }
-            let strides = dims(n, "strides", spatial)?;
-            let dilations = dims(n, "dilations", spatial)?;
+            let (kernel, strides, dilations) = pool_geometry(n, x)?;
             let pads = pads(n, &x.shape()[2..], &kernel, &strides, &dilations)?;
             let p = n.int("p", 2) as f64;
             let window: usize = kernel.iter().product();
@@ -306,17 +279,12 @@ pub(super) fn run(n: &Node) -> Result<Option<Vec<Tensor>>> {
                 "strides",
             ])?;
             let (x, w) = (n.input(0)?, n.input(1)?);
-            let spatial = x.ndim().saturating_sub(2);
-            if spatial == 0 || w.ndim() != x.ndim() {
-                return Err(n.err(format!(
-                    "input {:?} and weight {:?}: expected (N, C, ...) and (C, M/group, ...)",
-                    x.shape(),
-                    w.shape()
-                )));
-            }
-            let kernel: Vec<usize> = w.shape()[2..].to_vec();
-            let strides = dims(n, "strides", spatial)?;
-            let dilations = dims(n, "dilations", spatial)?;
+            let Geometry {
+                spatial,
+                kernel,
+                strides,
+                dilations,
+            } = conv_geometry(n, x, w, "(C, M/group, ...)")?;
             let mut out_pad: Vec<usize> = match n.ints("output_padding") {
                 Some(v) if v.len() == spatial => v.iter().map(|&p| p.max(0) as usize).collect(),
                 Some(v) => {
@@ -487,6 +455,53 @@ pub(super) fn run(n: &Node) -> Result<Option<Vec<Tensor>>> {
         }
         _ => Ok(None),
     }
+}
+
+/// A convolution's or pool's window: spatial rank, kernel, strides, dilations.
+struct Geometry {
+    spatial: usize,
+    kernel: Vec<usize>,
+    strides: Vec<usize>,
+    dilations: Vec<usize>,
+}
+
+/// A convolution's spatial rank, kernel, strides and dilations, its input and weight checked
+/// (`layout` names the weight's expected dims in the error).
+fn conv_geometry(n: &Node, x: &Tensor, w: &Tensor, layout: &str) -> Result<Geometry> {
+    let spatial = x.ndim().saturating_sub(2);
+    if spatial == 0 || w.ndim() != x.ndim() {
+        return Err(n.err(format!(
+            "input {:?} and weight {:?}: expected (N, C, ...) and {layout}",
+            x.shape(),
+            w.shape()
+        )));
+    }
+    let kernel: Vec<usize> = w.shape()[2..].to_vec();
+    Ok(Geometry {
+        spatial,
+        kernel,
+        strides: dims(n, "strides", spatial)?,
+        dilations: dims(n, "dilations", spatial)?,
+    })
+}
+
+/// A pool's `kernel_shape` (one size per spatial dim of `x`), strides and dilations.
+fn pool_geometry(n: &Node, x: &Tensor) -> Result<(Vec<usize>, Vec<usize>, Vec<usize>)> {
+    let spatial = x.ndim().saturating_sub(2);
+    let kernel: Vec<usize> = n
+        .ints("kernel_shape")
+        .ok_or_else(|| n.err("kernel_shape is required"))?
+        .iter()
+        .map(|&k| k.max(1) as usize)
+        .collect();
+    if kernel.len() != spatial {
+        return Err(n.err(format!("kernel_shape {kernel:?} for input {:?}", x.shape())));
+    }
+    Ok((
+        kernel,
+        dims(n, "strides", spatial)?,
+        dims(n, "dilations", spatial)?,
+    ))
 }
 
 /// `(1, C, 1, ...)` for broadcasting per-channel values over `x` (N, C, ...).

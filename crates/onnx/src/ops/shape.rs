@@ -138,11 +138,7 @@ pub(super) fn run(n: &Node) -> Result<Option<Vec<Tensor>>> {
         "Squeeze" => {
             n.check_attrs(&["axes"])?;
             let x = n.input(0)?;
-            let axes = if n.opset < 13 {
-                n.ints("axes")
-            } else {
-                n.ints_input(1)?
-            };
+            let axes = axes_arg(n)?;
             let shape = x.shape();
             let keep: Vec<isize> = match axes {
                 None => shape
@@ -171,11 +167,7 @@ pub(super) fn run(n: &Node) -> Result<Option<Vec<Tensor>>> {
         "Unsqueeze" => {
             n.check_attrs(&["axes"])?;
             let x = n.input(0)?;
-            let axes = if n.opset < 13 {
-                n.ints("axes")
-            } else {
-                n.ints_input(1)?
-            };
+            let axes = axes_arg(n)?;
             let axes = axes.ok_or_else(|| n.err("axes are required"))?;
             let rank = x.ndim() + axes.len();
             let mut axes: Vec<usize> = axes
@@ -597,6 +589,15 @@ pub(super) fn run(n: &Node) -> Result<Option<Vec<Tensor>>> {
             one(Tensor::einsum(&eq, &xs))
         }
         _ => Ok(None),
+    }
+}
+
+/// `Squeeze`/`Unsqueeze`'s axes: an attribute before opset 13, the second input since.
+fn axes_arg(n: &Node) -> Result<Option<Vec<i64>>> {
+    if n.opset < 13 {
+        Ok(n.ints("axes"))
+    } else {
+        n.ints_input(1)
     }
 }
 
