@@ -185,6 +185,72 @@ pub(super) fn run(n: &Node) -> Result<Option<Vec<Tensor>>> {
             shape.push(spatial);
             one(grid.reshape(&shape))
         }
+        "GroupNormalization" => {
+            n.check_attrs(&["epsilon", "num_groups", "stash_type"])?;
+            let x = n.input(0)?;
+            let (scale, bias) = (n.input(1)?, n.input(2)?);
+            let s = x.shape();
+            let g = n.int("num_groups", 0);
+            if s.len() < 2 || g <= 0 || !s[1].is_multiple_of(g as usize) {
+                return Err(n.err(format!("num_groups {g} for input {s:?}")));
+            }
+            let (g, c) = (g as usize, s[1]);
+            let xf = if n.int("stash_type", 1) == 1 {
+                x.cast(DType::FLOAT32)
+            } else {
+                x.clone()
+            };
+            let grouped = xf.reshape(&[s[0] as isize, g as isize, -1]);
+            let mean = grouped.mean_keepdim(2isize);
+            let centered = &grouped - &mean;
+            let var = (&centered * &centered).mean_keepdim(2isize);
+            let y = (centered * (var + n.float("epsilon", 1e-5)).rsqrt())
+                .reshape(&s)
+                .cast(x.dtype());
+            // scale and bias per channel (opset 21), or per group before
+            let per_channel = |p: &Tensor| {
+                let v = if p.numel() == g && g != c {
+                    p.repeat_interleave(c / g, Some(0))
+                } else {
+                    p.clone()
+                };
+                v.reshape(&channel_view(x))
+            };
+            one(y * per_channel(scale) + per_channel(bias))
+        }
+        "LRN" => {
+            n.check_attrs(&["alpha", "beta", "bias", "size"])?;
+            let x = n.input(0)?;
+            let s = x.shape();
+            let size = n.int("size", 0);
+            if s.len() < 3 || size <= 0 {
+                return Err(n.err(format!("size {size} for input {s:?}")));
+            }
+            let size = size as usize;
+            let (alpha, beta, bias) = (
+                n.float("alpha", 1e-4),
+                n.float("beta", 0.75),
+                n.float("bias", 1.0),
+            );
+            // the sum of squares over channels c - floor((size-1)/2) ..= c + ceil((size-1)/2)
+            let (lo, hi) = ((size - 1) / 2, (size - 1).div_ceil(2));
+            let sq = x * x;
+            let mut pads = vec![(0isize, 0isize); s.len()];
+            pads[1] = (lo as isize, hi as isize);
+            let padded = sq.pad_mode(&pads, tinygrad_tensor::PadMode::Constant(0.0.into()));
+            let mut sum: Option<Tensor> = None;
+            for k in 0..size {
+                let mut b: Vec<(usize, usize)> = padded.shape().iter().map(|&d| (0, d)).collect();
+                b[1] = (k, k + s[1]);
+                let part = padded.shrink(&b);
+                sum = Some(match sum {
+                    Some(t) => t + part,
+                    None => part,
+                });
+            }
+            let sum = sum.expect("size >= 1");
+            one((x / (sum * (alpha / size as f64) + bias).pow(beta)).cast(x.dtype()))
+        }
         "GlobalAveragePool" | "GlobalMaxPool" => {
             n.check_attrs(&[])?;
             let x = n.input(0)?;

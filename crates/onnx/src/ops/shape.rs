@@ -460,7 +460,7 @@ pub(super) fn run(n: &Node) -> Result<Option<Vec<Tensor>>> {
             );
             one(idx.eq(&classes).where_(&on, &off))
         }
-        "ScatterElements" => {
+        "ScatterElements" | "Scatter" => {
             n.check_attrs(&["axis", "reduction"])?;
             let (x, idx, upd) = (n.input(0)?, n.input(1)?, n.input(2)?);
             let axis = n.axis(n.int("axis", 0), x.ndim())?;
@@ -581,6 +581,108 @@ pub(super) fn run(n: &Node) -> Result<Option<Vec<Tensor>>> {
                 t = t.pad_mode(&pads, PadMode::Constant(0.into()));
             }
             one(t)
+        }
+        "HannWindow" | "HammingWindow" | "BlackmanWindow" => {
+            n.check_attrs(&["output_datatype", "periodic"])?;
+            let size = n
+                .ints_input(0)?
+                .and_then(|v| v.first().copied())
+                .ok_or_else(|| n.err("size is required"))?;
+            let size = size.max(0) as usize;
+            let dtype = dtype_of(n.int("output_datatype", 1) as i32).map_err(|e| n.err(e))?;
+            let denom = if n.int("periodic", 1) != 0 {
+                size as f64
+            } else {
+                size as f64 - 1.0
+            };
+            let pi = std::f64::consts::PI;
+            let v: Vec<f64> = (0..size)
+                .map(|i| {
+                    let x = i as f64;
+                    match n.op {
+                        "HannWindow" => (pi * x / denom).sin().powi(2),
+                        "HammingWindow" => {
+                            25.0 / 46.0 - (1.0 - 25.0 / 46.0) * (2.0 * pi * x / denom).cos()
+                        }
+                        _ => {
+                            0.42 - 0.5 * (2.0 * pi * x / denom).cos()
+                                + 0.08 * (4.0 * pi * x / denom).cos()
+                        }
+                    }
+                })
+                .collect();
+            let b: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+            one(Tensor::from_bytes(&b, DType::FLOAT64, &[size], n.device()).cast(dtype))
+        }
+        "GatherND" => {
+            n.check_attrs(&["batch_dims"])?;
+            if n.int("batch_dims", 0) != 0 {
+                return Err(n.err("batch_dims other than 0 is not supported"));
+            }
+            let x = n.input(0)?;
+            let idx_t = n.input(1)?;
+            let idx = n.ints_input(1)?.unwrap_or_default();
+            let (xs, is) = (x.shape(), idx_t.shape());
+            let k = *is.last().ok_or_else(|| n.err("0-d indices"))?;
+            if k == 0 || k > xs.len() {
+                return Err(n.err(format!("indices {is:?} for data {xs:?}")));
+            }
+            let count: usize = is[..is.len() - 1].iter().product();
+            let rows: usize = xs[..k].iter().product();
+            let mut lin = Vec::with_capacity(count);
+            for t in 0..count {
+                let mut l = 0i64;
+                for j in 0..k {
+                    let d = xs[j] as i64;
+                    let v = idx[t * k + j];
+                    let v = if v < 0 { v + d } else { v };
+                    if !(0..d).contains(&v) {
+                        return Err(n.err(format!(
+                            "index {} out of range for dim {j} of {xs:?}",
+                            idx[t * k + j]
+                        )));
+                    }
+                    l = l * d + v;
+                }
+                lin.push(l);
+            }
+            let mut rest: Vec<usize> = xs[k..].to_vec();
+            let flat = x.reshape(&[rows as isize, -1]);
+            let picked = gather(&flat, &ints_tensor(&lin, n.device()), 0);
+            let mut out: Vec<usize> = is[..is.len() - 1].to_vec();
+            out.append(&mut rest);
+            one(picked.reshape(&out))
+        }
+        "NonZero" => {
+            n.check_attrs(&[])?;
+            let x = n.input(0)?;
+            let v = x
+                .cast(DType::BOOL)
+                .try_to_vec::<bool>()
+                .map_err(|e| n.err(e.to_string()))?;
+            let shape = x.shape();
+            let hits: Vec<usize> = v
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| **b)
+                .map(|(i, _)| i)
+                .collect();
+            let rank = shape.len().max(1);
+            let mut out = vec![0i64; rank * hits.len()];
+            for (j, &flat) in hits.iter().enumerate() {
+                let mut rem = flat;
+                for d in (0..shape.len()).rev() {
+                    out[d * hits.len() + j] = (rem % shape[d]) as i64;
+                    rem /= shape[d];
+                }
+            }
+            let b: Vec<u8> = out.iter().flat_map(|x| x.to_le_bytes()).collect();
+            one(Tensor::from_bytes(
+                &b,
+                DType::INT64,
+                &[shape.len(), hits.len()],
+                n.device(),
+            ))
         }
         "Einsum" => {
             n.check_attrs(&["equation"])?;
