@@ -88,6 +88,8 @@ fn malformed_and_truncated_files_are_errors() {
         .expect("an error");
     assert!(matches!(e, OnnxError::Decode { .. }), "{e}");
     let good = std::fs::read(data("resnet_tiny.onnx")).unwrap();
+    // one byte: a field tag with no value
+    assert!(OnnxModel::from_bytes(&good[..1], "CPU").is_err());
     for cut in [1, good.len() / 3, good.len() - 7] {
         if let Err(e) = OnnxModel::from_bytes(&good[..cut], "CPU") {
             assert!(
@@ -221,4 +223,24 @@ fn hostile_tensors_are_errors() {
     let e = OnnxModel::load(&path).err().unwrap().to_string();
     assert!(e.contains("outside the model's folder"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Concat of inputs that are all empty: an empty result whose axis adds up theirs (it was the
+/// first input's shape).
+#[test]
+fn concat_of_empty_inputs_adds_up_their_axis() {
+    let axis = AttributeProto {
+        name: Some("axis".into()),
+        r#type: Some(2),
+        i: Some(1),
+        ..Default::default()
+    };
+    let mut m = ModelProto::decode(one_node("Concat", vec![axis], vec![]).as_slice()).unwrap();
+    let g = m.graph.as_mut().unwrap();
+    g.node[0].input = vec!["x".into(), "x".into()];
+    g.input[0] = value("x", 1, &[0, 3]);
+    let model = OnnxModel::from_bytes(&m.encode_to_vec(), "CPU").unwrap();
+    let x = Tensor::zeros(&[0, 3], DType::FLOAT32);
+    let out = model.run(&HashMap::from([("x".to_string(), x)])).unwrap();
+    assert_eq!(out["y"].shape(), vec![0, 6]);
 }

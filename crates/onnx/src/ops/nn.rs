@@ -263,6 +263,10 @@ pub(super) fn run(n: &Node) -> Result<Option<Vec<Tensor>>> {
         }
         "BatchNormalization" => {
             n.check_attrs(&["epsilon", "momentum", "training_mode", "spatial", "is_test"])?;
+            // spatial=0 (opset < 9) means per-element statistics, not per channel
+            if n.int("spatial", 1) != 1 {
+                return Err(n.err("spatial=0 (statistics per element) is not supported"));
+            }
             if n.int("training_mode", 0) != 0 || n.output_count() > 1 {
                 return Err(n.err(
                     "training mode (batch statistics, running-mean outputs) is not supported",

@@ -80,7 +80,10 @@ pub(super) fn run(n: &Node) -> Result<Option<Vec<Tensor>>> {
     let dt = x.dtype();
     let mut ys = Vec::new();
     let (mut hs, mut cs) = (Vec::new(), Vec::new());
+    // ONNX lists the activations of the forward direction, then the reverse one's
+    let per = acts.len() / dirs.len().max(1);
     for (d, &reverse) in dirs.iter().enumerate() {
+        let acts = &acts[d * per..(d + 1) * per];
         let pick = |t: &Tensor| {
             t.shrink(&{
                 let mut b: Vec<(usize, usize)> = t.shape().iter().map(|&s| (0, s)).collect();
@@ -248,9 +251,27 @@ fn activations(n: &Node, gates: usize) -> Result<Vec<Act>> {
             return Err(n.err(format!("activation {:?} is not supported", a.name)));
         }
     }
-    if acts.len() < defaults.len() {
+    let dirs = if n.string("direction", "forward") == "bidirectional" {
+        2
+    } else {
+        1
+    };
+    // the defaults serve every direction; a given list names each direction's in turn
+    let mut acts = acts;
+    if n.strings("activations").is_none_or(|v| v.is_empty()) && dirs == 2 {
+        let again: Vec<Act> = acts
+            .iter()
+            .map(|a| Act {
+                name: a.name.clone(),
+                alpha: a.alpha,
+                beta: a.beta,
+            })
+            .collect();
+        acts.extend(again);
+    }
+    if acts.len() != defaults.len() * dirs {
         return Err(n.err(format!(
-            "{} activations for {} per direction",
+            "{} activations: expected {} per direction for {dirs} direction(s)",
             acts.len(),
             defaults.len()
         )));

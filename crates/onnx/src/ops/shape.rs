@@ -47,9 +47,21 @@ pub(super) fn run(n: &Node) -> Result<Option<Vec<Tensor>>> {
             let rank = xs.first().map_or(0, |x| x.ndim());
             let axis = n.axis(n.int("axis", 0), rank)?;
             // zero-size inputs contribute nothing (ONNX allows them, `cat` needs equal dims)
+            let total: usize = xs
+                .iter()
+                .map(|x| x.shape().get(axis).copied().unwrap_or(0))
+                .sum();
+            let first = n.input(0)?;
             let xs: Vec<&Tensor> = xs.into_iter().filter(|x| x.numel() > 0).collect();
             match xs.as_slice() {
-                [] => one(n.input(0)?.clone()),
+                // every input empty: an empty result whose axis adds up the inputs'
+                [] => {
+                    let mut shape = first.shape();
+                    if let Some(d) = shape.get_mut(axis) {
+                        *d = total;
+                    }
+                    one(Tensor::zeros(&shape, first.dtype()).to(n.device()))
+                }
                 [x] => one((*x).clone()),
                 _ => one(Tensor::cat(&xs, axis as isize)),
             }
@@ -483,31 +495,8 @@ pub(super) fn run(n: &Node) -> Result<Option<Vec<Tensor>>> {
             let idx_t = n.input(1)?;
             let idx = n.ints_input(1)?.unwrap_or_default();
             let (xs, is) = (x.shape(), idx_t.shape());
-            let k = *is.last().ok_or_else(|| n.err("0-d indices"))?;
-            if k == 0 || k > xs.len() {
-                return Err(n.err(format!("indices {is:?} for data {xs:?}")));
-            }
-            let count: usize = is[..is.len() - 1].iter().product();
+            let (lin, rows, k, count) = nd_rows(n, &xs, &is, &idx)?;
             let slice: usize = xs[k..].iter().product();
-            let rows: usize = xs[..k].iter().product();
-            // each index tuple as a row of the data viewed (rows, slice)
-            let mut lin = Vec::with_capacity(count);
-            for t in 0..count {
-                let mut l = 0i64;
-                for j in 0..k {
-                    let d = xs[j] as i64;
-                    let v = idx[t * k + j];
-                    let v = if v < 0 { v + d } else { v };
-                    if !(0..d).contains(&v) {
-                        return Err(n.err(format!(
-                            "index {} out of range for dim {j} of {xs:?}",
-                            idx[t * k + j]
-                        )));
-                    }
-                    l = l * d + v;
-                }
-                lin.push(l);
-            }
             let li = ints_tensor(&lin, n.device())
                 .reshape(&[count, 1])
                 .expand(&[count, slice]);
@@ -623,29 +612,7 @@ pub(super) fn run(n: &Node) -> Result<Option<Vec<Tensor>>> {
             let idx_t = n.input(1)?;
             let idx = n.ints_input(1)?.unwrap_or_default();
             let (xs, is) = (x.shape(), idx_t.shape());
-            let k = *is.last().ok_or_else(|| n.err("0-d indices"))?;
-            if k == 0 || k > xs.len() {
-                return Err(n.err(format!("indices {is:?} for data {xs:?}")));
-            }
-            let count: usize = is[..is.len() - 1].iter().product();
-            let rows: usize = xs[..k].iter().product();
-            let mut lin = Vec::with_capacity(count);
-            for t in 0..count {
-                let mut l = 0i64;
-                for j in 0..k {
-                    let d = xs[j] as i64;
-                    let v = idx[t * k + j];
-                    let v = if v < 0 { v + d } else { v };
-                    if !(0..d).contains(&v) {
-                        return Err(n.err(format!(
-                            "index {} out of range for dim {j} of {xs:?}",
-                            idx[t * k + j]
-                        )));
-                    }
-                    l = l * d + v;
-                }
-                lin.push(l);
-            }
+            let (lin, rows, k, _) = nd_rows(n, &xs, &is, &idx)?;
             let mut rest: Vec<usize> = xs[k..].to_vec();
             let flat = x.reshape(&[rows as isize, -1]);
             let picked = gather(&flat, &ints_tensor(&lin, n.device()), 0);
@@ -701,6 +668,41 @@ fn axes_arg(n: &Node) -> Result<Option<Vec<i64>>> {
     } else {
         n.ints_input(1)
     }
+}
+
+/// ScatterND/GatherND's index tuples (the last dim of `idx_shape`, `k` values each) as row
+/// numbers of the data viewed as `(prod(data[..k]), prod(data[k..]))`, negative entries from the
+/// end; `(rows, k, count)` with them. An index out of range is an error naming it.
+fn nd_rows(
+    n: &Node,
+    xs: &[usize],
+    is: &[usize],
+    idx: &[i64],
+) -> Result<(Vec<i64>, usize, usize, usize)> {
+    let k = *is.last().ok_or_else(|| n.err("0-d indices"))?;
+    if k == 0 || k > xs.len() {
+        return Err(n.err(format!("indices {is:?} for data {xs:?}")));
+    }
+    let count: usize = is[..is.len() - 1].iter().product();
+    let rows: usize = xs[..k].iter().product();
+    let mut lin = Vec::with_capacity(count);
+    for t in 0..count {
+        let mut l = 0i64;
+        for (j, &dim) in xs[..k].iter().enumerate() {
+            let d = dim as i64;
+            let v = idx[t * k + j];
+            let v = if v < 0 { v + d } else { v };
+            if !(0..d).contains(&v) {
+                return Err(n.err(format!(
+                    "index {} out of range for dim {j} of {xs:?}",
+                    idx[t * k + j]
+                )));
+            }
+            l = l * d + v;
+        }
+        lin.push(l);
+    }
+    Ok((lin, rows, k, count))
 }
 
 /// An int64 tensor of `v` (a shape, indices).
