@@ -1,12 +1,11 @@
 //! Control flow: `If`, `Loop` and `Scan`, whose subgraphs run on the host (conditions and trip
 //! counts read back) in a scope that sees the enclosing graph's values.
 
-use std::collections::HashMap;
-
 use tinygrad_tensor::{DType, Tensor};
 
 use crate::error::Result;
-use crate::model::run_graph;
+use crate::model::{Scope, run_graph};
+use crate::narrow::Narrow;
 use crate::node::Node;
 use crate::proto::{GraphProto, NodeProto};
 use crate::tensor_proto::to_tensor;
@@ -24,25 +23,29 @@ fn subgraph<'a>(node: &Node, p: &'a NodeProto, name: &str) -> Result<&'a GraphPr
 fn run_scoped(
     node: &Node,
     g: &GraphProto,
-    outer: &HashMap<String, Tensor>,
+    outer: &Scope,
     bound: Vec<(String, Tensor)>,
     opset: i64,
     device: &str,
 ) -> Result<Vec<Tensor>> {
     let mut env = outer.clone();
     for t in &g.initializer {
-        env.insert(
+        env.bind(
             t.name.clone().unwrap_or_default(),
             to_tensor(t, None, device)?,
+            Narrow::of(t.data_type.unwrap_or(0)),
         );
     }
-    env.extend(bound);
+    for (name, t) in bound {
+        env.bind(name, t, None);
+    }
     run_graph(&g.node, &mut env, opset, device)?;
     g.output
         .iter()
         .map(|o| {
             let name = o.name.clone().unwrap_or_default();
-            env.get(&name)
+            env.values
+                .get(&name)
                 .cloned()
                 .ok_or_else(|| node.err(format!("the subgraph computes no {name:?}")))
         })
@@ -68,7 +71,7 @@ fn host_bool(node: &Node, t: &Tensor) -> Result<bool> {
 pub(crate) fn run_if(
     node: &Node,
     p: &NodeProto,
-    env: &HashMap<String, Tensor>,
+    env: &Scope,
     opset: i64,
     device: &str,
 ) -> Result<Vec<Tensor>> {
@@ -86,7 +89,7 @@ pub(crate) fn run_if(
 pub(crate) fn run_loop(
     node: &Node,
     p: &NodeProto,
-    env: &HashMap<String, Tensor>,
+    env: &Scope,
     opset: i64,
     device: &str,
 ) -> Result<Vec<Tensor>> {
@@ -158,7 +161,7 @@ pub(crate) fn run_loop(
 pub(crate) fn run_scan(
     node: &Node,
     p: &NodeProto,
-    env: &HashMap<String, Tensor>,
+    env: &Scope,
     opset: i64,
     device: &str,
 ) -> Result<Vec<Tensor>> {

@@ -9,6 +9,8 @@
 //! - `control`: `If`, `Loop`, `Scan` (subgraphs run on the host);
 //! - [`ops`]: the op functions, by family;
 //! - [`tensor_proto`]: `TensorProto` to tensor (raw or typed data, external files);
+//! - [`narrow`]: element types without a dtype (`INT4`, `FLOAT8E4M3FNUZ`, ...), held in a
+//!   wider container dtype, and `Cast`'s rounding to them;
 //! - [`error`]: [`OnnxError`], naming the file, node or input;
 //! - [`proto`]: the generated protobuf messages (`scripts/gen_proto.sh`).
 //!
@@ -30,6 +32,7 @@
 mod control;
 pub mod error;
 pub mod model;
+pub mod narrow;
 pub mod node;
 pub mod ops;
 pub mod tensor_proto;
@@ -41,3 +44,4 @@ pub mod proto;
 
 pub use error::{OnnxError, Result};
 pub use model::{Dim, OnnxModel, ValueInfo};
+pub use narrow::Narrow;

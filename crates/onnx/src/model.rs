@@ -10,9 +10,10 @@ use prost::Message;
 use tinygrad_tensor::{DType, Tensor};
 
 use crate::error::{OnnxError, Result};
+use crate::narrow::Narrow;
 use crate::node::Node;
 use crate::proto::{GraphProto, ModelProto, NodeProto, ValueInfoProto, type_proto};
-use crate::tensor_proto::{dtype_of, to_tensor};
+use crate::tensor_proto::{container_of, to_tensor};
 
 /// One dimension of a declared input or output shape.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -30,8 +31,11 @@ pub enum Dim {
 pub struct ValueInfo {
     /// Its name.
     pub name: String,
-    /// Its element type, when it is a tensor of a supported one.
+    /// Its element type, when it is a tensor of a supported one (for a [`Narrow`] type, the
+    /// container dtype the tensor is given and returned in).
     pub dtype: Option<DType>,
+    /// The element type when it is a [`Narrow`] one (`INT4`, `FLOAT8E4M3FNUZ`, ...).
+    pub narrow: Option<Narrow>,
     /// Its shape, when declared.
     pub shape: Option<Vec<Dim>>,
 }
@@ -40,6 +44,8 @@ pub struct ValueInfo {
 pub struct OnnxModel {
     graph: GraphProto,
     initializers: IndexMap<String, Tensor>,
+    /// The [`Narrow`] tags of initializers held in a container dtype.
+    initializer_narrow: HashMap<String, Narrow>,
     inputs: Vec<ValueInfo>,
     outputs: Vec<ValueInfo>,
     opset: i64,
@@ -92,8 +98,12 @@ impl OnnxModel {
             .and_then(|o| o.version)
             .unwrap_or(1);
         let mut initializers = IndexMap::new();
+        let mut initializer_narrow = HashMap::new();
         for t in &graph.initializer {
             let name = t.name.clone().unwrap_or_default();
+            if let Some(n) = Narrow::of(t.data_type.unwrap_or(0)) {
+                initializer_narrow.insert(name.clone(), n);
+            }
             initializers.insert(name, to_tensor(t, dir, device)?);
         }
         let inputs = graph
@@ -106,6 +116,7 @@ impl OnnxModel {
         Ok(OnnxModel {
             graph,
             initializers,
+            initializer_narrow,
             inputs,
             outputs,
             opset,
@@ -134,17 +145,21 @@ impl OnnxModel {
     }
 
     /// Runs the graph on `inputs` (by name) and returns every graph output by name. The outputs
-    /// are lazy tensors: reading them (`to_vec`) runs the kernels.
+    /// are lazy tensors: reading them (`to_vec`) runs the kernels. Values of a [`Narrow`] type
+    /// are given and returned in its container dtype ([`ValueInfo::narrow`] says which).
     ///
     /// # Errors
     /// An input missing, unknown, or of another dtype or shape than declared; a node whose op,
     /// attribute or dtype is not supported, or whose op fails on what it got.
     pub fn run(&self, inputs: &HashMap<String, Tensor>) -> Result<HashMap<String, Tensor>> {
-        let mut env: HashMap<String, Tensor> = self
-            .initializers
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
+        let mut env = Scope {
+            values: self
+                .initializers
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            narrow: self.initializer_narrow.clone(),
+        };
         for name in inputs.keys() {
             if !self.inputs.iter().any(|i| &i.name == name) {
                 return Err(OnnxError::Input {
@@ -162,19 +177,18 @@ impl OnnxModel {
                 message: "missing".into(),
             })?;
             check_input(info, t)?;
-            env.insert(
-                info.name.clone(),
-                t.try_to(&self.device).map_err(|e| OnnxError::Input {
-                    name: info.name.clone(),
-                    message: format!("moving it to {}: {e}", self.device),
-                })?,
-            );
+            let t = t.try_to(&self.device).map_err(|e| OnnxError::Input {
+                name: info.name.clone(),
+                message: format!("moving it to {}: {e}", self.device),
+            })?;
+            env.bind(info.name.clone(), t, info.narrow);
         }
         run_graph(&self.graph.node, &mut env, self.opset, &self.device)?;
         self.outputs
             .iter()
             .map(|o| {
-                env.remove(&o.name)
+                env.values
+                    .remove(&o.name)
                     .map(|t| (o.name.clone(), t))
                     .ok_or_else(|| OnnxError::Node {
                         node: o.name.clone(),
@@ -186,10 +200,91 @@ impl OnnxModel {
     }
 }
 
+/// The values a graph sees by name, with the [`Narrow`] tags of those held in a container dtype.
+#[derive(Clone, Default)]
+pub(crate) struct Scope {
+    /// Each value by name.
+    pub values: HashMap<String, Tensor>,
+    /// The narrow element types of the values that have one.
+    pub narrow: HashMap<String, Narrow>,
+}
+
+impl Scope {
+    /// Binds `name` to `t`, tagged `narrow` (a rebinding drops an earlier tag).
+    pub fn bind(&mut self, name: String, t: Tensor, narrow: Option<Narrow>) {
+        match narrow {
+            Some(n) => self.narrow.insert(name.clone(), n),
+            None => self.narrow.remove(&name),
+        };
+        self.values.insert(name, t);
+    }
+}
+
+/// Ops that take [`Narrow`]-typed inputs and compute on them by their tags.
+const NARROW_AWARE: &[&str] = &[
+    "Cast",
+    "CastLike",
+    "QuantizeLinear",
+    "DequantizeLinear",
+    "Shape",
+    "Size",
+];
+
+/// Ops that move or select a [`Narrow`]-typed input 0's elements: their outputs keep its tag.
+const KEEPS_NARROW: &[&str] = &[
+    "Identity",
+    "Reshape",
+    "Flatten",
+    "Squeeze",
+    "Unsqueeze",
+    "Transpose",
+    "Expand",
+    "Slice",
+    "Gather",
+    "Concat",
+    "Split",
+    "Tile",
+];
+
+/// The narrow tag of a node's outputs, after checking that its op accepts its inputs' tags.
+fn narrow_outputs(node: &Node, p: &NodeProto, tags: &[Option<Narrow>]) -> Result<Option<Narrow>> {
+    let op = node.op;
+    if let Some((i, t)) = tags.iter().enumerate().find_map(|(i, t)| t.map(|t| (i, t))) {
+        let moves = KEEPS_NARROW.contains(&op)
+            && if op == "Concat" {
+                tags.iter().all(|u| *u == Some(t))
+            } else {
+                i == 0 && tags[1..].iter().all(Option::is_none)
+            };
+        if !moves && !NARROW_AWARE.contains(&op) {
+            return Err(node.err(format!(
+                "input {i} has element type {} (held as {}), which this op does not take",
+                t.name(),
+                t.container()
+            )));
+        }
+    }
+    Ok(match op {
+        "Cast" => Narrow::of(node.int("to", 0) as i32),
+        "CastLike" => tags.get(1).copied().flatten(),
+        "QuantizeLinear" => tags.get(2).copied().flatten().or_else(|| {
+            Narrow::of(node.int("output_dtype", 0) as i32).filter(|_| node.has("output_dtype"))
+        }),
+        "Constant" => p
+            .attribute
+            .iter()
+            .find(|a| a.name.as_deref() == Some("value"))
+            .and_then(|a| a.t.as_ref())
+            .and_then(|t| Narrow::of(t.data_type.unwrap_or(0))),
+        op if KEEPS_NARROW.contains(&op) => tags.first().copied().flatten(),
+        _ => None,
+    })
+}
+
 /// Runs `nodes` in order over `env` (name → value), binding each node's outputs.
 pub(crate) fn run_graph(
     nodes: &[NodeProto],
-    env: &mut HashMap<String, Tensor>,
+    env: &mut Scope,
     opset: i64,
     device: &str,
 ) -> Result<()> {
@@ -219,14 +314,20 @@ pub(crate) fn run_graph(
                 args.push(None);
                 continue;
             }
-            let t = env.get(name).ok_or_else(|| OnnxError::Node {
+            let t = env.values.get(name).ok_or_else(|| OnnxError::Node {
                 node: node_name(),
                 op: op.to_string(),
                 message: format!("input {name:?} is not computed before it"),
             })?;
             args.push(Some(t.clone()));
         }
-        let node = Node::new(p, opset, args, device);
+        let tags: Vec<Option<Narrow>> = p
+            .input
+            .iter()
+            .map(|name| env.narrow.get(name).copied())
+            .collect();
+        let node = Node::new(p, opset, args, device).with_narrow(tags.clone());
+        let out_tag = narrow_outputs(&node, p, &tags)?;
         let outs = match op {
             "If" => crate::control::run_if(&node, p, env, opset, device)?,
             "Loop" => crate::control::run_loop(&node, p, env, opset, device)?,
@@ -249,7 +350,7 @@ pub(crate) fn run_graph(
         };
         for (name, t) in p.output.iter().zip(outs) {
             if !name.is_empty() {
-                env.insert(name.clone(), t);
+                env.bind(name.clone(), t, out_tag);
             }
         }
     }
@@ -262,9 +363,9 @@ fn value_info(v: &ValueInfoProto) -> ValueInfo {
         Some(type_proto::Value::TensorType(tt)) => Some(tt),
         _ => None,
     });
-    let dtype = tensor
-        .and_then(|t| t.elem_type)
-        .and_then(|e| dtype_of(e).ok());
+    let elem = tensor.and_then(|t| t.elem_type);
+    let dtype = elem.and_then(|e| container_of(e).ok());
+    let narrow = elem.and_then(Narrow::of);
     let shape = tensor.and_then(|t| t.shape.as_ref()).map(|s| {
         s.dim
             .iter()
@@ -281,7 +382,12 @@ fn value_info(v: &ValueInfoProto) -> ValueInfo {
             })
             .collect()
     });
-    ValueInfo { name, dtype, shape }
+    ValueInfo {
+        name,
+        dtype,
+        narrow,
+        shape,
+    }
 }
 
 fn check_input(info: &ValueInfo, t: &Tensor) -> Result<()> {
@@ -296,6 +402,20 @@ fn check_input(info: &ValueInfo, t: &Tensor) -> Result<()> {
             "dtype {} where the model declares {d}",
             t.dtype()
         )));
+    }
+    if let Some(n) = info.narrow {
+        // the container holds more values than the type: each must be one of the type's
+        let vals = t
+            .cast(DType::FLOAT64)
+            .try_to_vec::<f64>()
+            .map_err(|e| err(format!("reading it: {e}")))?;
+        if let Some(v) = vals.iter().find(|&&v| !n.holds(v)) {
+            return Err(err(format!(
+                "value {v} is not one of element type {} (given as {})",
+                n.name(),
+                n.container()
+            )));
+        }
     }
     if let Some(shape) = &info.shape {
         let got = t.shape();

@@ -6,6 +6,7 @@ use indexmap::IndexMap;
 use tinygrad_tensor::Tensor;
 
 use crate::error::{OnnxError, Result};
+use crate::narrow::Narrow;
 use crate::proto::{AttributeProto, NodeProto};
 use crate::tensor_proto::to_tensor;
 
@@ -19,6 +20,7 @@ pub struct Node<'a> {
     pub opset: i64,
     attrs: IndexMap<&'a str, &'a AttributeProto>,
     inputs: Vec<Option<Tensor>>,
+    narrow: Vec<Option<Narrow>>,
     outputs: usize,
     device: &'a str,
 }
@@ -40,9 +42,21 @@ impl<'a> Node<'a> {
                 .map(|a| (a.name.as_deref().unwrap_or(""), a))
                 .collect(),
             inputs,
+            narrow: Vec::new(),
             outputs: p.output.len(),
             device,
         }
+    }
+
+    /// The node with its inputs' [`Narrow`] element types (by input position).
+    pub fn with_narrow(mut self, narrow: Vec<Option<Narrow>>) -> Self {
+        self.narrow = narrow;
+        self
+    }
+
+    /// Input `i`'s [`Narrow`] element type, when it is held in a container dtype.
+    pub fn narrow_input(&self, i: usize) -> Option<Narrow> {
+        self.narrow.get(i).copied().flatten()
     }
 
     /// An error naming this node and its op.

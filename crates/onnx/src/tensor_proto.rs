@@ -7,6 +7,7 @@ use std::path::Path;
 use tinygrad_tensor::{DType, Tensor};
 
 use crate::error::{OnnxError, Result};
+use crate::narrow::Narrow;
 use crate::proto::TensorProto;
 use crate::proto::tensor_proto::DataType;
 
@@ -39,7 +40,18 @@ pub fn dtype_of(elem_type: i32) -> std::result::Result<DType, String> {
     })
 }
 
+/// The dtype that holds values of element type `elem`: its own, or a [`Narrow`] type's
+/// container.
+pub fn container_of(elem_type: i32) -> std::result::Result<DType, String> {
+    match Narrow::of(elem_type) {
+        Some(n) => Ok(n.container()),
+        None => dtype_of(elem_type),
+    }
+}
+
 /// `t` as a tensor on `device`; external data is read relative to `dir` (the model's folder).
+/// A [`Narrow`] element type (`INT4`, `FLOAT8E4M3FNUZ`, ...) is unpacked into its container
+/// dtype ([`Narrow::of`] of `t.data_type` tells which).
 ///
 /// # Errors
 /// An unsupported element type, data of another size than the dims imply, more than one data
@@ -51,7 +63,8 @@ pub fn to_tensor(t: &TensorProto, dir: Option<&Path>, device: &str) -> Result<Te
         message,
     };
     let elem = t.data_type.unwrap_or(0);
-    let dtype = dtype_of(elem).map_err(&err)?;
+    let narrow = Narrow::of(elem);
+    let dtype = container_of(elem).map_err(&err)?;
     let shape = t
         .dims
         .iter()
@@ -67,13 +80,27 @@ pub fn to_tensor(t: &TensorProto, dir: Option<&Path>, device: &str) -> Result<Te
     let want = numel
         .checked_mul(size)
         .ok_or_else(|| err(format!("dims {:?} overflow", t.dims)))?;
-    let bytes: Vec<u8> = if t.data_location == Some(1) {
+    let mut bytes: Vec<u8> = if t.data_location == Some(1) {
         external_bytes(t, dir).map_err(&err)?
     } else if let Some(raw) = &t.raw_data {
         raw.clone()
+    } else if narrow.is_some() {
+        // packed like the raw bytes, one byte in each int32
+        t.int32_data.iter().map(|&x| x as u8).collect()
     } else {
         typed_bytes(t, dtype).map_err(&err)?
     };
+    if let Some(n) = narrow {
+        bytes = n.unpack(&bytes, numel).ok_or_else(|| {
+            err(format!(
+                "{} bytes of data for dims {:?} of {} ({} bits each)",
+                bytes.len(),
+                t.dims,
+                n.name(),
+                n.bits()
+            ))
+        })?;
+    }
     if bytes.len() != want {
         return Err(err(format!(
             "{} bytes of data for dims {:?} of {dtype} (needs {want})",

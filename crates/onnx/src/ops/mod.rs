@@ -28,6 +28,7 @@ mod shape;
 use tinygrad_tensor::{DType, Tensor};
 
 use crate::error::Result;
+use crate::narrow::{self, Narrow, RoundMode};
 use crate::node::Node;
 use crate::tensor_proto::dtype_of;
 
@@ -374,7 +375,11 @@ fn other_elementwise(n: &Node) -> Result<Option<Tensor>> {
         }
         "Cast" => {
             n.check_attrs(&["to", "saturate", "round_mode"])?;
-            let to = dtype_of(n.int("to", 0) as i32).map_err(|e| n.err(e))?;
+            let elem = n.int("to", 0) as i32;
+            if let Some(to) = Narrow::of(elem) {
+                return cast_narrow(n, n.input(0)?, to).map(Some);
+            }
+            let to = dtype_of(elem).map_err(|e| n.err(e))?;
             cast(n, n.input(0)?, to)?
         }
         "BitCast" => {
@@ -391,12 +396,32 @@ fn other_elementwise(n: &Node) -> Result<Option<Tensor>> {
         }
         "CastLike" => {
             n.check_attrs(&["saturate", "round_mode"])?;
+            if let Some(to) = n.narrow_input(1) {
+                return cast_narrow(n, n.input(0)?, to).map(Some);
+            }
             let to = n.input(1)?.dtype();
             cast(n, n.input(0)?, to)?
         }
         _ => return Ok(None),
     };
     Ok(Some(t))
+}
+
+/// `Cast` to a [`Narrow`] type (its container dtype holds the result): `round_mode` applies to
+/// `FLOAT8E8M0` only.
+fn cast_narrow(n: &Node, x: &Tensor, to: Narrow) -> Result<Tensor> {
+    let mode = match n.string("round_mode", "up").as_str() {
+        "up" => RoundMode::Up,
+        "down" if to == Narrow::Float8E8M0 => RoundMode::Down,
+        "nearest" if to == Narrow::Float8E8M0 => RoundMode::Nearest,
+        m => {
+            return Err(n.err(format!(
+                "round_mode {m:?} to {}: expected \"up\" (or down/nearest to FLOAT8E8M0)",
+                to.name()
+            )));
+        }
+    };
+    narrow::cast_to(x, to, n.int("saturate", 1) != 0, mode, n.device()).map_err(|e| n.err(e))
 }
 
 /// ONNX's `Cast`: float to int truncates toward zero (a plain cast), to bool is `!= 0`.

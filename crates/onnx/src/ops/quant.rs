@@ -4,6 +4,7 @@
 use tinygrad_tensor::{DType, Tensor};
 
 use crate::error::Result;
+use crate::narrow::{self, Narrow, RoundMode};
 use crate::node::Node;
 use crate::tensor_proto::dtype_of;
 
@@ -38,6 +39,33 @@ pub(super) fn run(n: &Node) -> Result<Option<Vec<Tensor>>> {
             let x = n.input(0)?;
             let s = broadcast_param(n, n.input(1)?, x)?;
             let zp = n.opt_input(2);
+            let narrow_out = n.narrow_input(2).or_else(|| {
+                Narrow::of(n.int("output_dtype", 0) as i32).filter(|_| n.has("output_dtype"))
+            });
+            if let Some(to) = narrow_out {
+                let mut v = x.cast(DType::FLOAT32) / s.cast(DType::FLOAT32);
+                if to.int_range().is_some() {
+                    v = v.round();
+                }
+                if let Some(z) = zp {
+                    v = v + broadcast_param(n, z, x)?.cast(DType::FLOAT32);
+                }
+                let q = match to.int_range() {
+                    // round half to even, the zero point, then saturate to the type's range
+                    Some((lo, hi)) => v
+                        .clip(Some(lo as f64), Some(hi as f64))
+                        .cast(to.container()),
+                    None => narrow::cast_to(
+                        &v,
+                        to,
+                        n.int("saturate", 1) != 0,
+                        RoundMode::Up,
+                        n.device(),
+                    )
+                    .map_err(|e| n.err(e))?,
+                };
+                return Ok(Some(vec![q]));
+            }
             let out = match zp {
                 Some(z) => z.dtype(),
                 None if n.has("output_dtype") && n.int("output_dtype", 0) != 0 => {
