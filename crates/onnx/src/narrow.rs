@@ -144,7 +144,7 @@ impl Narrow {
         if bytes.len() != n.div_ceil(per_byte) {
             return None;
         }
-        let code = |i: usize| (bytes[i / per_byte] >> (self.bits() * (i % per_byte))) as u8;
+        let code = |i: usize| bytes[i / per_byte] >> (self.bits() * (i % per_byte));
         let mut out = Vec::with_capacity(n * self.container().itemsize());
         for i in 0..n {
             let v = self.decode(code(i));
