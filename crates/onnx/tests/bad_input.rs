@@ -244,3 +244,54 @@ fn concat_of_empty_inputs_adds_up_their_axis() {
     let out = model.run(&HashMap::from([("x".to_string(), x)])).unwrap();
     assert_eq!(out["y"].shape(), vec![0, 6]);
 }
+
+/// A model `y = Relu(x)` over an `INT4` input: the op does not take that type.
+fn int4_relu() -> Vec<u8> {
+    let node = NodeProto {
+        input: vec!["x".into()],
+        output: vec!["y".into()],
+        op_type: Some("Relu".into()),
+        ..Default::default()
+    };
+    let model = ModelProto {
+        ir_version: Some(10),
+        opset_import: vec![OperatorSetIdProto {
+            domain: Some(String::new()),
+            version: Some(21),
+        }],
+        graph: Some(GraphProto {
+            node: vec![node],
+            input: vec![value("x", 22, &[3])],
+            output: vec![value("y", 22, &[3])],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    model.encode_to_vec()
+}
+
+#[test]
+fn narrow_types_are_refused_by_ops_that_do_not_take_them_and_checked_on_input() {
+    let device = tinygrad_tensor::default_device();
+    let model = OnnxModel::from_bytes(&int4_relu(), &device).expect("decodes");
+    assert_eq!(model.inputs()[0].dtype, Some(DType::INT8));
+    assert_eq!(model.inputs()[0].narrow, Some(tinygrad_onnx::Narrow::Int4));
+    // a value outside INT4's range in the int8 container
+    let x = Tensor::from_slice_on(&[1i8, 9, -2], &[3], &device);
+    let err = model
+        .run(&HashMap::from([("x".to_string(), x)]))
+        .expect_err("9 is not an INT4");
+    assert!(
+        matches!(&err, OnnxError::Input { name, .. } if name == "x"),
+        "{err}"
+    );
+    assert!(err.to_string().contains("INT4"), "{err}");
+    let x = Tensor::from_slice_on(&[1i8, 7, -8], &[3], &device);
+    let err = model
+        .run(&HashMap::from([("x".to_string(), x)]))
+        .expect_err("Relu does not take INT4");
+    assert!(
+        matches!(&err, OnnxError::Node { op, message, .. } if op == "Relu" && message.contains("INT4")),
+        "{err}"
+    );
+}
