@@ -9,6 +9,7 @@
 //! - `loss`: `NegativeLogLikelihoodLoss`, `SoftmaxCrossEntropyLoss`;
 //! - `attention`: `Attention`;
 //! - `resize`: `Resize`;
+//! - `grid`: `GridSample`;
 //! - `quant`: `QuantizeLinear`, `DequantizeLinear`;
 //! - `rnn`: `RNN`, `GRU`, `LSTM`;
 //! - `host`: `NonMaxSuppression`, `Unique`, `ReverseSequence` (sizes that depend on values).
@@ -16,6 +17,7 @@
 //! Every op refuses attributes it doesn't read ([`Node::check_attrs`]).
 
 mod attention;
+mod grid;
 mod host;
 mod loss;
 mod nn;
@@ -86,6 +88,7 @@ pub const SUPPORTED: &[&str] = &[
     "GlobalAveragePool",
     "GlobalMaxPool",
     "Greater",
+    "GridSample",
     "GreaterOrEqual",
     "HardSigmoid",
     "HardSwish",
@@ -186,6 +189,9 @@ pub fn run(n: &Node) -> Result<Vec<Tensor>> {
         return Ok(outs);
     }
     if let Some(outs) = resize::run(n)? {
+        return Ok(outs);
+    }
+    if let Some(outs) = grid::run(n)? {
         return Ok(outs);
     }
     if let Some(outs) = quant::run(n)? {
