@@ -23,12 +23,12 @@ def name(prefix):
     return f"{prefix}_{count[0]}"
 
 
-def conv_bn(x, cin, cout, k, stride, relu=True):
+def conv_bn(x, cin, cout, k, stride, relu=True, gamma_scale=1.0):
     n = name("conv")
     fan = cin * k * k
     inits.append(numpy_helper.from_array((rng.standard_normal((cout, cin, k, k)) * np.sqrt(2 / fan)).astype(np.float32), n + ".w"))
     nodes.append(helper.make_node("Conv", [x, n + ".w"], [n], kernel_shape=[k, k], strides=[stride, stride], pads=[k // 2] * 4))
-    for p, v in [("g", 1 + 0.1 * rng.standard_normal(cout)), ("b", 0.1 * rng.standard_normal(cout)),
+    for p, v in [("g", gamma_scale * (1 + 0.1 * rng.standard_normal(cout))), ("b", 0.1 * rng.standard_normal(cout)),
                  ("m", 0.1 * rng.standard_normal(cout)), ("v", 0.5 + rng.random(cout))]:
         inits.append(numpy_helper.from_array(v.astype(np.float32), f"{n}.{p}"))
     out = n + ".bn"
@@ -42,7 +42,10 @@ def conv_bn(x, cin, cout, k, stride, relu=True):
 def bottleneck(x, cin, width, stride):
     out = conv_bn(x, cin, width, 1, 1)
     out = conv_bn(out, width, width, 3, stride)
-    out = conv_bn(out, width, width * 4, 1, 1, relu=False)
+    # the residual branch's last BatchNormalization scaled down (like torchvision's
+    # zero_init_residual, not quite zero): with fixed random statistics the BNs don't normalize,
+    # and at full scale every block would double the activations' variance (logits ~1e4)
+    out = conv_bn(out, width, width * 4, 1, 1, relu=False, gamma_scale=0.25)
     short = x if stride == 1 and cin == width * 4 else conv_bn(x, cin, width * 4, 1, stride, relu=False)
     s = name("add")
     nodes.append(helper.make_node("Add", [out, short], [s]))

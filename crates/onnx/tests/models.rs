@@ -1,6 +1,12 @@
-//! Two small real architectures (`data/gen_models.py`: a ResNet stem and basic block, a BERT
-//! encoder layer with a padding mask and exporter-style shape arithmetic) run end to end and
-//! compared with onnxruntime's outputs within 1e-4.
+//! Real architectures run end to end and compared with onnxruntime's outputs:
+//!
+//! - two miniatures kept in `tests/data` (`data/gen_models.py`: a ResNet stem and basic block,
+//!   a BERT encoder layer with a padding mask and exporter-style shape arithmetic), within 1e-4;
+//! - the full-size ResNet-50 and a MiniLM-sized BERT encoder (`scripts/gen_full_models.py`:
+//!   25.6M and 22.7M random parameters from fixed seeds), regenerated into `ONNX_FULL_DIR`
+//!   (CI does, with numpy and onnx only) and checked against onnxruntime's outputs stored in
+//!   `tests/data/full/`, also within 1e-4 (absolute). Without the folder the
+//!   two tests skip with a message, unless `TINYGRAD_REQUIRE_ONNX_FULL=1`.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -17,10 +23,36 @@ fn data(name: &str) -> PathBuf {
         .join(name)
 }
 
-fn pb(name: &str) -> Tensor {
-    let bytes = std::fs::read(data(name)).expect("reads the test data");
+fn pb_at(path: &Path) -> Tensor {
+    let bytes = std::fs::read(path)
+        .unwrap_or_else(|e| panic!("reads the test data {}: {e}", path.display()));
     let t = TensorProto::decode(bytes.as_slice()).expect("a TensorProto");
     to_tensor(&t, None, &tinygrad_tensor::default_device()).expect("makes the tensor")
+}
+
+fn pb(name: &str) -> Tensor {
+    pb_at(&data(name))
+}
+
+/// The largest absolute difference between `got` and `want`, and `want`'s largest magnitude.
+fn max_error(got: &Tensor, want: &Tensor) -> (f64, f64) {
+    let (g, w) = (
+        got.cast(DType::FLOAT64).to_vec::<f64>(),
+        want.cast(DType::FLOAT64).to_vec::<f64>(),
+    );
+    assert_eq!(g.len(), w.len());
+    let err = g
+        .iter()
+        .zip(&w)
+        .map(|(a, b)| {
+            if a.is_nan() {
+                f64::INFINITY
+            } else {
+                (a - b).abs()
+            }
+        })
+        .fold(0.0, f64::max);
+    (err, w.iter().map(|v| v.abs()).fold(0.0, f64::max))
 }
 
 fn check(model_name: &str, inputs: usize) {
@@ -42,15 +74,7 @@ fn check(model_name: &str, inputs: usize) {
             "{model_name}: output {}",
             info.name
         );
-        let (g, w) = (
-            got.cast(DType::FLOAT64).to_vec::<f64>(),
-            want.cast(DType::FLOAT64).to_vec::<f64>(),
-        );
-        let err = g
-            .iter()
-            .zip(&w)
-            .map(|(a, b)| (a - b).abs())
-            .fold(0.0, f64::max);
+        let (err, _) = max_error(got, &want);
         println!(
             "{model_name}: output {} max abs error {err:.2e} vs onnxruntime",
             info.name
@@ -71,6 +95,80 @@ fn resnet_block_matches_onnxruntime() {
 #[test]
 fn bert_layer_matches_onnxruntime() {
     check("bert_tiny", 2);
+}
+
+/// Where `gen_full_models.py` wrote the full-size models, or `None` (with the reason printed)
+/// when the test should skip.
+fn full_dir() -> Option<PathBuf> {
+    let dir = std::env::var_os("ONNX_FULL_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/onnx-full"));
+    if dir.join("resnet50.onnx").exists() && dir.join("bert.onnx").exists() {
+        return Some(dir);
+    }
+    let why = format!(
+        "no full-size models in {} (python3 crates/onnx/scripts/gen_full_models.py {0}, with \
+         pip install onnx numpy; or set ONNX_FULL_DIR)",
+        dir.display()
+    );
+    if std::env::var_os("TINYGRAD_REQUIRE_ONNX_FULL").is_some_and(|v| v == "1") {
+        panic!("TINYGRAD_REQUIRE_ONNX_FULL=1 but {why}");
+    }
+    println!("skipped: {why}");
+    None
+}
+
+/// Runs `dir/NAME.onnx` on `dir/NAME_input_K.pb` and compares every output with onnxruntime's
+/// `tests/data/full/NAME_output_K.pb`: every value within 1e-4 (absolute; the relative error
+/// is printed too).
+fn check_full(dir: &Path, name: &str) {
+    let model = OnnxModel::load(dir.join(format!("{name}.onnx"))).expect("loads");
+    let feeds: HashMap<String, Tensor> = model
+        .inputs()
+        .iter()
+        .enumerate()
+        .map(|(k, info)| {
+            let t = pb_at(&dir.join(format!("{name}_input_{k}.pb")));
+            (info.name.clone(), t)
+        })
+        .collect();
+    let outs = model.run(&feeds).expect("runs");
+    for (k, info) in model.outputs().iter().enumerate() {
+        let want = pb(&format!("full/{name}_output_{k}.pb"));
+        let got = &outs[&info.name];
+        assert_eq!(got.shape(), want.shape(), "{name}: output {}", info.name);
+        let (err, scale) = max_error(got, &want);
+        println!(
+            "{name}: output {} {:?}: max abs error {err:.2e} (largest |value| {scale:.3}, \
+             relative {:.2e}) vs onnxruntime",
+            info.name,
+            want.shape(),
+            err / scale.max(f64::MIN_POSITIVE)
+        );
+        assert!(
+            err <= 1e-4,
+            "{name}: output {}: max abs error {err} against onnxruntime (largest |value| \
+             {scale}), more than 1e-4",
+            info.name
+        );
+    }
+}
+
+/// torchvision's ResNet-50 (v1.5), batch 2, against onnxruntime.
+#[test]
+fn resnet50_matches_onnxruntime() {
+    if let Some(dir) = full_dir() {
+        check_full(&dir, "resnet50");
+    }
+}
+
+/// A BERT encoder at all-MiniLM-L6-v2's size (6 layers, hidden 384, vocab 30,522) as
+/// `torch.onnx.export` writes it, batch 2 with padding, against onnxruntime: both outputs.
+#[test]
+fn bert_encoder_matches_onnxruntime() {
+    if let Some(dir) = full_dir() {
+        check_full(&dir, "bert");
+    }
 }
 
 /// The declared inputs: names, dtypes and symbolic batch dims.
