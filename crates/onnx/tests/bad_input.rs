@@ -295,3 +295,55 @@ fn narrow_types_are_refused_by_ops_that_do_not_take_them_and_checked_on_input() 
         "{err}"
     );
 }
+
+/// `one_node(op)` with initializers appended to the node's inputs after `x`.
+fn with_inputs(op: &str, inits: Vec<TensorProto>) -> Vec<u8> {
+    let names: Vec<String> = inits.iter().filter_map(|t| t.name.clone()).collect();
+    let mut m = ModelProto::decode(one_node(op, vec![], inits).as_slice()).unwrap();
+    m.graph.as_mut().unwrap().node[0].input.extend(names);
+    m.encode_to_vec()
+}
+
+fn ints_init(name: &str, v: &[i64]) -> TensorProto {
+    TensorProto {
+        dims: vec![v.len() as i64],
+        data_type: Some(7),
+        int64_data: v.to_vec(),
+        name: Some(name.into()),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn grid_sample_col2im_and_dft_refuse_bad_shapes() {
+    // x is (2, 3): no spatial dims for GridSample or Col2Im, a last dim of 3 for DFT
+    let grid = TensorProto {
+        dims: vec![2, 3],
+        data_type: Some(1),
+        float_data: vec![0.0; 6],
+        name: Some("grid".into()),
+        ..Default::default()
+    };
+    let s = run_err(&with_inputs("GridSample", vec![grid]), x()).to_string();
+    assert!(
+        s.contains("GridSample") && s.contains("must be (N, C, D1..Dk)"),
+        "{s}"
+    );
+    let s = run_err(
+        &with_inputs(
+            "Col2Im",
+            vec![ints_init("image", &[4, 4]), ints_init("block", &[2, 2])],
+        ),
+        x(),
+    )
+    .to_string();
+    assert!(
+        s.contains("Col2Im") && s.contains("(N, C * prod(block_shape), L)"),
+        "{s}"
+    );
+    let s = run_err(&with_inputs("DFT", vec![]), x()).to_string();
+    assert!(
+        s.contains("DFT") && s.contains("last dim of 1 (real) or 2 (complex)"),
+        "{s}"
+    );
+}

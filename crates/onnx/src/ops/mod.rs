@@ -10,6 +10,8 @@
 //! - `attention`: `Attention`;
 //! - `resize`: `Resize`;
 //! - `grid`: `GridSample`;
+//! - `col2im`: `Col2Im`;
+//! - `signal`: `DFT`, `STFT`;
 //! - `quant`: `QuantizeLinear`, `DequantizeLinear`;
 //! - `rnn`: `RNN`, `GRU`, `LSTM`;
 //! - `host`: `NonMaxSuppression`, `Unique`, `ReverseSequence` (sizes that depend on values).
@@ -17,6 +19,7 @@
 //! Every op refuses attributes it doesn't read ([`Node::check_attrs`]).
 
 mod attention;
+mod col2im;
 mod grid;
 mod host;
 mod loss;
@@ -26,6 +29,7 @@ mod reduce;
 mod resize;
 mod rnn;
 mod shape;
+mod signal;
 
 use tinygrad_tensor::{DType, Tensor};
 
@@ -34,12 +38,14 @@ use crate::narrow::{self, Narrow, RoundMode};
 use crate::node::Node;
 use crate::tensor_proto::dtype_of;
 
-/// The op names this crate runs (the default domain).
+/// The op names this crate runs (the default domain), sorted; `tests/node.rs` checks that every
+/// op of a passing conformance case is listed.
 pub const SUPPORTED: &[&str] = &[
     "Abs",
     "Acos",
     "Acosh",
     "Add",
+    "AffineGrid",
     "And",
     "ArgMax",
     "ArgMin",
@@ -47,31 +53,39 @@ pub const SUPPORTED: &[&str] = &[
     "Asinh",
     "Atan",
     "Atanh",
+    "Attention",
     "AveragePool",
     "BatchNormalization",
     "BitCast",
     "BitShift",
-    "DynamicQuantizeLinear",
-    "RotaryEmbedding",
     "BitwiseAnd",
     "BitwiseNot",
     "BitwiseOr",
     "BitwiseXor",
+    "BlackmanWindow",
     "Cast",
     "CastLike",
     "Ceil",
     "Celu",
+    "CenterCropPad",
     "Clip",
+    "Col2Im",
+    "Compress",
     "Concat",
     "Constant",
     "ConstantOfShape",
     "Conv",
+    "ConvTranspose",
     "Cos",
     "Cosh",
+    "CumProd",
     "CumSum",
+    "DFT",
     "DepthToSpace",
+    "DequantizeLinear",
     "Div",
     "Dropout",
+    "DynamicQuantizeLinear",
     "Einsum",
     "Elu",
     "Equal",
@@ -81,28 +95,39 @@ pub const SUPPORTED: &[&str] = &[
     "EyeLike",
     "Flatten",
     "Floor",
+    "GRU",
     "Gather",
     "GatherElements",
+    "GatherND",
     "Gelu",
     "Gemm",
     "GlobalAveragePool",
     "GlobalMaxPool",
     "Greater",
-    "GridSample",
     "GreaterOrEqual",
+    "GridSample",
+    "GroupNormalization",
+    "HammingWindow",
+    "HannWindow",
     "HardSigmoid",
     "HardSwish",
     "Hardmax",
     "Identity",
+    "If",
     "InstanceNormalization",
     "IsInf",
     "IsNaN",
+    "LRN",
+    "LSTM",
     "LayerNormalization",
     "LeakyRelu",
     "Less",
     "LessOrEqual",
     "Log",
     "LogSoftmax",
+    "Loop",
+    "LpNormalization",
+    "LpPool",
     "MatMul",
     "Max",
     "MaxPool",
@@ -112,11 +137,18 @@ pub const SUPPORTED: &[&str] = &[
     "Mod",
     "Mul",
     "Neg",
+    "NegativeLogLikelihoodLoss",
+    "NonMaxSuppression",
+    "NonZero",
     "Not",
+    "OneHot",
     "Or",
     "PRelu",
     "Pad",
     "Pow",
+    "QuantizeLinear",
+    "RMSNormalization",
+    "RNN",
     "Range",
     "Reciprocal",
     "ReduceL1",
@@ -131,7 +163,14 @@ pub const SUPPORTED: &[&str] = &[
     "ReduceSumSquare",
     "Relu",
     "Reshape",
+    "Resize",
+    "ReverseSequence",
+    "RotaryEmbedding",
     "Round",
+    "Scan",
+    "Scatter",
+    "ScatterElements",
+    "ScatterND",
     "Selu",
     "Shape",
     "Shrink",
@@ -142,14 +181,18 @@ pub const SUPPORTED: &[&str] = &[
     "Size",
     "Slice",
     "Softmax",
+    "SoftmaxCrossEntropyLoss",
     "Softplus",
     "Softsign",
     "SpaceToDepth",
+    "STFT",
     "Split",
     "Sqrt",
     "Squeeze",
     "Sub",
     "Sum",
+    "SwiGLU",
+    "Swish",
     "Tan",
     "Tanh",
     "ThresholdedRelu",
@@ -157,6 +200,7 @@ pub const SUPPORTED: &[&str] = &[
     "TopK",
     "Transpose",
     "Trilu",
+    "Unique",
     "Unsqueeze",
     "Where",
     "Xor",
@@ -192,6 +236,12 @@ pub fn run(n: &Node) -> Result<Vec<Tensor>> {
         return Ok(outs);
     }
     if let Some(outs) = grid::run(n)? {
+        return Ok(outs);
+    }
+    if let Some(outs) = col2im::run(n)? {
+        return Ok(outs);
+    }
+    if let Some(outs) = signal::run(n)? {
         return Ok(outs);
     }
     if let Some(outs) = quant::run(n)? {
@@ -369,6 +419,21 @@ fn other_elementwise(n: &Node) -> Result<Option<Tensor>> {
                 acc = keep_dtype(acc / xs.len() as f64, first);
             }
             acc
+        }
+        "SwiGLU" => {
+            n.check_attrs(&["alpha"])?;
+            let (a, b) = (n.input(0)?, n.input(1)?);
+            if a.shape() != b.shape() || !a.dtype().is_float() || a.dtype() != b.dtype() {
+                return Err(n.err(format!(
+                    "A {:?} ({}) and B {:?} ({}) must be floats of one shape and dtype \
+                     (SwiGLU does not broadcast)",
+                    a.shape(),
+                    a.dtype(),
+                    b.shape(),
+                    b.dtype()
+                )));
+            }
+            a * (a * n.float("alpha", 1.0)).sigmoid() * b
         }
         "Gelu" => {
             n.check_attrs(&["approximate"])?;
