@@ -361,20 +361,29 @@ pub fn plan_gemm(ast: &UOp, tile: GemmTile, min_flops: f64) -> Option<GemmPlan> 
     }
     let prod = |v: &[UOp]| v.iter().map(size).product::<usize>();
     // The smaller side is N (the vector direction, packed once): A is repacked per N chunk.
-    // Except when N already holds the output's innermost range and the epilogue would pay more
-    // for reading `C` transposed (a column of C per output row) than packing the larger side
-    // costs: measured on BERT's 512 x 1536 x 384 MLP with GELU, the transposed epilogue costs
-    // ~1.1 ns per output element more, packing ~0.6 ns per element of the packed operand, so
-    // the orientation stays when `(N - M) * K < 2 * M * N`. A batch-1 projection (M = 12) or a
-    // prefill's lm_head (128 x 32000 x 768) still swaps: packing the weight would cost far more.
+    // Except when the larger side holds the output's innermost range and the epilogue would pay
+    // more for reading `C` transposed (a column of C per output row) than packing the larger
+    // side costs: measured on BERT's 512 x 1536 x 384 MLP with GELU, the transposed epilogue
+    // costs ~1.1 ns per output element more, packing ~0.6 ns per element of the packed operand,
+    // so the contiguous side is N when `(larger - smaller) * K < 2 * M * N`. A batch-1
+    // projection (M = 12) or a prefill's lm_head (128 x 32000 x 768) still has the small side
+    // as N: packing the weight would cost far more. (A convolution's output pixels, the
+    // innermost range, are the larger side in ResNet's later 1x1 convolutions: 3136 x 256 x 64
+    // ran at 29 GFLOP/s with them as M.)
     let innermost = out_ranges.iter().max_by_key(|r| match r.arg() {
         Arg::Range(id, _) => *id,
         _ => 0,
     });
-    let n_is_contiguous = innermost.is_some_and(|r| nr_.contains(r));
+    let in_x = innermost.is_some_and(|r| mr_.contains(r));
+    let in_y = innermost.is_some_and(|r| nr_.contains(r));
     let (m0, n0, k0) = (prod(&mr_), prod(&nr_), prod(&red_ranges));
-    let keep = n_is_contiguous && (n0 - m0.min(n0)) * k0 < 2 * m0 * n0;
-    if n0 > m0 && !keep {
+    let contiguous_pays = |larger: usize, smaller: usize| (larger - smaller) * k0 < 2 * m0 * n0;
+    let swap = if n0 > m0 {
+        !(in_y && contiguous_pays(n0, m0))
+    } else {
+        in_x && contiguous_pays(m0, n0)
+    };
+    if swap {
         std::mem::swap(&mut x, &mut y);
         std::mem::swap(&mut rx, &mut ry);
         std::mem::swap(&mut mr_, &mut nr_);

@@ -113,6 +113,9 @@ pub struct Lowering<'a> {
     /// The buffers each node asked about reads (more than two make it expensive), in this
     /// schedule round.
     pub cost: &'a mut HashMap<UOp, Leaves>,
+    /// The first reduction this kernel computes outside any other (one-hot gathers, which
+    /// become loads, not counted): a second one beside it gets its own kernel.
+    top_reduce: Option<UOp>,
 }
 
 impl<'a> Lowering<'a> {
@@ -136,6 +139,7 @@ impl<'a> Lowering<'a> {
             kernel,
             cost,
             output: None,
+            top_reduce: None,
         }
     }
 
@@ -156,6 +160,27 @@ impl<'a> Lowering<'a> {
     pub fn must_realize_reduce(&self, r: &UOp, inside_reduce: bool) -> bool {
         let elems: usize = r.shape_vec().iter().product();
         inside_reduce || elems < self.out_elems
+    }
+
+    /// Records the reduction `r`, lowered to `value` outside any other reduction: when this
+    /// kernel already computes another one, `r` is realized instead. Two reductions side by side
+    /// in one kernel (`conv(x) + conv(y)`: a ResNet block's residual branch and its projection
+    /// shortcut) run as one loop nest that no GEMM path takes — ~20x slower than two GEMM
+    /// kernels — and tinygrad gives each reduction its own kernel too. A one-hot gather is not a
+    /// reduction here: it collapses into a load ([`crate::gather`]).
+    fn note_top_reduce(&mut self, r: &UOp, value: &UOp) {
+        if value.op() != Ops::Reduce || crate::gather::collapse_gathers(value).op() != Ops::Reduce {
+            return;
+        }
+        match &self.top_reduce {
+            None => self.top_reduce = Some(r.clone()),
+            Some(first) if first != r && self.output.as_ref() != Some(r) => {
+                if self.found.is_none() {
+                    self.found = Some(r.clone());
+                }
+            }
+            Some(_) => {}
+        }
     }
 
     /// Whether the computed (elementwise) node `n`, evaluated here at `idx` with `red_iters`
@@ -301,6 +326,9 @@ impl<'a> Lowering<'a> {
                         .map(|c| self.memo.get(c).expect("sources lowered first").clone())
                         .collect();
                     let v = finish.apply(&key.0, vals);
+                    if key.0.op() == Ops::ReduceAxis && key.3 == 0 {
+                        self.note_top_reduce(&key.0, &v);
+                    }
                     self.memo.insert(key, v);
                 }
             }
