@@ -19,6 +19,8 @@
 //! - a reduction whose result is broadcast (`x - x.max(1, keepdim)`), that sits inside another
 //!   reduction, or that would be inlined in two places (two kernels, or two different indexings):
 //!   it gets its own kernel (found while lowering its consumers), so no work is done twice;
+//! - a second reduction beside another in one kernel (`conv(x) + conv(y)`; a one-hot gather,
+//!   which becomes a load, does not count), as in tinygrad: each then takes the GEMM path;
 //! - an expensive computed node (one reading more than two buffers, tinygrad's measure, or
 //!   whose float work per element is a transcendental's or more: recomputing an `exp` costs
 //!   more than storing and loading it) that would be inlined in two places, or broadcast so
