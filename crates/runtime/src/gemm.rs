@@ -1,6 +1,6 @@
 //! The CPU GEMM path: matmul-shaped kernels (see [`tinygrad_codegen::gemm`]) run as generated
-//! packing kernels, an AVX2/FMA micro-kernel with cache blocking on every core, and a generated
-//! epilogue kernel.
+//! packing kernels, an AVX2/FMA micro-kernel (6x16; AVX-512F: 6x32, chosen at run time, see
+//! [`tile`]) with cache blocking on every core, and a generated epilogue kernel.
 //!
 //! Why a micro-kernel next to Cranelift: Cranelift emits 128-bit vectors only and schedules
 //! nothing, which caps its generated matmul loops far below the FMA units' peak. A register-tiled
@@ -30,12 +30,54 @@ use crate::cpu::{CpuDevice, CpuKernel, lock_buffers};
 use crate::device::{CompiledAst, Device, DeviceError, Kernel};
 use crate::thread_pool::global_pool;
 
-/// The micro-kernel's tile: 6 rows x 16 columns (two 8-lane vectors), K blocks of ~256.
+/// The AVX2 micro-kernel's tile: 6 rows x 16 columns (two 8-lane vectors), K blocks of ~256.
 pub const TILE: GemmTile = GemmTile {
     mr: 6,
     nr: 16,
     kc: 256,
 };
+
+/// The AVX-512 micro-kernel's tile: 6 rows x 32 columns (two 16-lane vectors: 12 accumulators,
+/// enough independent FMAs to cover their latency on both FMA ports), the same packing layouts
+/// with `nr = 32`.
+pub const TILE_AVX512: GemmTile = GemmTile {
+    mr: 6,
+    nr: 32,
+    kc: 256,
+};
+
+/// The tile the path plans kernels for on this CPU: [`TILE_AVX512`] when the CPU has AVX-512F
+/// (detected at run time) and `CPU_AVX512` is not `0`, else [`TILE`].
+pub fn tile() -> GemmTile {
+    if avx512_enabled() { TILE_AVX512 } else { TILE }
+}
+
+/// Whether kernels use the AVX-512 micro-kernel: AVX-512F detected and `CPU_AVX512` not `0`
+/// (which keeps the AVX2 kernel tested on machines that have both).
+pub fn avx512_enabled() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var("CPU_AVX512").map_or(true, |v| v != "0") && avx512_available())
+}
+
+/// The micro-kernel the path runs on this CPU, for test and bench output: `"avx512"` or
+/// `"avx2"` (`"none"` when the path is off).
+pub fn microkernel_name() -> &'static str {
+    match (enabled(), avx512_enabled()) {
+        (false, _) => "none",
+        (true, true) => "avx512",
+        (true, false) => "avx2",
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+fn avx512_available() -> bool {
+    std::arch::is_x86_feature_detected!("avx512f")
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn avx512_available() -> bool {
+    false
+}
 
 /// Whether the GEMM path may run: AVX2 and FMA present and `CPU_GEMM` not `0`.
 pub fn enabled() -> bool {
@@ -110,7 +152,7 @@ pub(crate) fn compile(dev: &CpuDevice, ast: &UOp) -> Option<Result<CompiledAst, 
         return None;
     }
     let min = min_flops();
-    let plan = plan_gemm(ast, TILE, min)?;
+    let plan = plan_gemm(ast, tile(), min)?;
     // with a threshold (not the tests' 0: every eligible kernel), a smaller side below
     // MIN_SIDE stays on the generic kernels, which are faster there (measured, see
     // DEFAULT_MIN_FLOPS) ...
@@ -332,6 +374,12 @@ unsafe fn run_panels(k: &CpuKernel, addrs: &[usize], panels: usize, lo: usize, h
 impl GemmKernel {
     fn new(dev: &CpuDevice, plan: GemmPlan) -> Result<GemmKernel, DeviceError> {
         let (axis, tile) = (plan.pack_row_axis, plan.tile);
+        // the micro-kernels' contract (see `microkernel`): a 32-column tile only where the CPU
+        // has AVX-512
+        assert!(
+            tile == TILE || (tile == TILE_AVX512 && avx512_available()),
+            "GEMM kernel: tile {tile:?} has no micro-kernel on this CPU"
+        );
         let group = Some(plan.pack_a_group_axis);
         let pack_a = compile_pack(dev, &plan.pack_a, plan.mp / tile.mr, tile.mr, axis, group)?;
         let pack_b = compile_pack(dev, &plan.pack_b, plan.np / tile.nr, tile.nr, axis, None)?;
@@ -721,9 +769,11 @@ impl BlockJob {
                         // SAFETY: `rows` holds 6 entries for this panel (m0 + im*mr + 6 <=
                         // mp), `ks` kc entries from kk (kk + kc <= K - k0), and every sum
                         // rows[i] + ks[p] from `base` is inside the operand (checked by
-                        // `InPlaceTables::fits` for all combinations); `b` and `c` as below.
+                        // `InPlaceTables::fits` for all combinations); `nr`, `b` and `c` as
+                        // below.
                         unsafe {
                             microkernel_in_place(
+                                nr,
                                 kc,
                                 ip.base,
                                 rows,
@@ -740,40 +790,49 @@ impl BlockJob {
                     let c = self.c + 4 * ((self.m0 + im * mr) * self.np + jn * nr);
                     // SAFETY: `a` and `b` point at packed panels with `kb` rows of `mr` and
                     // `nr` floats inside the scratch buffers (panel `im` < rows / mr of the A
-                    // chunk, `jn` < np / nr, kk + kb <= k_chunk); `c` at a 6 x 16 tile of the
-                    // padded C (rows m0 + im*mr + 0..6 < mp, columns jn*nr + 0..16 <= np) that
-                    // no other task writes (tasks own disjoint panel ranges).
-                    unsafe { microkernel(self.kb, a, b, c, self.np, accumulate) };
+                    // chunk, `jn` < np / nr, kk + kb <= k_chunk); `c` at a 6 x nr tile of the
+                    // padded C (rows m0 + im*mr + 0..6 < mp, columns jn*nr + 0..nr <= np) that
+                    // no other task writes (tasks own disjoint panel ranges); `nr` is the
+                    // plan's tile, which `GemmKernel::new` checked has a kernel on this CPU.
+                    unsafe { microkernel(nr, self.kb, a, b, c, self.np, accumulate) };
                 }
             }
         }
     }
 }
 
-/// `C[0..6][0..16] (+)= sum_p A[p][0..6]^T B[p][0..16]`, packed A (groups of 4 `p` per row:
-/// `A[p][i]` at `(p / 4) * 24 + i * 4 + p % 4`) and B (`16` per `p`), C with row stride `ldc`.
+/// `C[0..6][0..nr] (+)= sum_p A[p][0..6]^T B[p][0..nr]`, packed A (groups of 4 `p` per row:
+/// `A[p][i]` at `(p / 4) * 24 + i * 4 + p % 4`) and B (`nr` per `p`), C with row stride `ldc`;
+/// `nr` 16 (AVX2) or 32 (AVX-512).
 ///
 /// # Safety
-/// `a` must be valid for `6 * kc` floats, `b` for `16 * kc`, `c` for 6 rows of 16 floats at
+/// `a` must be valid for `6 * kc` floats, `b` for `nr * kc`, `c` for 6 rows of `nr` floats at
 /// stride `ldc`, not accessed concurrently; `kc` a multiple of 4; the CPU must have AVX2 and
-/// FMA ([`enabled`]).
+/// FMA ([`enabled`]), and AVX-512F when `nr` is 32.
 #[cfg(target_arch = "x86_64")]
-unsafe fn microkernel(kc: usize, a: usize, b: usize, c: usize, ldc: usize, accumulate: bool) {
-    // SAFETY: forwarded from the caller's contract; AVX2+FMA checked by `enabled`.
-    unsafe {
-        microkernel_avx2(
-            kc,
-            a as *const f32,
-            b as *const f32,
-            c as *mut f32,
-            ldc,
-            accumulate,
-        )
+#[allow(clippy::too_many_arguments)]
+unsafe fn microkernel(
+    nr: usize,
+    kc: usize,
+    a: usize,
+    b: usize,
+    c: usize,
+    ldc: usize,
+    accumulate: bool,
+) {
+    let (a, b, c) = (a as *const f32, b as *const f32, c as *mut f32);
+    match nr {
+        // SAFETY: forwarded from the caller's contract, which includes AVX-512F for nr = 32.
+        32 => unsafe { microkernel_avx512(kc, a, b, c, ldc, accumulate) },
+        // SAFETY: forwarded from the caller's contract; AVX2+FMA checked by `enabled`.
+        16 => unsafe { microkernel_avx2(kc, a, b, c, ldc, accumulate) },
+        _ => unreachable!("GEMM micro-kernel: no kernel for nr = {nr}"),
     }
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-unsafe fn microkernel(_: usize, _: usize, _: usize, _: usize, _: usize, _: bool) {
+#[allow(clippy::too_many_arguments)]
+unsafe fn microkernel(_: usize, _: usize, _: usize, _: usize, _: usize, _: usize, _: bool) {
     unreachable!("the GEMM path is only enabled on x86_64 with AVX2 and FMA")
 }
 
@@ -782,10 +841,11 @@ unsafe fn microkernel(_: usize, _: usize, _: usize, _: usize, _: usize, _: bool)
 ///
 /// # Safety
 /// `rows` must be valid for 6 `i64`, `ks` for `kc`, every `base + 4 * (rows[i] + ks[p])` a
-/// float inside one live allocation; `b` and `c` as for [`microkernel`] (any `kc`).
+/// float inside one live allocation; `nr`, `b` and `c` as for [`microkernel`] (any `kc`).
 #[cfg(target_arch = "x86_64")]
 #[allow(clippy::too_many_arguments)]
 unsafe fn microkernel_in_place(
+    nr: usize,
     kc: usize,
     base: usize,
     rows: usize,
@@ -795,26 +855,24 @@ unsafe fn microkernel_in_place(
     ldc: usize,
     accumulate: bool,
 ) {
-    // SAFETY: forwarded from the caller's contract; AVX2+FMA checked by `enabled`.
-    unsafe {
-        let rows = std::slice::from_raw_parts(rows as *const i64, 6);
-        let base = base as *const f32;
-        let r: [*const f32; 6] = std::array::from_fn(|i| base.wrapping_offset(rows[i] as isize));
-        microkernel_in_place_avx2(
-            kc,
-            &r,
-            ks as *const i64,
-            b as *const f32,
-            c as *mut f32,
-            ldc,
-            accumulate,
-        )
+    // SAFETY: the caller guarantees `rows` holds 6 entries.
+    let rows = unsafe { std::slice::from_raw_parts(rows as *const i64, 6) };
+    let base = base as *const f32;
+    let r: [*const f32; 6] = std::array::from_fn(|i| base.wrapping_offset(rows[i] as isize));
+    let (ks, b, c) = (ks as *const i64, b as *const f32, c as *mut f32);
+    match nr {
+        // SAFETY: forwarded from the caller's contract, which includes AVX-512F for nr = 32.
+        32 => unsafe { microkernel_in_place_avx512(kc, &r, ks, b, c, ldc, accumulate) },
+        // SAFETY: forwarded from the caller's contract; AVX2+FMA checked by `enabled`.
+        16 => unsafe { microkernel_in_place_avx2(kc, &r, ks, b, c, ldc, accumulate) },
+        _ => unreachable!("GEMM micro-kernel: no kernel for nr = {nr}"),
     }
 }
 
 #[cfg(not(target_arch = "x86_64"))]
 #[allow(clippy::too_many_arguments)]
 unsafe fn microkernel_in_place(
+    _: usize,
     _: usize,
     _: usize,
     _: usize,
@@ -917,6 +975,98 @@ unsafe fn microkernel_avx2(
     }
     // SAFETY: the caller guarantees `c` has a 6 x 16 tile at stride `ldc`.
     unsafe { store_tile(&acc, c, ldc, accumulate) };
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn microkernel_avx512(
+    kc: usize,
+    a: *const f32,
+    b: *const f32,
+    c: *mut f32,
+    ldc: usize,
+    accumulate: bool,
+) {
+    use std::arch::x86_64::*;
+    let mut acc = [[_mm512_setzero_ps(); 2]; 6];
+    for g in 0..kc / A_K_GROUP {
+        for kk in 0..A_K_GROUP {
+            let p = g * A_K_GROUP + kk;
+            // SAFETY: the caller guarantees `a` has 6*kc and `b` 32*kc floats (p < kc, and
+            // g * 24 + i * 4 + kk < 6 * kc).
+            unsafe {
+                let b0 = _mm512_loadu_ps(b.add(p * 32));
+                let b1 = _mm512_loadu_ps(b.add(p * 32 + 16));
+                for (i, row) in acc.iter_mut().enumerate() {
+                    let ai = _mm512_set1_ps(*a.add(g * 6 * A_K_GROUP + i * A_K_GROUP + kk));
+                    row[0] = _mm512_fmadd_ps(ai, b0, row[0]);
+                    row[1] = _mm512_fmadd_ps(ai, b1, row[1]);
+                }
+            }
+        }
+    }
+    // SAFETY: the caller guarantees `c` has a 6 x 32 tile at stride `ldc`.
+    unsafe { store_tile_avx512(&acc, c, ldc, accumulate) };
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn microkernel_in_place_avx512(
+    kc: usize,
+    r: &[*const f32; 6],
+    ks: *const i64,
+    b: *const f32,
+    c: *mut f32,
+    ldc: usize,
+    accumulate: bool,
+) {
+    use std::arch::x86_64::*;
+    let mut acc = [[_mm512_setzero_ps(); 2]; 6];
+    let [r0, r1, r2, r3, r4, r5] = *r;
+    for p in 0..kc {
+        // SAFETY: the caller guarantees `ks` has kc entries, `b` 32*kc floats and every
+        // row pointer moved by a `ks` entry a float inside the operand.
+        unsafe {
+            let off = *ks.add(p) as isize;
+            let b0 = _mm512_loadu_ps(b.add(p * 32));
+            let b1 = _mm512_loadu_ps(b.add(p * 32 + 16));
+            for (i, rp) in [r0, r1, r2, r3, r4, r5].into_iter().enumerate() {
+                let ai = _mm512_set1_ps(*rp.wrapping_offset(off));
+                acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
+                acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
+            }
+        }
+    }
+    // SAFETY: the caller guarantees `c` has a 6 x 32 tile at stride `ldc`.
+    unsafe { store_tile_avx512(&acc, c, ldc, accumulate) };
+}
+
+/// Writes (or adds) a 6x32 tile of accumulators into `C`.
+///
+/// # Safety
+/// `c` must be valid for 6 rows of 32 floats at stride `ldc`, not accessed concurrently.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn store_tile_avx512(
+    acc: &[[std::arch::x86_64::__m512; 2]; 6],
+    c: *mut f32,
+    ldc: usize,
+    accumulate: bool,
+) {
+    use std::arch::x86_64::*;
+    for (i, row) in acc.iter().enumerate() {
+        // SAFETY: the caller guarantees `c` has 6 rows of 32 floats at stride `ldc` (i < 6).
+        unsafe {
+            let cp = c.add(i * ldc);
+            let (mut r0, mut r1) = (row[0], row[1]);
+            if accumulate {
+                r0 = _mm512_add_ps(r0, _mm512_loadu_ps(cp));
+                r1 = _mm512_add_ps(r1, _mm512_loadu_ps(cp.add(16)));
+            }
+            _mm512_storeu_ps(cp, r0);
+            _mm512_storeu_ps(cp.add(16), r1);
+        }
+    }
 }
 
 impl Kernel for GemmKernel {

@@ -126,7 +126,7 @@ fn orientation_follows_the_output_when_packing_is_cheap() {
         let sched = Tensor::schedule(&[&out]);
         let plans: Vec<_> = sched
             .iter()
-            .filter_map(|it| tinygrad_codegen::gemm::plan_gemm(&it.ast, gemm::TILE, 0.0))
+            .filter_map(|it| tinygrad_codegen::gemm::plan_gemm(&it.ast, gemm::tile(), 0.0))
             .collect();
         let [plan] = plans.as_slice() else {
             panic!(
@@ -140,6 +140,59 @@ fn orientation_follows_the_output_when_packing_is_cheap() {
             gelu(t[0].linear(&t[1].t(), Some(&t[2])))
         });
     }
+}
+
+/// A 1x1 convolution's output pixels (the innermost output range, on the activation's side)
+/// are N when they are the larger side and packing them costs less than reading `C`
+/// transposed: ResNet's 3136 x 256 x 64 ran at 29 GFLOP/s with them as M. With few output
+/// channels the channels stay N.
+#[test]
+fn convolution_pixels_are_n_when_packing_them_is_cheap() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // (output channels, (M, N) of the GEMM)
+    for (cout, want) in [(256, (256, 1024)), (16, (1024, 16))] {
+        let (x, w) = (rand(&[1, 64, 32, 32], 70), rand(&[cout, 64, 1, 1], 71));
+        let out = x.conv2d(&w, None, 1, 1, 1, 0).relu();
+        let sched = Tensor::schedule(&[&out]);
+        let plans: Vec<_> = sched
+            .iter()
+            .filter_map(|it| tinygrad_codegen::gemm::plan_gemm(&it.ast, gemm::tile(), 0.0))
+            .collect();
+        let [plan] = plans.as_slice() else {
+            panic!(
+                "cout {cout}: expected one matmul-shaped kernel, got {}",
+                plans.len()
+            );
+        };
+        assert_eq!((plan.m, plan.n), want, "cout {cout}: (M, N) of the GEMM");
+        check(&format!("conv 1x1 64 -> {cout}, 32x32"), &[x, w], |t| {
+            t[0].conv2d(&t[1], None, 1, 1, 1, 0).relu()
+        });
+    }
+}
+
+/// The micro-kernel is chosen at run time: AVX-512F's 6x32 where the CPU has it (unless
+/// `CPU_AVX512=0`, which CI sets for a second run so the AVX2 kernel is tested on such machines
+/// too), else AVX2's 6x16. Every other test here runs on the chosen one.
+#[test]
+fn micro_kernel_follows_the_cpu() {
+    let name = gemm::microkernel_name();
+    println!("GEMM micro-kernel: {name} (tile {:?})", gemm::tile());
+    if !gemm::enabled() {
+        println!("skipped: the GEMM path is off (CPU_GEMM=0 or no AVX2/FMA)");
+        return;
+    }
+    #[cfg(target_arch = "x86_64")]
+    let has_512 = std::arch::is_x86_feature_detected!("avx512f");
+    #[cfg(not(target_arch = "x86_64"))]
+    let has_512 = false;
+    let off = std::env::var("CPU_AVX512").is_ok_and(|v| v == "0");
+    let want = if has_512 && !off { "avx512" } else { "avx2" };
+    assert_eq!(
+        name, want,
+        "avx512f detected: {has_512}, CPU_AVX512=0: {off}"
+    );
+    assert_eq!(gemm::tile().nr, if want == "avx512" { 32 } else { 16 });
 }
 
 /// Tall operands: each task packs its own block of `A` rows (`FusedRowsJob`), the last block
