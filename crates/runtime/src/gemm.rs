@@ -43,7 +43,7 @@ pub const TILE: GemmTile = GemmTile {
 pub const TILE_AVX512: GemmTile = GemmTile {
     mr: 6,
     nr: 32,
-    kc: 256,
+    kc: 384,
 };
 
 /// The tile the path plans kernels for on this CPU: [`TILE_AVX512`] when the CPU has AVX-512F
