@@ -347,3 +347,32 @@ fn grid_sample_col2im_and_dft_refuse_bad_shapes() {
         "{s}"
     );
 }
+
+/// An unknown `mode` of `SpaceToDepth`/`DepthToSpace` is an error, not read as the default
+/// (SpaceToDepth's `CRD` mode, new in opset 28, was once ignored: a silent wrong answer).
+#[test]
+fn space_to_depth_refuses_an_unknown_mode() {
+    let attrs = |mode: &str| {
+        vec![
+            AttributeProto {
+                name: Some("blocksize".into()),
+                r#type: Some(2),
+                i: Some(1),
+                ..Default::default()
+            },
+            AttributeProto {
+                name: Some("mode".into()),
+                r#type: Some(3),
+                s: Some(mode.as_bytes().to_vec()),
+                ..Default::default()
+            },
+        ]
+    };
+    let x4 = x().reshape(&[1, 1, 2, 3]);
+    for op in ["SpaceToDepth", "DepthToSpace"] {
+        let mut m = ModelProto::decode(one_node(op, attrs("XYZ"), vec![]).as_slice()).unwrap();
+        m.graph.as_mut().unwrap().input[0] = value("x", 1, &[1, 1, 2, 3]);
+        let s = run_err(&m.encode_to_vec(), x4.clone()).to_string();
+        assert!(s.contains(op) && s.contains("expected DCR or CRD"), "{s}");
+    }
+}

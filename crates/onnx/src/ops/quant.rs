@@ -43,7 +43,7 @@ pub(super) fn run(n: &Node) -> Result<Option<Vec<Tensor>>> {
                 Narrow::of(n.int("output_dtype", 0) as i32).filter(|_| n.has("output_dtype"))
             });
             if let Some(to) = narrow_out {
-                let mut v = x.cast(DType::FLOAT32) / s.cast(DType::FLOAT32);
+                let mut v = scaled(n, x, &s)?;
                 if to.int_range().is_some() {
                     v = v.round();
                 }
@@ -73,7 +73,7 @@ pub(super) fn run(n: &Node) -> Result<Option<Vec<Tensor>>> {
                 }
                 None => DType::UINT8,
             };
-            let v = x.cast(DType::FLOAT32) / s.cast(DType::FLOAT32);
+            let v = scaled(n, x, &s)?;
             if out == DType::FP8E4M3 || out == DType::FP8E5M2 {
                 let max = if out == DType::FP8E4M3 {
                     448.0
@@ -129,6 +129,26 @@ fn int_range(dt: DType) -> Option<(f64, f64)> {
 
 /// A scale or zero point shaped to broadcast over `x`: a scalar, one value per `axis` entry,
 /// or blocks of `block_size` along `axis` (the parameter has `x`'s rank).
+/// `x / scale` as float32, the division done in `precision`'s float type (opset 25), or else as
+/// the reference's numpy does: in their common type when `x` and the scale share one (float16
+/// by float16 divides in float16), float64 when either is, float32 otherwise.
+fn scaled(n: &Node, x: &Tensor, scale: &Tensor) -> Result<Tensor> {
+    let calc = if n.has("precision") && n.int("precision", 0) != 0 {
+        let p = dtype_of(n.int("precision", 0) as i32).map_err(|e| n.err(e))?;
+        if !p.is_float() {
+            return Err(n.err(format!("precision {p}: expected a float type")));
+        }
+        p
+    } else if x.dtype() == scale.dtype() && x.dtype().is_float() {
+        x.dtype()
+    } else if x.dtype() == DType::FLOAT64 || scale.dtype() == DType::FLOAT64 {
+        DType::FLOAT64
+    } else {
+        DType::FLOAT32
+    };
+    Ok((x.cast(calc) / scale.cast(calc)).cast(DType::FLOAT32))
+}
+
 fn broadcast_param(n: &Node, p: &Tensor, x: &Tensor) -> Result<Tensor> {
     if p.numel() == 1 && p.ndim() <= 1 {
         return Ok(p.reshape(&[] as &[isize]));

@@ -397,12 +397,19 @@ pub(super) fn run(n: &Node) -> Result<Option<Vec<Tensor>>> {
             }
             let b = b as usize;
             let (nb, c, h, w) = (s[0], s[1], s[2], s[3]);
+            // DCR: blocks ordered depth-column-row; CRD: column-row-depth (SpaceToDepth has it
+            // since opset 28)
+            let crd = match n.string("mode", "DCR").as_str() {
+                "DCR" => false,
+                "CRD" => true,
+                m => return Err(n.err(format!("mode {m:?}: expected DCR or CRD"))),
+            };
             if n.op == "DepthToSpace" {
                 if c % (b * b) != 0 {
                     return Err(n.err(format!("{c} channels are not a multiple of {}", b * b)));
                 }
                 let c2 = c / (b * b);
-                let t = if n.string("mode", "DCR") == "CRD" {
+                let t = if crd {
                     x.reshape(&[nb, c2, b, b, h, w])
                         .permute(&[0, 1, 4, 2, 5, 3])
                 } else {
@@ -414,9 +421,12 @@ pub(super) fn run(n: &Node) -> Result<Option<Vec<Tensor>>> {
                 if h % b != 0 || w % b != 0 {
                     return Err(n.err(format!("{h}x{w} is not a multiple of blocksize {b}")));
                 }
-                let t = x
-                    .reshape(&[nb, c, h / b, b, w / b, b])
-                    .permute(&[0, 3, 5, 1, 2, 4]);
+                let blocks = x.reshape(&[nb, c, h / b, b, w / b, b]);
+                let t = if crd {
+                    blocks.permute(&[0, 1, 3, 5, 2, 4])
+                } else {
+                    blocks.permute(&[0, 3, 5, 1, 2, 4])
+                };
                 one(t.reshape(&[nb, c * b * b, h / b, w / b]))
             }
         }
