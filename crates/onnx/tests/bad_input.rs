@@ -376,3 +376,23 @@ fn space_to_depth_refuses_an_unknown_mode() {
         assert!(s.contains(op) && s.contains("expected DCR or CRD"), "{s}");
     }
 }
+
+/// GridSample with zeros padding: a point outside the image reads 0, even next to an `inf`
+/// pixel (a clamped read times a zero weight would be NaN); inside, `inf` is sampled as is.
+#[test]
+fn grid_sample_outside_the_image_reads_zero_next_to_inf() {
+    let grid = TensorProto {
+        dims: vec![1, 1, 2, 2],
+        data_type: Some(1),
+        // (x, y) normalized: far left of the image, then the right pixel's center
+        float_data: vec![-5.0, 0.0, 0.5, 0.0],
+        name: Some("grid".into()),
+        ..Default::default()
+    };
+    let mut m = ModelProto::decode(with_inputs("GridSample", vec![grid]).as_slice()).unwrap();
+    m.graph.as_mut().unwrap().input[0] = value("x", 1, &[1, 1, 1, 2]);
+    let model = OnnxModel::from_bytes(&m.encode_to_vec(), "CPU").unwrap();
+    let x = Tensor::from_slice(&[f32::INFINITY, 2.0], &[1, 1, 1, 2]);
+    let out = model.run(&HashMap::from([("x".to_string(), x)])).unwrap();
+    assert_eq!(out["y"].to_vec::<f32>(), vec![0.0, 2.0]);
+}

@@ -244,7 +244,7 @@ impl InPlaceTables {
         let ks = run_table(dev, &op.ks, plan.kb * plan.n_kb)?;
         // With the AVX-512 kernel, an operand whose rows run contiguously along K (a matmul's,
         // not an im2col's) is faster packed: packing it is a copy, and the packed kernel's
-        // loads beat six row streams (measured on a 2-vCPU Xeon: matmul 1024 184 -> 228
+        // loads beat six row streams (measured on a 2-vCPU Xeon: matmul 1024 184 -> 215-228
         // GFLOP/s, while the convolutions of beautiful_mnist stay 1.5x faster in place).
         let k_contiguous = ks[..plan.k.min(ks.len())]
             .windows(2)

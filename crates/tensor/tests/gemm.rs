@@ -222,7 +222,9 @@ fn tall_operands_pack_rows_per_task() {
 
 /// `A` read in place (its index is a row part plus a k part): plain, transposed and batched
 /// operands, an elementwise producer applied first, a large padded convolution of a computed
-/// input, and K not a multiple of the block, where the micro-kernel must stop at K.
+/// input, and K not a multiple of the block, where the micro-kernel must stop at K. (With the
+/// AVX-512 kernel an operand contiguous along K is packed instead, so the transposed cases are
+/// the ones read in place there.)
 #[test]
 fn operands_read_in_place() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -241,6 +243,12 @@ fn operands_read_in_place() {
     check("elementwise producer, prepared", &[a, b], |t| {
         (&t[0] + 0.5).relu().matmul(&t[1])
     });
+    let (a, b) = (rand(&[24, 40], 54), rand(&[24, 9], 55));
+    check(
+        "elementwise producer of a transposed A, prepared",
+        &[a, b],
+        |t| (&t[0] + 0.5).relu().t().matmul(&t[1]),
+    );
     // A mask computed from the kernel's ranges (no buffer): not a function of the loaded value
     // alone, so A is packed (preparing it would lose the mask).
     let (a, b) = (rand(&[40, 40], 50), rand(&[40, 12], 51));

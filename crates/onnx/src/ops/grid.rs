@@ -29,10 +29,13 @@ enum Padding {
     Reflection,
 }
 
-/// One tap along one axis: the pixel's index (int32, already inside the axis) and its weight.
+/// One tap along one axis: the pixel's index (int32, already inside the axis), its weight, and
+/// for zeros padding whether the unclamped index was inside (outside, the tap reads 0 — not
+/// the clamped pixel times a zero weight, which an `inf` pixel would make NaN).
 struct Tap {
     index: Tensor,
     weight: Tensor,
+    inside: Option<Tensor>,
 }
 
 /// The node's outputs when `n.op` is `GridSample`.
@@ -107,17 +110,30 @@ pub(super) fn run(n: &Node) -> Result<Option<Vec<Tensor>>> {
     let mut acc: Option<Tensor> = None;
     let mut choice = vec![0usize; k];
     loop {
-        let mut index = per_axis[0][choice[0]].index.clone() * strides[0] as i64;
-        let mut weight = per_axis[0][choice[0]].weight.clone();
+        let first = &per_axis[0][choice[0]];
+        let mut index = first.index.clone() * strides[0] as i64;
+        let mut weight = first.weight.clone();
+        let mut inside = first.inside.clone();
         for a in 1..k {
             let tap = &per_axis[a][choice[a]];
             index = index + &tap.index * strides[a] as i64;
             weight = weight * &tap.weight;
+            inside = match (inside, &tap.inside) {
+                (Some(m), Some(t)) => Some(m.logical_and(t)),
+                (m, t) => m.or_else(|| t.clone()),
+            };
         }
         let index = index
             .reshape(&[batch, 1, points])
             .expand(&[batch, channels, points]);
-        let value = flat_x.gather(2, &index).cast(calc) * weight.reshape(&[batch, 1, points]);
+        let mut pixel = flat_x.gather(2, &index).cast(calc);
+        if let Some(m) = inside {
+            pixel = m
+                .reshape(&[batch, 1, points])
+                .where_(&pixel, 0.0)
+                .cast(calc);
+        }
+        let value = pixel * weight.reshape(&[batch, 1, points]);
         acc = Some(match acc {
             Some(a) => a + value,
             None => value,
@@ -163,18 +179,21 @@ fn axis_taps(coord: &Tensor, len: usize, mode: Mode, padding: Padding, align: bo
         Padding::Reflection => outside.where_(&reflect(&x, lo, hi), &x),
     };
     let pixel = |i: Tensor, weight: Tensor| -> Tap {
-        let (index, weight) = match padding {
+        let (index, inside) = match padding {
             Padding::Zeros => {
                 let inside = i.ge(0.0).logical_and(&i.lt(size));
-                let weight = inside.where_(&weight, 0.0).cast(weight.dtype());
-                (i, weight)
+                (i, Some(inside))
             }
-            Padding::Border => (i, weight),
-            Padding::Reflection => (reflect(&i, lo, hi).trunc(), weight),
+            Padding::Border => (i, None),
+            Padding::Reflection => (reflect(&i, lo, hi).trunc(), None),
         };
-        // inside the axis (zeros: the weight is already 0 there)
+        // inside the axis (zeros: masked out there by `inside`)
         let index = index.clip(Some(0.0), Some(size - 1.0)).cast(DType::INT32);
-        Tap { index, weight }
+        Tap {
+            index,
+            weight,
+            inside,
+        }
     };
     match mode {
         Mode::Nearest => vec![pixel(x.trunc(), Tensor::ones_like(&x))],

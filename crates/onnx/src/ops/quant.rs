@@ -43,10 +43,7 @@ pub(super) fn run(n: &Node) -> Result<Option<Vec<Tensor>>> {
                 Narrow::of(n.int("output_dtype", 0) as i32).filter(|_| n.has("output_dtype"))
             });
             if let Some(to) = narrow_out {
-                let mut v = scaled(n, x, &s)?;
-                if to.int_range().is_some() {
-                    v = v.round();
-                }
+                let mut v = scaled(n, x, &s, to.int_range().is_some(), DType::FLOAT32)?;
                 if let Some(z) = zp {
                     v = v + broadcast_param(n, z, x)?.cast(DType::FLOAT32);
                 }
@@ -73,8 +70,8 @@ pub(super) fn run(n: &Node) -> Result<Option<Vec<Tensor>>> {
                 }
                 None => DType::UINT8,
             };
-            let v = scaled(n, x, &s)?;
             if out == DType::FP8E4M3 || out == DType::FP8E5M2 {
+                let v = scaled(n, x, &s, false, DType::FLOAT32)?;
                 let max = if out == DType::FP8E4M3 {
                     448.0
                 } else {
@@ -92,10 +89,16 @@ pub(super) fn run(n: &Node) -> Result<Option<Vec<Tensor>>> {
             }
             let (lo, hi) = int_range(out)
                 .ok_or_else(|| n.err(format!("quantizing to {out} is not supported")))?;
-            // round half to even, then the zero point, then saturate to the type's range
-            let mut q = v.round();
+            // round half to even, then the zero point, then saturate to the type's range (in
+            // f64 for 32-bit outputs, whose values f32 would round)
+            let wide = if out.itemsize() >= 4 {
+                DType::FLOAT64
+            } else {
+                DType::FLOAT32
+            };
+            let mut q = scaled(n, x, &s, true, wide)?;
             if let Some(z) = zp {
-                q = q + broadcast_param(n, z, x)?.cast(DType::FLOAT32);
+                q = q + broadcast_param(n, z, x)?.cast(wide);
             }
             Ok(Some(vec![q.clip(Some(lo), Some(hi)).cast(out)]))
         }
@@ -127,12 +130,11 @@ fn int_range(dt: DType) -> Option<(f64, f64)> {
     })
 }
 
-/// A scale or zero point shaped to broadcast over `x`: a scalar, one value per `axis` entry,
-/// or blocks of `block_size` along `axis` (the parameter has `x`'s rank).
-/// `x / scale` as float32, the division done in `precision`'s float type (opset 25), or else as
-/// the reference's numpy does: in their common type when `x` and the scale share one (float16
-/// by float16 divides in float16), float64 when either is, float32 otherwise.
-fn scaled(n: &Node, x: &Tensor, scale: &Tensor) -> Result<Tensor> {
+/// `x / scale`, rounded half to even if `round`, as `wide`: the division (and the rounding) done
+/// in `precision`'s float type (opset 23+), or else as the reference's numpy does — in their
+/// common type when `x` and the scale share one (float16 by float16 divides in float16), float64
+/// when either is or `x` is an integer, float32 otherwise.
+fn scaled(n: &Node, x: &Tensor, scale: &Tensor, round: bool, wide: DType) -> Result<Tensor> {
     let calc = if n.has("precision") && n.int("precision", 0) != 0 {
         let p = dtype_of(n.int("precision", 0) as i32).map_err(|e| n.err(e))?;
         if !p.is_float() {
@@ -141,14 +143,17 @@ fn scaled(n: &Node, x: &Tensor, scale: &Tensor) -> Result<Tensor> {
         p
     } else if x.dtype() == scale.dtype() && x.dtype().is_float() {
         x.dtype()
-    } else if x.dtype() == DType::FLOAT64 || scale.dtype() == DType::FLOAT64 {
+    } else if x.dtype() == DType::FLOAT64 || scale.dtype() == DType::FLOAT64 || x.dtype().is_int() {
         DType::FLOAT64
     } else {
         DType::FLOAT32
     };
-    Ok((x.cast(calc) / scale.cast(calc)).cast(DType::FLOAT32))
+    let q = x.cast(calc) / scale.cast(calc);
+    Ok(if round { q.round() } else { q }.cast(wide))
 }
 
+/// A scale or zero point shaped to broadcast over `x`: a scalar, one value per `axis` entry,
+/// or blocks of `block_size` along `axis` (the parameter has `x`'s rank).
 fn broadcast_param(n: &Node, p: &Tensor, x: &Tensor) -> Result<Tensor> {
     if p.numel() == 1 && p.ndim() <= 1 {
         return Ok(p.reshape(&[] as &[isize]));

@@ -21,6 +21,10 @@ pub(super) fn run(n: &Node) -> Result<Option<Vec<Tensor>>> {
     }
 }
 
+/// The most entries of one transform matrix (64 Mi: 256 MiB in f32, a length of 8192): larger
+/// transforms are an `Err` rather than an allocation that fails (the direct DFT is O(n^2)).
+const MAX_MATRIX: usize = 1 << 26;
+
 /// Which transform a matrix pair computes.
 #[derive(Clone, Copy, PartialEq)]
 enum Kind {
@@ -89,6 +93,11 @@ fn dft(n: &Node) -> Result<Tensor> {
     } else {
         length
     };
+    if taken.saturating_mul(if inverse { length } else { bins }) > MAX_MATRIX {
+        return Err(n.err(format!(
+            "a transform of length {length}: its matrices are too large for a direct DFT"
+        )));
+    }
     let (re, im) = parts(x);
     let (re, im) = (
         fit(&re.transpose(axis as isize, -1), taken),
@@ -210,8 +219,8 @@ fn transform(
     }
 }
 
-/// ONNX's `STFT`: frames of `frame_length` every `frame_step` samples, each multiplied by the
-/// window and transformed; (batch, frames, bins, 2).
+/// ONNX's `STFT`: frames of the window's length every `frame_step` samples, each multiplied by
+/// the window and transformed at `frame_length`; (batch, frames, bins, 2).
 fn stft(n: &Node) -> Result<Tensor> {
     n.check_attrs(&["onesided"])?;
     let x = n.input(0)?;
@@ -227,48 +236,56 @@ fn stft(n: &Node) -> Result<Tensor> {
         v => return Err(n.err(format!("frame_step {v:?}: expected one value >= 1"))),
     };
     let window = n.opt_input(2);
-    let frame = match (n.ints_input(3)?, window) {
-        (Some(v), _) if v.len() == 1 && v[0] >= 1 => v[0] as usize,
-        (None, Some(w)) if w.shape().len() == 1 && w.shape()[0] >= 1 => w.shape()[0],
-        (v, _) => {
-            return Err(n.err(format!(
-                "frame_length {v:?} and window {:?}: one of them must give the frame length",
-                window.map(|w| w.shape())
-            )));
-        }
-    };
     if let Some(w) = window
-        && w.shape() != [frame]
+        && (w.shape().len() != 1 || w.shape()[0] == 0)
     {
-        return Err(n.err(format!(
-            "window {:?} must have frame_length {frame} values",
-            w.shape()
-        )));
+        return Err(n.err(format!("window {:?}: expected 1-D, non-empty", w.shape())));
     }
     let (batch, len) = (shape[0], shape[1]);
-    if len < frame {
+    // the transform's length: frame_length, else the window's, else the whole signal; frames
+    // are the window's length (the whole transform's without one), cropped or zero-padded to it
+    let frame = match (n.ints_input(3)?, window) {
+        (Some(v), _) if v.len() == 1 && v[0] >= 1 => v[0] as usize,
+        (Some(v), _) => return Err(n.err(format!("frame_length {v:?}: expected one value >= 1"))),
+        (None, Some(w)) => w.shape()[0],
+        (None, None) => len,
+    };
+    let span = window.map_or(frame, |w| w.shape()[0]);
+    if len < frame || frame == 0 {
         return Err(n.err(format!(
             "signal of length {len} is shorter than a frame ({frame})"
         )));
     }
     let frames = (len - frame) / step + 1;
     let onesided = n.int("onesided", 1) != 0;
-    if onesided && shape[2] == 2 {
-        return Err(n.err("onesided=1 needs a real signal (last dim 1)"));
-    }
     let bins = if onesided { frame / 2 + 1 } else { frame };
+    if bins.saturating_mul(frame) > MAX_MATRIX {
+        return Err(n.err(format!(
+            "a frame of {frame}: the transform's matrices are too large for a direct DFT"
+        )));
+    }
     let (re, im) = parts(x);
-    // (batch, frames, frame): each frame a shrink of the signal, stacked
+    // (batch, frames, span): each frame a shrink of the signal (zeros past its end), stacked,
+    // weighted by the window, then fitted to the transform's length
     let framed = |t: &Tensor| {
         let rows: Vec<Tensor> = (0..frames)
-            .map(|f| t.shrink(&[(0, batch), (f * step, f * step + frame)]))
+            .map(|f| {
+                let (start, end) = (f * step, (f * step + span).min(len));
+                let row = t.shrink(&[(0, batch), (start, end)]);
+                if end - start < span {
+                    row.pad(&[(0, 0), (0, span - (end - start))], 0.0)
+                } else {
+                    row
+                }
+            })
             .collect();
         let refs: Vec<&Tensor> = rows.iter().collect();
         let stacked = Tensor::stack(&refs, 1);
-        match window {
+        let weighted = match window {
             Some(w) => stacked * w.cast(t.dtype()),
             None => stacked,
-        }
+        };
+        fit(&weighted, frame)
     };
     let (re, im) = (framed(&re), im.map(|t| framed(&t)));
     let (out_re, out_im) = transform(&re, im.as_ref(), frame, bins, Kind::Forward, n.device());
