@@ -111,6 +111,19 @@ fn matmuls() {
     });
 }
 
+/// The GEMM plan (for this CPU's tile) of the one matmul-shaped kernel scheduled for `out`.
+fn only_gemm(out: &Tensor, label: &str) -> tinygrad_codegen::gemm::GemmPlan {
+    let plans: Vec<_> = Tensor::schedule(&[out])
+        .iter()
+        .filter_map(|it| tinygrad_codegen::gemm::plan_gemm(&it.ast, gemm::tile(), 0.0))
+        .collect();
+    let n = plans.len();
+    let [plan] = <[_; 1]>::try_from(plans).unwrap_or_else(|_| {
+        panic!("{label}: expected one matmul-shaped kernel, got {n}");
+    });
+    plan
+}
+
 /// Which side of a linear layer becomes `N` (the packed side): the smaller one, unless the
 /// output already runs along the larger one and packing it costs less than reading `C`
 /// transposed in the epilogue (`(N - M) * K < 2 * M * N`). Both orientations computed against
@@ -123,17 +136,7 @@ fn orientation_follows_the_output_when_packing_is_cheap() {
     for (m, k, n, keeps) in [(200, 96, 300, true), (12, 96, 300, false)] {
         let (x, w, b) = (rand(&[m, k], 60), rand(&[n, k], 61), rand(&[n], 62));
         let out = gelu(x.linear(&w.t(), Some(&b)));
-        let sched = Tensor::schedule(&[&out]);
-        let plans: Vec<_> = sched
-            .iter()
-            .filter_map(|it| tinygrad_codegen::gemm::plan_gemm(&it.ast, gemm::tile(), 0.0))
-            .collect();
-        let [plan] = plans.as_slice() else {
-            panic!(
-                "{m}x{k}x{n}: expected one matmul-shaped kernel, got {}",
-                plans.len()
-            );
-        };
+        let plan = only_gemm(&out, &format!("{m}x{k}x{n}"));
         let want = if keeps { (m, n) } else { (n, m) };
         assert_eq!((plan.m, plan.n), want, "{m}x{k}x{n}: (M, N) of the GEMM");
         check(&format!("linear {m}x{k}x{n} + gelu"), &[x, w, b], |t| {
@@ -153,17 +156,7 @@ fn convolution_pixels_are_n_when_packing_them_is_cheap() {
     for (cout, want) in [(256, (256, 1024)), (16, (1024, 16))] {
         let (x, w) = (rand(&[1, 64, 32, 32], 70), rand(&[cout, 64, 1, 1], 71));
         let out = x.conv2d(&w, None, 1, 1, 1, 0).relu();
-        let sched = Tensor::schedule(&[&out]);
-        let plans: Vec<_> = sched
-            .iter()
-            .filter_map(|it| tinygrad_codegen::gemm::plan_gemm(&it.ast, gemm::tile(), 0.0))
-            .collect();
-        let [plan] = plans.as_slice() else {
-            panic!(
-                "cout {cout}: expected one matmul-shaped kernel, got {}",
-                plans.len()
-            );
-        };
+        let plan = only_gemm(&out, &format!("cout {cout}"));
         assert_eq!((plan.m, plan.n), want, "cout {cout}: (M, N) of the GEMM");
         check(&format!("conv 1x1 64 -> {cout}, 32x32"), &[x, w], |t| {
             t[0].conv2d(&t[1], None, 1, 1, 1, 0).relu()
