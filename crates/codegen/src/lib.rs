@@ -16,6 +16,7 @@
 //!   moves BEAM search tries.
 //! - [`program`]: [`Program`] and [`to_program`], the pipeline from kernel AST to program.
 //! - [`renderer`]: the [`Renderer`] trait.
+//! - [`row_reduce`]: reductions along contiguous rows, planned for native vector loops.
 //! - [`cranelift`]: the Cranelift renderer (CPU JIT).
 //! - [`ptx`]: the PTX renderer (NVIDIA GPUs; CUDA device, `ptxas` checks).
 //! - [`wgsl`]: the WGSL renderer (WebGPU compute shaders; `WEBGPU` device, `naga` checks).
@@ -37,6 +38,7 @@ pub mod program;
 pub mod ptx;
 pub mod reassociate;
 pub mod renderer;
+pub mod row_reduce;
 pub mod wgsl;
 
 pub use program::{

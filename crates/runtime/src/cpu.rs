@@ -189,7 +189,7 @@ impl Device for CpuDevice {
         {
             return None; // the GEMM path's panels have constant sizes
         }
-        crate::gemm::compile(self, ast)
+        crate::gemm::compile(self, ast).or_else(|| crate::row_reduce::compile(ast))
     }
 }
 

@@ -14,6 +14,8 @@
 //! - [`webgpu`]: the `WEBGPU` device (WGSL compute shaders through wgpu on Vulkan; cargo feature
 //!   `webgpu`, on by default).
 //! - [`reference`](mod@reference): `REF`, an interpreter of the linear program — the oracle for every backend.
+//! - [`row_reduce`]: the CPU's row-reduction path (contiguous `sum`/`max`/`mean` rows in
+//!   AVX-512/AVX2 loops).
 //! - [`realize`]: running a schedule with a compiled-kernel cache and `DEBUG` output.
 //! - [`capture`]: recording the launches of schedules run on a thread and replaying them on
 //!   other buffers (the runtime half of the tensor layer's `Jit`).
@@ -31,6 +33,7 @@ pub mod device;
 pub mod gemm;
 pub mod realize;
 pub mod reference;
+pub mod row_reduce;
 pub mod thread_pool;
 pub mod webgpu;
 
