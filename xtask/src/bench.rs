@@ -21,6 +21,7 @@
 //!   accumulators per thread), numpy, PyTorch and tinygrad.
 //! - `sum_axis1`: `sum(axis=1)` of 4096x4096 f32 (1024x1024 with `--quick`): GB/s read, vs
 //!   numpy, PyTorch and tinygrad.
+//! - `sum_axis0`: `sum(axis=0)`, the same sizes and references (the column reduction).
 //! - `softmax`: softmax over the last axis of 4096x4096 f32 (1024x1024 with `--quick`): ms, vs
 //!   numpy's `e = np.exp(x - x.max(-1, keepdims=True)); e / e.sum(-1, keepdims=True)`,
 //!   `torch.softmax` and tinygrad.
@@ -777,6 +778,55 @@ fn bench_sum_axis1(o: &Opts) -> Row {
     }
 }
 
+/// `sum(axis=0)` of an `n x n` matrix: the column reduction (a bias gradient's shape).
+fn bench_sum_axis0(o: &Opts) -> Row {
+    let n = if o.quick { 1024 } else { 4096 };
+    let av = rand_vec(n * n, 10);
+    let a = input(&av, &[n, n]);
+    let got = a.sum(0).to_vec::<f32>();
+    let exact: Vec<f32> = (0..n)
+        .map(|c| (0..n).map(|r| f64::from(av[r * n + c])).sum::<f64>() as f32)
+        .collect();
+    let runs = reps(o.quick, 15);
+    let ours = median_time(3, runs, budget(o.quick, 10), || {
+        let s = a.sum(0);
+        s.realize();
+        black_box(&s);
+    });
+    // f32 sums of `n` values in [-1, 1): rounding errors stay well below this.
+    let tol = 5e-3 * (n as f64 / 4096.0).sqrt();
+    let np = numpy(
+        &format!("a = inp(0, {n}, {n})\ndef op():\n    return a.sum(axis=0)\n"),
+        &[&av],
+        3,
+        runs,
+        budget(o.quick, 5),
+    );
+    let unit = Unit::Gbs(4.0 * (n * n) as f64);
+    let load = format!("a = inp(0, {n}, {n})\n");
+    let others = py_refs(
+        &format!("{load}def op():\n    return a.sum(0)\n"),
+        Some(&format!("{load}def op():\n    return a.sum(0).realize()\n")),
+        &[&av],
+        unit,
+        3,
+        runs,
+        budget(o.quick, 5),
+        &|w| max_abs_err(&got, w) < tol,
+    );
+    Row {
+        name: format!("sum(axis=0) {n}x{n} f32"),
+        secs: ours,
+        unit,
+        refs: [
+            vec![Reference::numpy(np, unit, |w| max_abs_err(&got, w) < tol)],
+            others,
+        ]
+        .concat(),
+        note: check(max_abs_err(&got, &exact) < tol, "vs f64 sums"),
+    }
+}
+
 fn bench_softmax(o: &Opts) -> Row {
     let n = if o.quick { 1024 } else { 4096 };
     let xv = rand_vec(n * n, 11);
@@ -1283,6 +1333,7 @@ fn benches() -> Vec<(&'static str, bool, BenchFn)> {
         ("add", true, Box::new(|o| Some(bench_add(o)))),
         ("sum", true, Box::new(|o| Some(bench_sum(o)))),
         ("sum_axis1", false, Box::new(|o| Some(bench_sum_axis1(o)))),
+        ("sum_axis0", false, Box::new(|o| Some(bench_sum_axis0(o)))),
         ("softmax", false, Box::new(|o| Some(bench_softmax(o)))),
         ("conv", false, Box::new(|o| Some(bench_conv(o)))),
         ("latency", true, Box::new(|o| Some(bench_latency(o)))),

@@ -1,21 +1,28 @@
-//! Reductions along a contiguous run of one buffer, planned for a native row-reduction kernel
-//! (the CPU's AVX-512/AVX2 path for `sum`, `max`, `mean` and their axis forms).
+//! Reductions over contiguous runs of one buffer, planned for native vector loops (the CPU's
+//! AVX-512/AVX2 path for `sum`, `max`, `mean` along any axis of a plain tensor).
 //!
-//! A kernel of the form `STORE(out[s(o)], e(REDUCE_{ADD|MAX}(LOAD(x[b(o) + r]), r)))` — every
-//! output element `o` reduces `k` consecutive elements of one `float32` buffer, then applies an
-//! epilogue `e` of constant arithmetic (`mean`'s division) — reads memory in the one pattern a
-//! CPU streams fastest. The Cranelift renderer's vectors are 128 bits wide, and streaming a
-//! buffer from the last-level cache with 128-bit loads reaches about half the bandwidth of 256-
-//! or 512-bit loads (measured on a Xeon with a 480 MiB L3: 10.3 vs 20.1 vs 23.3 GB/s on one
-//! thread), so these kernels go to hand-written vector loops instead.
+//! A kernel of the form `STORE(out[s(o)], e(REDUCE_{ADD|MAX}(LOAD(x[b(o) + S*r]), r)))` reduces
+//! elements of one `float32` buffer, then applies an epilogue `e` of constant arithmetic
+//! (`mean`'s division). Two layouts read memory in the patterns a CPU streams fastest:
+//! - **rows** (`S == 1`): each output reduces `k` consecutive elements (`sum(axis=-1)`, the
+//!   first stage of a split full reduction);
+//! - **columns**: an output range `c` along which the input is consecutive (`b(o)` has
+//!   coefficient 1 in it) is reduced as a block: for each of the `k` rows, a run of consecutive
+//!   elements is combined into as many accumulators (`sum(axis=0)`, a bias gradient). The
+//!   generic kernel walks each column down the rows instead, one cache line per row.
+//!
+//! The Cranelift renderer's vectors are 128 bits wide, and streaming a buffer from the
+//! last-level cache with 128-bit loads reaches about half the bandwidth of 256- or 512-bit loads
+//! (measured on a Xeon with a 480 MiB L3: 10.3 vs 20.1 vs 23.3 GB/s on one thread), so these
+//! kernels go to hand-written vector loops instead.
 //!
 //! [`plan_row_reduce`] matches the kernel after the pipeline's index simplification and reduce
 //! range merging (so a split reduction's `(r1*4096 + r2)` over two ranges is one range of
-//! contiguous elements), proves that the load index has coefficient exactly 1 in the reduce
-//! range ([`crate::opt::affine_coeff`]: a structural proof, not a sample), and evaluates the
-//! row bases `b(o)` and store indices `s(o)` for every output element into tables. It refuses
-//! (returns `None`) anything else: gated loads, other dtypes, several loads, reductions over
-//! strided elements, epilogues that are not constant arithmetic, store indices that repeat.
+//! contiguous elements), proves with [`crate::opt::affine_coeff`] (a structural proof, not a
+//! sample) that the load index is `b(o) + S*r (+ c)` with the coefficients the layout needs,
+//! and evaluates the bases and store indices of every group of outputs into tables. It refuses
+//! (returns `None`) anything else: gated loads, other dtypes, several loads, negative strides,
+//! epilogues that are not constant arithmetic, store indices that repeat.
 
 use std::collections::HashMap;
 
@@ -65,16 +72,37 @@ impl EpilogueStep {
     }
 }
 
-/// A kernel planned as rows of contiguous elements, each reduced to one output element.
+/// How a plan's elements lie in the input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// Each group is one output element, reducing `k` consecutive elements from its base.
+    Rows,
+    /// Each group is `cols` output elements (`out_stride` apart from the group's store index)
+    /// reducing the `cols` consecutive elements of `k` rows, `stride` apart, from its base:
+    /// `sum(axis=0)`, a bias gradient. The loop streams whole rows of a block of columns.
+    Columns {
+        /// Consecutive elements per row (outputs per group).
+        cols: usize,
+        /// Elements between consecutive rows.
+        stride: i64,
+        /// Elements between consecutive outputs of a group.
+        out_stride: i64,
+    },
+}
+
+/// A kernel planned as groups of reductions over contiguous runs of one buffer.
 #[derive(Clone, Debug)]
 pub struct RowReducePlan {
     /// The reduction.
     pub op: RowOp,
-    /// Elements per row (at least 1).
+    /// Elements each output reduces (at least 1).
     pub k: usize,
-    /// For each output element (row), the index of its first element in the input (slot 1).
+    /// Where the elements are.
+    pub layout: Layout,
+    /// For each group, the index of its first element in the input (slot 1).
     pub bases: Vec<i64>,
-    /// For each row, the index of its output element (slot 0); all distinct.
+    /// For each group, the index of its (first) output element (slot 0); every element the
+    /// groups store is distinct.
     pub stores: Vec<i64>,
     /// Applied to each reduced value before it is stored, in order.
     pub epilogue: Vec<EpilogueStep>,
@@ -82,7 +110,8 @@ pub struct RowReducePlan {
     pub extents: [usize; 2],
 }
 
-/// The most rows a plan tabulates (two `i64` per row); kernels with more stay generic.
+/// The most output elements a plan covers (its tables hold two `i64` per group); kernels with
+/// more stay generic.
 pub const MAX_ROWS: usize = 1 << 22;
 
 /// Plans `ast` (a scheduled kernel AST) as a row reduction, or `None` when it is not one.
@@ -146,41 +175,63 @@ pub fn plan_row_reduce(ast: &UOp) -> Option<RowReducePlan> {
     }
     let k = usize::try_from(r.s(0).as_int()?).ok().filter(|&k| k >= 1)?;
     let in_index = slot_index(load.s(0), 1)?;
-    if affine_coeff(&in_index, r, &mut HashMap::new()) != Some(1)
-        || affine_coeff(&out_index, r, &mut HashMap::new()) != Some(0)
-    {
+    let coeff = |e: &UOp, v: &UOp| affine_coeff(e, v, &mut HashMap::new());
+    let stride = coeff(&in_index, r)?;
+    if stride <= 0 || coeff(&out_index, r) != Some(0) {
         return None;
     }
     // the output ranges, each of a constant size
-    let mut outs: Vec<(usize, usize)> = Vec::new();
+    let mut outs: Vec<(usize, usize, UOp)> = Vec::new();
     for u in &nodes {
         if u.op() == Ops::Range && u != r {
             let Arg::Range(id, AxisKind::Loop) = u.arg() else {
                 return None;
             };
-            outs.push((*id, usize::try_from(u.s(0).as_int()?).ok()?));
+            outs.push((*id, usize::try_from(u.s(0).as_int()?).ok()?, u.clone()));
         }
     }
-    outs.sort_unstable();
-    let rows = outs
-        .iter()
-        .try_fold(1usize, |n, &(_, s)| n.checked_mul(s))?;
-    if rows == 0 || rows > MAX_ROWS {
+    outs.sort_unstable_by_key(|o| o.0);
+    // Rows when the reduction walks consecutive elements; otherwise columns: an output range
+    // along which the input is consecutive (the last such), whose outputs are reduced together
+    let (layout, zeroed) = if stride == 1 {
+        (Layout::Rows, vec![r.clone()])
+    } else {
+        let (pos, out_stride) = outs.iter().enumerate().rev().find_map(|(i, o)| {
+            (coeff(&in_index, &o.2) == Some(1))
+                .then(|| coeff(&out_index, &o.2))
+                .flatten()
+                .filter(|&t| t > 0)
+                .map(|t| (i, t))
+        })?;
+        let col = outs.remove(pos);
+        let layout = Layout::Columns {
+            cols: col.1,
+            stride,
+            out_stride,
+        };
+        (layout, vec![r.clone(), col.2])
+    };
+    let groups = outs.iter().try_fold(1usize, |n, o| n.checked_mul(o.1))?;
+    let cols = match layout {
+        Layout::Rows => 1,
+        Layout::Columns { cols, .. } => cols,
+    };
+    if groups == 0 || cols == 0 || groups.checked_mul(cols)? > MAX_ROWS {
         return None;
     }
-    let ids: Vec<usize> = outs.iter().map(|&(id, _)| id).collect();
-    let base_prog = IndexProgram::compile(&in_index, r, &ids)?;
-    let store_prog = IndexProgram::compile(&out_index, r, &ids)?;
-    let (mut bases, mut stores) = (Vec::with_capacity(rows), Vec::with_capacity(rows));
+    let ids: Vec<usize> = outs.iter().map(|o| o.0).collect();
+    let base_prog = IndexProgram::compile(&in_index, &zeroed, &ids)?;
+    let store_prog = IndexProgram::compile(&out_index, &zeroed, &ids)?;
+    let (mut bases, mut stores) = (Vec::with_capacity(groups), Vec::with_capacity(groups));
     let mut at = vec![0i64; outs.len()];
     let mut scratch = Vec::new();
-    for _ in 0..rows {
+    for _ in 0..groups {
         bases.push(base_prog.eval(&at, &mut scratch)?);
         stores.push(store_prog.eval(&at, &mut scratch)?);
-        // the next output element, row-major over the ranges by id
-        for (d, &(_, size)) in outs.iter().enumerate().rev() {
+        // the next group, row-major over the ranges by id
+        for (d, o) in outs.iter().enumerate().rev() {
             at[d] += 1;
-            if (at[d] as usize) < size {
+            if (at[d] as usize) < o.1 {
                 break;
             }
             at[d] = 0;
@@ -189,16 +240,30 @@ pub fn plan_row_reduce(ast: &UOp) -> Option<RowReducePlan> {
     if bases.iter().chain(&stores).any(|&i| i < 0) {
         return None;
     }
-    let mut sorted = stores.clone();
-    sorted.sort_unstable();
-    if sorted.windows(2).any(|w| w[0] == w[1]) {
-        return None; // two rows would write one element (and race across threads)
+    // every element each group stores: all distinct, or two tasks would race on one
+    let out_step = match layout {
+        Layout::Rows => 0,
+        Layout::Columns { out_stride, .. } => out_stride,
+    };
+    let mut written: Vec<i64> = Vec::with_capacity(groups * cols);
+    for &st in &stores {
+        for j in 0..cols as i64 {
+            written.push(st.checked_add(j.checked_mul(out_step)?)?);
+        }
     }
-    let in_extent = bases.iter().max()?.checked_add(k as i64)?;
-    let out_extent = sorted.last()? + 1;
+    written.sort_unstable();
+    if written.windows(2).any(|w| w[0] == w[1]) {
+        return None;
+    }
+    let span = (k as i64 - 1)
+        .checked_mul(stride)?
+        .checked_add(cols as i64)?;
+    let in_extent = bases.iter().max()?.checked_add(span)?;
+    let out_extent = written.last()? + 1;
     Some(RowReducePlan {
         op,
         k,
+        layout,
         bases,
         stores,
         epilogue,
@@ -246,7 +311,7 @@ fn epilogue_step(v: &UOp) -> Option<(EpilogueStep, UOp)> {
     Some((step, rest.clone()))
 }
 
-/// An integer index expression over the output ranges (the reduce range read as 0), compiled
+/// An integer index expression over the output ranges (some read as 0), compiled
 /// to a list of operations evaluated per output element.
 struct IndexProgram {
     /// Each entry computes one value from earlier entries.
@@ -262,14 +327,15 @@ enum IndexOp {
 }
 
 impl IndexProgram {
-    /// `None` when the expression uses anything but constants, ranges, `+ - *`, `//` and `%`.
-    fn compile(e: &UOp, reduce: &UOp, out_ids: &[usize]) -> Option<IndexProgram> {
+    /// `None` when the expression uses anything but constants, ranges, `+ - *`, `//` and `%`;
+    /// the ranges in `zeroed` read as 0.
+    fn compile(e: &UOp, zeroed: &[UOp], out_ids: &[usize]) -> Option<IndexProgram> {
         let mut pos: HashMap<UOp, usize> = HashMap::new();
         let mut ops = Vec::new();
         for u in e.toposort() {
             let op = match u.op() {
                 Ops::Const => IndexOp::Const(u.as_int()?),
-                Ops::Range if u == *reduce => IndexOp::Const(0),
+                Ops::Range if zeroed.contains(&u) => IndexOp::Const(0),
                 Ops::Range => {
                     let Arg::Range(id, _) = u.arg() else {
                         return None;
@@ -363,6 +429,23 @@ mod tests {
         assert_eq!(p.stores, vec![0, 1, 2, 3, 4, 5]);
         assert_eq!(p.extents, [6, 72]);
         assert!(p.epilogue.is_empty());
+    }
+
+    #[test]
+    fn columns_are_planned_as_one_group_of_consecutive_outputs() {
+        // out[i] = sum over r of x[r * 12 + i]: six columns of a 10x12 matrix
+        let ast = kernel(|i, r| r * 12i64 + i, Ops::Add, |v| v);
+        let p = plan_row_reduce(&ast).expect("a column sum");
+        assert_eq!(
+            p.layout,
+            Layout::Columns {
+                cols: 6,
+                stride: 12,
+                out_stride: 1
+            }
+        );
+        assert_eq!((p.bases.clone(), p.stores.clone()), (vec![0], vec![0]));
+        assert_eq!(p.extents, [6, 9 * 12 + 6]);
     }
 
     #[test]

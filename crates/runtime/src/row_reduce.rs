@@ -1,21 +1,22 @@
 //! The CPU's row-reduction path: kernels that reduce contiguous rows of a `float32` buffer
 //! (`sum`, `max`, `mean` along a contiguous axis, and the first stage of a split full
-//! reduction), planned by [`tinygrad_codegen::row_reduce`] and run by vector loops written
-//! here, chosen at run time: AVX-512F (four 16-lane accumulators), AVX2 (four 8-lane
-//! accumulators), or portable Rust elsewhere. The generic Cranelift kernels use 128-bit
+//! reduction) or blocks of contiguous columns (`sum(axis=0)`), planned by
+//! [`tinygrad_codegen::row_reduce`] and run by vector loops written here, chosen at run time:
+//! AVX-512F (rows: four 16-lane accumulators), AVX2 (four 8-lane accumulators), or portable
+//! Rust elsewhere (columns: one accumulator per column, the same loop compiled for each). The generic Cranelift kernels use 128-bit
 //! vectors, which stream the last-level cache at about half the rate of these loops (see the
 //! planner's module docs for the measurements).
 //!
 //! Semantics are the IR's: a sum adds in an order of the kernel's choosing starting from
 //! `-0.0` (a row of `-0.0` sums to `-0.0`, as the generic kernels give); a max is NaN if any
 //! element is NaN, and `+0.0` wins over `-0.0`. Every row is reduced by one thread, so results
-//! do not depend on the thread count. `CPU_ROW_REDUCE=0` turns the path off; `CPU_AVX512=0`
+//! do not depend on the thread count (a column block is one task, adding its rows in order). `CPU_ROW_REDUCE=0` turns the path off; `CPU_AVX512=0`
 //! selects the AVX2 loops on a CPU that has both (as for the GEMM path).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use tinygrad_codegen::row_reduce::{RowOp, RowReducePlan, plan_row_reduce};
+use tinygrad_codegen::row_reduce::{Layout, RowOp, RowReducePlan, plan_row_reduce};
 use tinygrad_dtype::DType;
 use tinygrad_uop::UOp;
 
@@ -27,6 +28,12 @@ use crate::thread_pool::global_pool;
 /// Rows shorter than this stay on the generic kernels (their own 4-lane loops reach the
 /// short row's end before wider vectors would pay off).
 pub const MIN_ROW: usize = 64;
+
+/// Column groups narrower than this stay on the generic kernels.
+pub const MIN_COLS: usize = 16;
+
+/// The most columns one task accumulates at once (4 KiB of accumulators, in L1).
+const COL_BLOCK: usize = 1024;
 
 /// Kernels reading fewer elements than this stay on the generic kernels (launch overhead).
 pub const MIN_ELEMENTS: usize = 1 << 14;
@@ -99,21 +106,46 @@ pub(crate) fn compile(ast: &UOp) -> Option<Result<CompiledAst, DeviceError>> {
         return None;
     }
     let plan = plan_row_reduce(ast)?;
-    let rows = plan.bases.len();
-    if plan.k < MIN_ROW || rows.saturating_mul(plan.k) < MIN_ELEMENTS {
-        return None;
-    }
+    let groups = plan.bases.len();
     let op = match plan.op {
         RowOp::Sum => "sum",
         RowOp::Max => "max",
     };
-    let name = format!("row_{op}_{rows}_{}", plan.k);
     let isa = isa();
-    let source = format!(
-        "native row reduction ({isa:?}): {rows} rows of {} contiguous float32, {op}, then {:?}",
-        plan.k, plan.epilogue
-    );
-    let flops = (rows * plan.k) as f64;
+    let (name, source, elements) = match plan.layout {
+        Layout::Rows => {
+            if plan.k < MIN_ROW {
+                return None;
+            }
+            let source = format!(
+                "native row reduction ({isa:?}): {groups} rows of {} contiguous float32, {op}, \
+                 then {:?}",
+                plan.k, plan.epilogue
+            );
+            let name = format!("row_{op}_{groups}_{}", plan.k);
+            (name, source, groups.saturating_mul(plan.k))
+        }
+        Layout::Columns { cols, stride, .. } => {
+            if cols < MIN_COLS {
+                return None;
+            }
+            let source = format!(
+                "native column reduction ({isa:?}): {groups} groups of {cols} columns, {} rows \
+                 {stride} apart, float32, {op}, then {:?}",
+                plan.k, plan.epilogue
+            );
+            let name = format!("col_{op}_{groups}_{cols}_{}", plan.k);
+            (
+                name,
+                source,
+                groups.saturating_mul(cols).saturating_mul(plan.k),
+            )
+        }
+    };
+    if elements < MIN_ELEMENTS {
+        return None;
+    }
+    let flops = elements as f64;
     let kernel = RowReduceKernel {
         job: Arc::new(Job { plan, isa }),
         source,
@@ -127,6 +159,74 @@ struct Job {
 }
 
 impl Job {
+    /// The units of work (a row group, or a block of one group's columns) and the columns per
+    /// block, for `threads` threads.
+    fn units(&self, threads: usize) -> (usize, usize) {
+        let groups = self.plan.bases.len();
+        match self.plan.layout {
+            Layout::Rows => (groups, 1),
+            Layout::Columns { cols, .. } => {
+                // blocks small enough that every thread gets one, in multiples of 16 columns
+                let per_group = threads.div_ceil(groups).max(cols.div_ceil(COL_BLOCK));
+                let block = cols.div_ceil(per_group).next_multiple_of(16).min(COL_BLOCK);
+                (groups * cols.div_ceil(block), block)
+            }
+        }
+    }
+
+    /// Runs units `units` (see [`Job::units`]; `block` columns each).
+    ///
+    /// # Safety
+    /// As for [`Job::run_rows`].
+    unsafe fn run_units(
+        &self,
+        inp: usize,
+        out: usize,
+        units: std::ops::Range<usize>,
+        block: usize,
+    ) {
+        match self.plan.layout {
+            // SAFETY: the caller's guarantees.
+            Layout::Rows => unsafe { self.run_rows(inp, out, units) },
+            Layout::Columns {
+                cols,
+                stride,
+                out_stride,
+            } => {
+                let p = &self.plan;
+                let blocks = cols.div_ceil(block);
+                let identity = match p.op {
+                    RowOp::Sum => -0.0f32,
+                    RowOp::Max => f32::NEG_INFINITY,
+                };
+                let mut acc = [0f32; COL_BLOCK];
+                for u in units {
+                    let (g, b) = (u / blocks, u % blocks);
+                    let c0 = b * block;
+                    let len = block.min(cols - c0);
+                    let acc = &mut acc[..len];
+                    acc.fill(identity);
+                    for i in 0..p.k {
+                        let at = p.bases[g] as usize + i * stride as usize + c0;
+                        // SAFETY: `at + len <= base + (k-1)*stride + cols <= extents[1]` (the
+                        // planner's extent), readable per the caller; dropped before any store.
+                        let xs =
+                            unsafe { std::slice::from_raw_parts((inp as *const f32).add(at), len) };
+                        combine(self.isa, p.op, acc, xs);
+                    }
+                    for (j, &a) in acc.iter().enumerate() {
+                        let v = p.epilogue.iter().fold(a, |v, step| step.apply(v));
+                        let dst = p.stores[g] as usize + (c0 + j) * out_stride as usize;
+                        // SAFETY: `dst < extents[0]` (the planner's extent covers every element
+                        // a group stores), writable per the caller; the planner checked that
+                        // no two outputs of any groups coincide, so no other task writes it.
+                        unsafe { *(out as *mut f32).add(dst) = v };
+                    }
+                }
+            }
+        }
+    }
+
     /// Reduces rows `rows` of the input at `inp` into the output at `out`.
     ///
     /// # Safety
@@ -168,29 +268,31 @@ impl Kernel for RowReduceKernel {
         let p = &self.job.plan;
         let locked = lock_buffers(bufs, &[DType::FLOAT32, DType::FLOAT32], &p.extents);
         let (out, inp) = (locked.addrs[0], locked.addrs[1]);
-        let rows = p.bases.len();
+        let threads = global_pool().threads();
+        let (units, block) = self.job.units(threads);
         // An output that is also the input is written while later rows read it: one thread,
-        // rows in order, as the generic kernel's loop would.
+        // in order, as the generic kernel's loop would.
         let aliased = bufs[0].id() == bufs[1].id();
-        let tasks = if aliased || rows * p.k < PARALLEL_MIN_ELEMENTS {
+        let elements = p.extents[1];
+        let tasks = if aliased || elements < PARALLEL_MIN_ELEMENTS {
             1
         } else {
-            rows.min(4 * global_pool().threads())
+            units.min(4 * threads)
         };
         if tasks == 1 {
             // SAFETY: `locked` holds both buffers locked (so no other launch touches them) and
             // `lock_buffers` checked their sizes against the plan's extents.
-            unsafe { self.job.run_rows(inp, out, 0..rows) };
+            unsafe { self.job.run_units(inp, out, 0..units, block) };
         } else {
             let job = self.job.clone();
             global_pool().run(
                 tasks,
                 Box::new(move |t| {
-                    let part = (rows * t / tasks)..(rows * (t + 1) / tasks);
+                    let part = (units * t / tasks)..(units * (t + 1) / tasks);
                     // SAFETY: as above, and `run` returns only after every task has finished,
-                    // while `locked` is still held; tasks reduce disjoint rows (distinct output
+                    // while `locked` is still held; tasks run disjoint units (distinct output
                     // elements) and the output is not the input.
-                    unsafe { job.run_rows(inp, out, part) };
+                    unsafe { job.run_units(inp, out, part, block) };
                 }),
             );
         }
@@ -220,6 +322,41 @@ pub fn reduce(isa: Isa, op: RowOp, xs: &[f32]) -> f32 {
         (Isa::Avx2, RowOp::Max) if avx2_available() => fix_zero(unsafe { x86::max_avx2(xs) }, xs),
         (_, RowOp::Sum) => sum_portable(xs),
         (_, RowOp::Max) => fix_zero(max_portable(xs), xs),
+    }
+}
+
+/// Combines one row of a column block into its accumulators: `acc[j] = op(acc[j], xs[j])`.
+pub fn combine(isa: Isa, op: RowOp, acc: &mut [f32], xs: &[f32]) {
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: AVX-512F is checked by the guard.
+        Isa::Avx512 if avx512() => unsafe { x86::combine_avx512(op, acc, xs) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: AVX2 is checked by the guard.
+        Isa::Avx2 if avx2_available() => unsafe { x86::combine_avx2(op, acc, xs) },
+        _ => combine_portable(op, acc, xs),
+    }
+}
+
+/// [`combine`] as plain loops (the callers with wider vectors compile the same loops with
+/// their target features).
+#[inline(always)]
+fn combine_portable(op: RowOp, acc: &mut [f32], xs: &[f32]) {
+    match op {
+        RowOp::Sum => {
+            for (a, x) in acc.iter_mut().zip(xs) {
+                *a += x;
+            }
+        }
+        RowOp::Max => {
+            for (a, &x) in acc.iter_mut().zip(xs) {
+                // NaN sticks (`x > NaN` is false), a NaN `x` is taken, and `+0.0` replaces
+                // `-0.0` (equal values: taking `x` changes nothing else)
+                if x > *a || x.is_nan() || (x == *a && a.is_sign_negative()) {
+                    *a = x;
+                }
+            }
+        }
     }
 }
 
@@ -292,6 +429,18 @@ mod x86 {
             // every x86_64 CPU has) provides the instruction.
             unsafe { _mm_prefetch::<_MM_HINT_T0>(at.cast::<i8>()) };
         }
+    }
+
+    /// [`super::combine_portable`] compiled with AVX-512F.
+    #[target_feature(enable = "avx512f")]
+    pub(super) fn combine_avx512(op: super::RowOp, acc: &mut [f32], xs: &[f32]) {
+        super::combine_portable(op, acc, xs)
+    }
+
+    /// [`super::combine_portable`] compiled with AVX2.
+    #[target_feature(enable = "avx2")]
+    pub(super) fn combine_avx2(op: super::RowOp, acc: &mut [f32], xs: &[f32]) {
+        super::combine_portable(op, acc, xs)
     }
 
     /// Four 16-lane sums, a masked tail.
