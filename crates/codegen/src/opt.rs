@@ -89,7 +89,7 @@ fn range_size(r: &UOp) -> Option<usize> {
 
 /// The coefficient of `var` in the integer expression `e` if `e` is affine in it (`Some(0)`
 /// when `e` does not depend on it), `None` when it is not affine (divisions, modulo, products
-/// of two variables, ...).
+/// of two variables, ...) or a coefficient overflows `i64`.
 pub fn affine_coeff(e: &UOp, var: &UOp, memo: &mut HashMap<UOp, Option<i64>>) -> Option<i64> {
     if let Some(c) = memo.get(e) {
         return *c;
@@ -103,20 +103,20 @@ pub fn affine_coeff(e: &UOp, var: &UOp, memo: &mut HashMap<UOp, Option<i64>>) ->
             Ops::Add => {
                 let a = affine_coeff(e.s(0), var, memo);
                 let b = affine_coeff(e.s(1), var, memo);
-                a.zip(b).map(|(a, b)| a + b)
+                a.zip(b).and_then(|(a, b)| a.checked_add(b))
             }
             Ops::Sub => {
                 let a = affine_coeff(e.s(0), var, memo);
                 let b = affine_coeff(e.s(1), var, memo);
-                a.zip(b).map(|(a, b)| a - b)
+                a.zip(b).and_then(|(a, b)| a.checked_sub(b))
             }
-            Ops::Neg => affine_coeff(e.s(0), var, memo).map(|a| -a),
+            Ops::Neg => affine_coeff(e.s(0), var, memo).and_then(i64::checked_neg),
             Ops::Mul => {
                 let a = affine_coeff(e.s(0), var, memo);
                 let b = affine_coeff(e.s(1), var, memo);
                 match (a, b, e.s(0).as_int(), e.s(1).as_int()) {
-                    (_, Some(b), Some(ca), _) => Some(ca * b),
-                    (Some(a), _, _, Some(cb)) => Some(a * cb),
+                    (_, Some(b), Some(ca), _) => ca.checked_mul(b),
+                    (Some(a), _, _, Some(cb)) => a.checked_mul(cb),
                     (Some(0), Some(0), _, _) => Some(0),
                     _ => None,
                 }

@@ -462,7 +462,8 @@ mod tests {
 
     #[test]
     fn strided_or_non_affine_rows_are_refused() {
-        // stride 2 along the reduction
+        // stride 2 along the reduction, and no output range consecutive in the input (so not
+        // columns either)
         assert!(plan_row_reduce(&kernel(|i, r| i * 20i64 + r * 2i64, Ops::Add, |v| v)).is_none());
         // a division of the reduce range
         assert!(plan_row_reduce(&kernel(|i, r| i * 10i64 + r.idiv(2), Ops::Add, |v| v)).is_none());

@@ -267,21 +267,32 @@ impl Kernel for RowReduceKernel {
         LAUNCHES.fetch_add(1, Ordering::Relaxed);
         let p = &self.job.plan;
         let locked = lock_buffers(bufs, &[DType::FLOAT32, DType::FLOAT32], &p.extents);
-        let (out, inp) = (locked.addrs[0], locked.addrs[1]);
+        let (out, mut inp) = (locked.addrs[0], locked.addrs[1]);
+        // An output that is also the input: the reduction reads a copy of the input, so every
+        // output is computed from the values before the launch (whatever the layout's order).
+        let aliased = bufs[0].id() == bufs[1].id();
+        let copy: Vec<f32> = if aliased {
+            // SAFETY: `lock_buffers` checked the buffer holds at least `extents[1]` floats and
+            // it stays locked; nothing writes it until the copy is made.
+            unsafe { std::slice::from_raw_parts(inp as *const f32, p.extents[1]) }.to_vec()
+        } else {
+            Vec::new()
+        };
+        if aliased {
+            inp = copy.as_ptr() as usize;
+        }
         let threads = global_pool().threads();
         let (units, block) = self.job.units(threads);
-        // An output that is also the input is written while later rows read it: one thread,
-        // in order, as the generic kernel's loop would.
-        let aliased = bufs[0].id() == bufs[1].id();
         let elements = p.extents[1];
-        let tasks = if aliased || elements < PARALLEL_MIN_ELEMENTS {
+        let tasks = if elements < PARALLEL_MIN_ELEMENTS {
             1
         } else {
             units.min(4 * threads)
         };
         if tasks == 1 {
             // SAFETY: `locked` holds both buffers locked (so no other launch touches them) and
-            // `lock_buffers` checked their sizes against the plan's extents.
+            // `lock_buffers` checked their sizes against the plan's extents (an aliased input
+            // was copied whole: `copy` has `extents[1]` floats).
             unsafe { self.job.run_units(inp, out, 0..units, block) };
         } else {
             let job = self.job.clone();
@@ -290,12 +301,14 @@ impl Kernel for RowReduceKernel {
                 Box::new(move |t| {
                     let part = (units * t / tasks)..(units * (t + 1) / tasks);
                     // SAFETY: as above, and `run` returns only after every task has finished,
-                    // while `locked` is still held; tasks run disjoint units (distinct output
-                    // elements) and the output is not the input.
+                    // while `locked` (and `copy`) are still held; tasks run disjoint units
+                    // (distinct output elements), and the input they read is not the output
+                    // (an aliased input was copied).
                     unsafe { job.run_units(inp, out, part, block) };
                 }),
             );
         }
+        drop(copy);
         drop(locked);
     }
 
