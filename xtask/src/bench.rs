@@ -729,74 +729,36 @@ fn bench_sum(o: &Opts) -> Row {
     }
 }
 
-fn bench_sum_axis1(o: &Opts) -> Row {
+/// `sum(axis)` of an `n x n` matrix, `axis` 1 (rows: contiguous runs) or 0 (columns: the
+/// shape of a bias gradient).
+fn bench_sum_axis(axis: usize, o: &Opts) -> Row {
     let n = if o.quick { 1024 } else { 4096 };
     let av = rand_vec(n * n, 10);
     let a = input(&av, &[n, n]);
-    let got = a.sum(1).to_vec::<f32>();
-    let exact: Vec<f32> = av
-        .chunks_exact(n)
-        .map(|r| r.iter().map(|&x| f64::from(x)).sum::<f64>() as f32)
-        .collect();
-    let runs = reps(o.quick, 15);
-    let ours = median_time(3, runs, budget(o.quick, 10), || {
-        let s = a.sum(1);
-        s.realize();
-        black_box(&s);
-    });
-    // f32 sums of `n` values in [-1, 1): rounding errors stay well below this.
-    let tol = 5e-3 * (n as f64 / 4096.0).sqrt();
-    let np = numpy(
-        &format!("a = inp(0, {n}, {n})\ndef op():\n    return a.sum(axis=1)\n"),
-        &[&av],
-        3,
-        runs,
-        budget(o.quick, 5),
-    );
-    let unit = Unit::Gbs(4.0 * (n * n) as f64);
-    let load = format!("a = inp(0, {n}, {n})\n");
-    let others = py_refs(
-        &format!("{load}def op():\n    return a.sum(1)\n"),
-        Some(&format!("{load}def op():\n    return a.sum(1).realize()\n")),
-        &[&av],
-        unit,
-        3,
-        runs,
-        budget(o.quick, 5),
-        &|w| max_abs_err(&got, w) < tol,
-    );
-    Row {
-        name: format!("sum(axis=1) {n}x{n} f32"),
-        secs: ours,
-        unit,
-        refs: [
-            vec![Reference::numpy(np, unit, |w| max_abs_err(&got, w) < tol)],
-            others,
-        ]
-        .concat(),
-        note: check(max_abs_err(&got, &exact) < tol, "vs f64 sums"),
-    }
-}
-
-/// `sum(axis=0)` of an `n x n` matrix: the column reduction (a bias gradient's shape).
-fn bench_sum_axis0(o: &Opts) -> Row {
-    let n = if o.quick { 1024 } else { 4096 };
-    let av = rand_vec(n * n, 10);
-    let a = input(&av, &[n, n]);
-    let got = a.sum(0).to_vec::<f32>();
+    let ax = axis as isize;
+    let got = a.sum(ax).to_vec::<f32>();
     let exact: Vec<f32> = (0..n)
-        .map(|c| (0..n).map(|r| f64::from(av[r * n + c])).sum::<f64>() as f32)
+        .map(|i| {
+            let at = |j: usize| {
+                if axis == 1 {
+                    av[i * n + j]
+                } else {
+                    av[j * n + i]
+                }
+            };
+            (0..n).map(|j| f64::from(at(j))).sum::<f64>() as f32
+        })
         .collect();
     let runs = reps(o.quick, 15);
     let ours = median_time(3, runs, budget(o.quick, 10), || {
-        let s = a.sum(0);
+        let s = a.sum(ax);
         s.realize();
         black_box(&s);
     });
     // f32 sums of `n` values in [-1, 1): rounding errors stay well below this.
     let tol = 5e-3 * (n as f64 / 4096.0).sqrt();
     let np = numpy(
-        &format!("a = inp(0, {n}, {n})\ndef op():\n    return a.sum(axis=0)\n"),
+        &format!("a = inp(0, {n}, {n})\ndef op():\n    return a.sum(axis={axis})\n"),
         &[&av],
         3,
         runs,
@@ -805,8 +767,10 @@ fn bench_sum_axis0(o: &Opts) -> Row {
     let unit = Unit::Gbs(4.0 * (n * n) as f64);
     let load = format!("a = inp(0, {n}, {n})\n");
     let others = py_refs(
-        &format!("{load}def op():\n    return a.sum(0)\n"),
-        Some(&format!("{load}def op():\n    return a.sum(0).realize()\n")),
+        &format!("{load}def op():\n    return a.sum({axis})\n"),
+        Some(&format!(
+            "{load}def op():\n    return a.sum({axis}).realize()\n"
+        )),
         &[&av],
         unit,
         3,
@@ -815,7 +779,7 @@ fn bench_sum_axis0(o: &Opts) -> Row {
         &|w| max_abs_err(&got, w) < tol,
     );
     Row {
-        name: format!("sum(axis=0) {n}x{n} f32"),
+        name: format!("sum(axis={axis}) {n}x{n} f32"),
         secs: ours,
         unit,
         refs: [
@@ -1332,8 +1296,8 @@ fn benches() -> Vec<(&'static str, bool, BenchFn)> {
         ),
         ("add", true, Box::new(|o| Some(bench_add(o)))),
         ("sum", true, Box::new(|o| Some(bench_sum(o)))),
-        ("sum_axis1", false, Box::new(|o| Some(bench_sum_axis1(o)))),
-        ("sum_axis0", false, Box::new(|o| Some(bench_sum_axis0(o)))),
+        ("sum_axis1", false, Box::new(|o| Some(bench_sum_axis(1, o)))),
+        ("sum_axis0", false, Box::new(|o| Some(bench_sum_axis(0, o)))),
         ("softmax", false, Box::new(|o| Some(bench_softmax(o)))),
         ("conv", false, Box::new(|o| Some(bench_conv(o)))),
         ("latency", true, Box::new(|o| Some(bench_latency(o)))),
