@@ -461,6 +461,48 @@ mod tests {
     }
 
     #[test]
+    fn constants_on_either_side_keep_their_order_in_the_epilogue() {
+        let c = |v: f32| UOp::cnst(DType::FLOAT32, v);
+        let ast = kernel(
+            |i, r| i * 10i64 + r,
+            Ops::Add,
+            |v| {
+                let d = c(2.0).alu(Ops::FDiv, &[v]); // 2 / v
+                c(1.0).alu(Ops::Sub, &[d]) // 1 - 2 / v
+            },
+        );
+        let p = plan_row_reduce(&ast).expect("planned");
+        assert_eq!(
+            p.epilogue,
+            vec![EpilogueStep::DivBy(2.0), EpilogueStep::SubFrom(1.0)]
+        );
+        let v = p.epilogue.iter().fold(4.0f32, |v, s| s.apply(v));
+        assert_eq!(v, 0.5);
+    }
+
+    #[test]
+    fn columns_whose_groups_store_over_each_other_are_refused() {
+        // out[0] for every i: six columns all stored at one element
+        let i = UOp::range(6i64, 0, AxisKind::Loop);
+        let r = UOp::range(10i64, 1, AxisKind::Reduce);
+        let v = UOp::new(
+            Ops::Load,
+            DType::FLOAT32,
+            vec![index(&global(1), &r * 12i64 + &i)],
+            Arg::None,
+        );
+        let red = UOp::new(Ops::Reduce, DType::FLOAT32, vec![v, r], Arg::Op(Ops::Add));
+        let st = UOp::new(
+            Ops::Store,
+            DType::VOID,
+            vec![index(&global(0), UOp::cnst(i.dtype(), 0i64)), red],
+            Arg::None,
+        );
+        let ast = UOp::new(Ops::Sink, DType::VOID, vec![st], Arg::None);
+        assert!(plan_row_reduce(&ast).is_none());
+    }
+
+    #[test]
     fn strided_or_non_affine_rows_are_refused() {
         // stride 2 along the reduction, and no output range consecutive in the input (so not
         // columns either)

@@ -69,13 +69,26 @@ pub fn microkernel_name() -> &'static str {
     }
 }
 
+/// Whether the CPU has AVX-512F (whatever `CPU_AVX512` says; shared with the row-reduction
+/// path).
 #[cfg(target_arch = "x86_64")]
-fn avx512_available() -> bool {
+pub(crate) fn avx512_available() -> bool {
     std::arch::is_x86_feature_detected!("avx512f")
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn avx512_available() -> bool {
+pub(crate) fn avx512_available() -> bool {
+    false
+}
+
+/// Whether the CPU has AVX2 (shared with the row-reduction path).
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn avx2_available() -> bool {
+    std::arch::is_x86_feature_detected!("avx2")
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+pub(crate) fn avx2_available() -> bool {
     false
 }
 
@@ -87,7 +100,7 @@ pub fn enabled() -> bool {
 
 #[cfg(target_arch = "x86_64")]
 fn simd_available() -> bool {
-    std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+    avx2_available() && std::arch::is_x86_feature_detected!("fma")
 }
 
 #[cfg(not(target_arch = "x86_64"))]

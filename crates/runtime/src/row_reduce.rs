@@ -23,6 +23,7 @@ use tinygrad_uop::UOp;
 use crate::buffer::Buffer;
 use crate::cpu::lock_buffers;
 use crate::device::{CompiledAst, DeviceError, Kernel};
+use crate::gemm::{avx2_available, avx512_available};
 use crate::thread_pool::global_pool;
 
 /// Rows shorter than this stay on the generic kernels (their own 4-lane loops reach the
@@ -79,16 +80,6 @@ pub fn isa_name() -> &'static str {
         Isa::Avx2 => "avx2",
         Isa::Portable => "portable",
     }
-}
-
-#[cfg(target_arch = "x86_64")]
-fn avx2_available() -> bool {
-    std::arch::is_x86_feature_detected!("avx2")
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-fn avx2_available() -> bool {
-    false
 }
 
 static LAUNCHES: AtomicU64 = AtomicU64::new(0);
@@ -317,16 +308,19 @@ impl Kernel for RowReduceKernel {
     }
 }
 
-/// `op` over `xs` (not empty) with the loops of `isa`.
+/// `op` over `xs` (not empty) with the loops of `isa` (the portable ones when the CPU lacks
+/// its features).
 pub fn reduce(isa: Isa, op: RowOp, xs: &[f32]) -> f32 {
     match (isa, op) {
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: `Isa::Avx512` is only chosen when AVX-512F was detected (`isa()`), and tests
-        // pass it only after checking the same.
-        (Isa::Avx512, RowOp::Sum) if avx512() => unsafe { x86::sum_avx512(xs) },
+        // SAFETY: AVX-512F is checked by the guard, whatever `isa` the caller passes.
+        (Isa::Avx512, RowOp::Sum) if avx512_available() => unsafe { x86::sum_avx512(xs) },
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: as above.
-        (Isa::Avx512, RowOp::Max) if avx512() => fix_zero(unsafe { x86::max_avx512(xs) }, xs),
+        (Isa::Avx512, RowOp::Max) if avx512_available() => {
+            // SAFETY: AVX-512F is checked by the guard.
+            let m = unsafe { x86::max_avx512(xs) };
+            fix_zero(m, xs)
+        }
         #[cfg(target_arch = "x86_64")]
         // SAFETY: AVX2 is checked by the guard.
         (Isa::Avx2, RowOp::Sum) if avx2_available() => unsafe { x86::sum_avx2(xs) },
@@ -338,12 +332,13 @@ pub fn reduce(isa: Isa, op: RowOp, xs: &[f32]) -> f32 {
     }
 }
 
-/// Combines one row of a column block into its accumulators: `acc[j] = op(acc[j], xs[j])`.
+/// Combines one row of a column block into its accumulators: `acc[j] = op(acc[j], xs[j])`
+/// (the portable loop when the CPU lacks `isa`'s features).
 pub fn combine(isa: Isa, op: RowOp, acc: &mut [f32], xs: &[f32]) {
     match isa {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: AVX-512F is checked by the guard.
-        Isa::Avx512 if avx512() => unsafe { x86::combine_avx512(op, acc, xs) },
+        Isa::Avx512 if avx512_available() => unsafe { x86::combine_avx512(op, acc, xs) },
         #[cfg(target_arch = "x86_64")]
         // SAFETY: AVX2 is checked by the guard.
         Isa::Avx2 if avx2_available() => unsafe { x86::combine_avx2(op, acc, xs) },
@@ -371,11 +366,6 @@ fn combine_portable(op: RowOp, acc: &mut [f32], xs: &[f32]) {
             }
         }
     }
-}
-
-#[cfg(target_arch = "x86_64")]
-fn avx512() -> bool {
-    std::arch::is_x86_feature_detected!("avx512f")
 }
 
 /// A max of zero gets its sign from the row: `+0.0` if any element is `+0.0` (the vector max
@@ -613,7 +603,7 @@ mod tests {
             if avx2_available() {
                 v.push(Isa::Avx2);
             }
-            if avx512() {
+            if avx512_available() {
                 v.push(Isa::Avx512);
             }
         }
@@ -630,6 +620,54 @@ mod tests {
                 assert_eq!(reduce(isa, RowOp::Sum, &xs), sum, "{isa:?} sum of {k}");
                 let max = xs.iter().copied().fold(f32::NEG_INFINITY, f32::max);
                 assert_eq!(reduce(isa, RowOp::Max, &xs), max, "{isa:?} max of {k}");
+            }
+        }
+    }
+
+    #[test]
+    fn column_blocks_combine_with_the_same_rules_on_every_isa() {
+        for isa in isas() {
+            for len in [1, 15, 16, 17, 100] {
+                let mut sum = vec![-0.0f32; len];
+                let mut max = vec![f32::NEG_INFINITY; len];
+                for row in 0..5 {
+                    let xs: Vec<f32> = (0..len)
+                        .map(|j| match (j % 4, row) {
+                            (0, 2) => f32::NAN,
+                            (1, _) => -0.0,
+                            (2, 3) => 0.0,
+                            (2, _) => -0.0,
+                            _ => (((j * 7 + row * 3) % 9) as f32) - 4.0,
+                        })
+                        .collect();
+                    combine(isa, RowOp::Sum, &mut sum, &xs);
+                    combine(isa, RowOp::Max, &mut max, &xs);
+                }
+                for j in 0..len {
+                    let col: Vec<f32> = (0..5)
+                        .map(|row| match (j % 4, row) {
+                            (0, 2) => f32::NAN,
+                            (1, _) => -0.0,
+                            (2, 3) => 0.0,
+                            (2, _) => -0.0,
+                            _ => (((j * 7 + row * 3) % 9) as f32) - 4.0,
+                        })
+                        .collect();
+                    let want_sum = col.iter().fold(-0.0f32, |a, x| a + x);
+                    let (s, m) = (sum[j], max[j]);
+                    match j % 4 {
+                        0 => assert!(s.is_nan() && m.is_nan(), "{isa:?} column {j}: NaN sticks"),
+                        1 => {
+                            assert_eq!(s.to_bits(), (-0.0f32).to_bits(), "{isa:?} {j}");
+                            assert_eq!(m.to_bits(), (-0.0f32).to_bits(), "{isa:?} {j}");
+                        }
+                        2 => assert_eq!(m.to_bits(), 0, "{isa:?} column {j}: +0.0 over -0.0"),
+                        _ => {
+                            assert_eq!(s, want_sum, "{isa:?} column {j}");
+                            assert_eq!(m, col.iter().copied().fold(f32::MIN, f32::max));
+                        }
+                    }
+                }
             }
         }
     }
