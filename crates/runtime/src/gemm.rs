@@ -30,6 +30,10 @@ use crate::cpu::{CpuDevice, CpuKernel, lock_buffers};
 use crate::device::{CompiledAst, Device, DeviceError, Kernel};
 use crate::thread_pool::global_pool;
 
+mod microkernel;
+
+use microkernel::{microkernel, microkernel_in_place, microkernel_strided};
+
 /// The AVX2 micro-kernel's tile: 6 rows x 16 columns (two 8-lane vectors), K blocks of ~256.
 pub const TILE: GemmTile = GemmTile {
     mr: 6,
@@ -46,10 +50,32 @@ pub const TILE_AVX512: GemmTile = GemmTile {
     kc: 384,
 };
 
+/// The AVX-512 tile of GEMMs with at most 16 columns: 12 rows x one 16-lane vector (12
+/// accumulators, as many FMAs per `B` load as the 6x32 tile). A batch-1 transformer's
+/// projections have N = tokens (12-16): in the 6x32 tile half of every FMA was padding, and
+/// `A` (the weight, used by one column panel) was packed for nothing; this tile reads it in
+/// place along its row stride when it is contiguous along K (measured on all-MiniLM-L6-v2's
+/// 384 x 16 x 384 projections, 2-vCPU Xeon: see `docs/ARCHITECTURE.md`).
+pub const TILE_AVX512_NARROW: GemmTile = GemmTile {
+    mr: 12,
+    nr: 16,
+    kc: 384,
+};
+
 /// The tile the path plans kernels for on this CPU: [`TILE_AVX512`] when the CPU has AVX-512F
-/// (detected at run time) and `CPU_AVX512` is not `0`, else [`TILE`].
+/// (detected at run time) and `CPU_AVX512` is not `0`, else [`TILE`]. (Kernels with at most 16
+/// columns take [`TILE_AVX512_NARROW`] there instead: see [`tile_for`].)
 pub fn tile() -> GemmTile {
     if avx512_enabled() { TILE_AVX512 } else { TILE }
+}
+
+/// The tile for a GEMM with `n` columns (after orientation): [`TILE_AVX512_NARROW`] for `n <=
+/// 16` where [`tile`] is the AVX-512 one, else [`tile`].
+pub fn tile_for(n: usize) -> GemmTile {
+    match tile() {
+        t if t == TILE_AVX512 && n <= TILE_AVX512_NARROW.nr => TILE_AVX512_NARROW,
+        t => t,
+    }
 }
 
 /// Whether kernels use the AVX-512 micro-kernel: AVX-512F detected and `CPU_AVX512` not `0`
@@ -165,7 +191,11 @@ pub(crate) fn compile(dev: &CpuDevice, ast: &UOp) -> Option<Result<CompiledAst, 
         return None;
     }
     let min = min_flops();
-    let plan = plan_gemm(ast, tile(), min)?;
+    let mut plan = plan_gemm(ast, tile(), min)?;
+    // the orientation does not depend on the tile: a narrow GEMM is planned again for its tile
+    if tile_for(plan.n) != plan.tile {
+        plan = plan_gemm(ast, tile_for(plan.n), min)?;
+    }
     // with a threshold (not the tests' 0: every eligible kernel), a smaller side below
     // MIN_SIDE stays on the generic kernels, which are faster there (measured, see
     // DEFAULT_MIN_FLOPS) ...
@@ -217,6 +247,10 @@ struct InPlaceTables {
     /// combination occurs, so these are exact).
     lo: i64,
     hi: i64,
+    /// With the narrow tile: the distance between consecutive rows when the operand is
+    /// contiguous along K and its rows `0..m` are equally spaced (`rows[i] = rows[0] + i *
+    /// stride`), read by [`microkernel_strided`].
+    stride: Option<usize>,
     /// Applies the operand's elementwise function to elements `0..=hi` of its buffer, into
     /// `Scratch::prepared`, which the tables then index.
     prepare: Option<CpuKernel>,
@@ -234,6 +268,14 @@ static IN_PLACE_LAUNCHES: AtomicU64 = AtomicU64::new(0);
 /// that path).
 pub fn in_place_launches() -> u64 {
     IN_PLACE_LAUNCHES.load(Ordering::Relaxed)
+}
+
+static STRIDED_LAUNCHES: AtomicU64 = AtomicU64::new(0);
+
+/// How many GEMM launches read `A` in place along a row stride with the narrow tile
+/// ([`TILE_AVX512_NARROW`]) in this process (lets tests check that they cover that path).
+pub fn strided_launches() -> u64 {
+    STRIDED_LAUNCHES.load(Ordering::Relaxed)
 }
 
 /// Runs a table kernel (`out[t]` for `t` in `0..len`, `int64`) and returns the table.
@@ -265,6 +307,13 @@ impl InPlaceTables {
         if plan.tile == TILE_AVX512 && k_contiguous {
             return Ok(None);
         }
+        let stride = if plan.tile == TILE_AVX512_NARROW && k_contiguous && plan.m >= 2 {
+            let d = rows[1] - rows[0];
+            let equal = rows[..plan.m].windows(2).all(|w| w[1] - w[0] == d);
+            (equal && d >= 0).then_some(d as usize)
+        } else {
+            None
+        };
         let batches = run_table(dev, &op.batches, plan.batch)?;
         let range = |v: &[i64]| {
             let lo = v.iter().copied().min().unwrap_or(0);
@@ -287,6 +336,7 @@ impl InPlaceTables {
             slot: op.slot,
             lo: rl.saturating_add(kl).saturating_add(bl),
             hi,
+            stride,
             prepare,
             rows,
             ks,
@@ -400,7 +450,8 @@ impl GemmKernel {
         // the micro-kernels' contract (see `microkernel`): a 32-column tile only where the CPU
         // has AVX-512
         assert!(
-            tile == TILE || (tile == TILE_AVX512 && avx512_available()),
+            tile == TILE
+                || ((tile == TILE_AVX512 || tile == TILE_AVX512_NARROW) && avx512_available()),
             "GEMM kernel: tile {tile:?} has no micro-kernel on this CPU"
         );
         let group = Some(plan.pack_a_group_axis);
@@ -468,6 +519,9 @@ impl GemmKernel {
         let mut a_base = 0;
         if let Some(t) = in_place {
             IN_PLACE_LAUNCHES.fetch_add(1, Ordering::Relaxed);
+            if t.stride.is_some() {
+                STRIDED_LAUNCHES.fetch_add(1, Ordering::Relaxed);
+            }
             a_base = addrs[t.slot];
             if let Some(k) = &t.prepare {
                 resize(&mut scratch.prepared, t.hi as usize + 1);
@@ -529,6 +583,8 @@ impl GemmKernel {
                             rows: t.rows.as_ptr() as usize,
                             ks: t.ks.as_ptr() as usize + 8 * k0,
                             k_left: p.k - k0,
+                            stride: t.stride,
+                            m: p.m,
                         }),
                         ..chunk
                     };
@@ -594,6 +650,7 @@ impl GemmKernel {
                 self.name,
                 match in_place {
                     Some(t) if t.prepare.is_some() => "A prepared and read in place, ",
+                    Some(t) if t.stride.is_some() => "A read in place along its row stride, ",
                     Some(_) => "A read in place, ",
                     None => "",
                 },
@@ -755,6 +812,75 @@ struct InPlaceA {
     /// `k` values left from the chunk's start (the last block stops at K: the packed `B` is
     /// zero past it, but `A` values there are real data and `inf * 0` would be NaN).
     k_left: usize,
+    /// [`InPlaceTables::stride`].
+    stride: Option<usize>,
+    /// Rows of `A` (without padding): a panel reaching past them is read through the tables.
+    m: usize,
+}
+
+impl InPlaceA {
+    /// One panel's multiply with `A` read in place: `C[row0..row0 + mr][..nr] (+)= A[row0..][kk
+    /// .. kk + kc] x B`. The 12-row narrow tile reads a panel of equally spaced rows along their
+    /// stride, any other panel (the last one, with padding rows; an operand with a row table)
+    /// as two 6-row halves through the tables with the AVX2 kernel (same 16-column `C` tile).
+    ///
+    /// # Safety
+    /// `rows` must hold entries `row0..row0 + mr` (`row0 + mr <= mp`), `ks` entries `kk..kk +
+    /// kc` (`kk + kc <= k_left`), and every sum `rows[i] + ks[p]` from `base` must be inside the
+    /// operand (checked by `InPlaceTables::fits` for all combinations); `b` a packed `B` panel
+    /// of `kc` x `nr` floats from `kk`; `c` an `mr x nr` tile at stride `ldc` that no other task
+    /// writes; `(mr, nr)` a tile `GemmKernel::new` checked has a kernel on this CPU.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn panel(
+        &self,
+        mr: usize,
+        nr: usize,
+        kc: usize,
+        kk: usize,
+        row0: usize,
+        b: usize,
+        c: usize,
+        ldc: usize,
+        accumulate: bool,
+    ) {
+        let rows = self.rows + 8 * row0;
+        let ks = self.ks + 8 * kk;
+        if mr == TILE_AVX512_NARROW.mr {
+            if let Some(stride) = self.stride.filter(|_| row0 + mr <= self.m) {
+                // SAFETY: the caller guarantees `rows` has this panel's entries and `ks` kk's.
+                let first = unsafe { *(rows as *const i64) + *(ks as *const i64) };
+                let a = self.base.wrapping_add((first as usize).wrapping_mul(4));
+                // SAFETY: rows row0..row0 + 12 are below m, where rows[row0 + i] = rows[row0]
+                // + i * stride, and ks is contiguous, so a + i * stride + p is element
+                // rows[row0 + i] + ks[kk + p] of the operand, inside it per the caller's
+                // contract; the tile is 12 x 16 (AVX-512F checked by `GemmKernel::new`).
+                unsafe { microkernel_strided(kc, a, stride, b, c, ldc, accumulate) };
+                return;
+            }
+            for half in [0, 6] {
+                // SAFETY: the two halves are rows row0..row0 + 6 and row0 + 6..row0 + 12 of the
+                // caller's panel, with the same bounds; the 6x16 kernel needs AVX2 + FMA only.
+                unsafe {
+                    microkernel_in_place(
+                        nr,
+                        kc,
+                        self.base,
+                        rows + 8 * half,
+                        ks,
+                        b,
+                        c + 4 * half * ldc,
+                        ldc,
+                        accumulate,
+                    )
+                };
+            }
+            return;
+        }
+        // SAFETY: forwarded from the caller's contract for a 6-row tile.
+        unsafe {
+            microkernel_in_place(nr, kc, self.base, rows, ks, b, c, ldc, accumulate);
+        }
+    }
 }
 
 impl BlockJob {
@@ -787,307 +913,28 @@ impl BlockJob {
                 let b = self.b + 4 * (jn * self.k_chunk * nr + kk * nr);
                 for im in ms.clone() {
                     if let Some(ip) = self.in_place {
-                        let c = self.c + 4 * ((self.m0 + im * mr) * self.np + jn * nr);
-                        let rows = ip.rows + 8 * (self.m0 + im * mr);
-                        // SAFETY: `rows` holds 6 entries for this panel (m0 + im*mr + 6 <=
-                        // mp), `ks` kc entries from kk (kk + kc <= K - k0), and every sum
-                        // rows[i] + ks[p] from `base` is inside the operand (checked by
-                        // `InPlaceTables::fits` for all combinations); `nr`, `b` and `c` as
-                        // below.
-                        unsafe {
-                            microkernel_in_place(
-                                nr,
-                                kc,
-                                ip.base,
-                                rows,
-                                ip.ks + 8 * kk,
-                                b,
-                                c,
-                                self.np,
-                                accumulate,
-                            )
-                        };
+                        let row0 = self.m0 + im * mr;
+                        let c = self.c + 4 * (row0 * self.np + jn * nr);
+                        // SAFETY: `rows` holds mp entries (row0 + mr <= mp), `ks` the chunk's
+                        // K - k0 from its start (kk + kc <= k_left), every table sum is inside
+                        // the operand (`InPlaceTables::fits` for all combinations); `b` is
+                        // panel jn of the packed B, `c` this task's mr x nr tile of the padded
+                        // C (tasks own disjoint panel ranges); the tile is the plan's, checked
+                        // by `GemmKernel::new`.
+                        unsafe { ip.panel(mr, nr, kc, kk, row0, b, c, self.np, accumulate) };
                         continue;
                     }
                     let a = self.a + 4 * (im * self.k_chunk * mr + kk * mr);
                     let c = self.c + 4 * ((self.m0 + im * mr) * self.np + jn * nr);
                     // SAFETY: `a` and `b` point at packed panels with `kb` rows of `mr` and
                     // `nr` floats inside the scratch buffers (panel `im` < rows / mr of the A
-                    // chunk, `jn` < np / nr, kk + kb <= k_chunk); `c` at a 6 x nr tile of the
-                    // padded C (rows m0 + im*mr + 0..6 < mp, columns jn*nr + 0..nr <= np) that
-                    // no other task writes (tasks own disjoint panel ranges); `nr` is the
-                    // plan's tile, which `GemmKernel::new` checked has a kernel on this CPU.
-                    unsafe { microkernel(nr, self.kb, a, b, c, self.np, accumulate) };
+                    // chunk, `jn` < np / nr, kk + kb <= k_chunk); `c` at an mr x nr tile of the
+                    // padded C (rows m0 + im*mr + 0..mr <= mp, columns jn*nr + 0..nr <= np)
+                    // that no other task writes (tasks own disjoint panel ranges); `(mr, nr)`
+                    // is the plan's tile, which `GemmKernel::new` checked has a kernel here.
+                    unsafe { microkernel(mr, nr, self.kb, a, b, c, self.np, accumulate) };
                 }
             }
-        }
-    }
-}
-
-/// `C[0..6][0..nr] (+)= sum_p A[p][0..6]^T B[p][0..nr]`, packed A (groups of 4 `p` per row:
-/// `A[p][i]` at `(p / 4) * 24 + i * 4 + p % 4`) and B (`nr` per `p`), C with row stride `ldc`;
-/// `nr` 16 (AVX2) or 32 (AVX-512).
-///
-/// # Safety
-/// `a` must be valid for `6 * kc` floats, `b` for `nr * kc`, `c` for 6 rows of `nr` floats at
-/// stride `ldc`, not accessed concurrently; `kc` a multiple of 4; the CPU must have AVX2 and
-/// FMA ([`enabled`]), and AVX-512F when `nr` is 32.
-#[cfg(target_arch = "x86_64")]
-#[allow(clippy::too_many_arguments)]
-unsafe fn microkernel(
-    nr: usize,
-    kc: usize,
-    a: usize,
-    b: usize,
-    c: usize,
-    ldc: usize,
-    accumulate: bool,
-) {
-    let (a, b, c) = (a as *const f32, b as *const f32, c as *mut f32);
-    match nr {
-        // SAFETY: forwarded from the caller's contract, which includes AVX-512F for nr = 32.
-        32 => unsafe { microkernel_avx512(kc, a, b, c, ldc, accumulate) },
-        // SAFETY: forwarded from the caller's contract; AVX2+FMA checked by `enabled`.
-        16 => unsafe { microkernel_avx2(kc, a, b, c, ldc, accumulate) },
-        _ => unreachable!("GEMM micro-kernel: no kernel for nr = {nr}"),
-    }
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-#[allow(clippy::too_many_arguments)]
-unsafe fn microkernel(_: usize, _: usize, _: usize, _: usize, _: usize, _: usize, _: bool) {
-    unreachable!("the GEMM path is only enabled on x86_64 with AVX2 and FMA")
-}
-
-/// [`microkernel`] with `A` read in place: `A[p][i]` is the float at
-/// `base + 4 * (rows[i] + ks[p])`.
-///
-/// # Safety
-/// `rows` must be valid for 6 `i64`, `ks` for `kc`, every `base + 4 * (rows[i] + ks[p])` a
-/// float inside one live allocation; `nr`, `b` and `c` as for [`microkernel`] (any `kc`).
-#[cfg(target_arch = "x86_64")]
-#[allow(clippy::too_many_arguments)]
-unsafe fn microkernel_in_place(
-    nr: usize,
-    kc: usize,
-    base: usize,
-    rows: usize,
-    ks: usize,
-    b: usize,
-    c: usize,
-    ldc: usize,
-    accumulate: bool,
-) {
-    // SAFETY: the caller guarantees `rows` holds 6 entries.
-    let rows = unsafe { std::slice::from_raw_parts(rows as *const i64, 6) };
-    let base = base as *const f32;
-    let r: [*const f32; 6] = std::array::from_fn(|i| base.wrapping_offset(rows[i] as isize));
-    let (ks, b, c) = (ks as *const i64, b as *const f32, c as *mut f32);
-    match nr {
-        // SAFETY: forwarded from the caller's contract, which includes AVX-512F for nr = 32.
-        32 => unsafe { microkernel_in_place_avx512(kc, &r, ks, b, c, ldc, accumulate) },
-        // SAFETY: forwarded from the caller's contract; AVX2+FMA checked by `enabled`.
-        16 => unsafe { microkernel_in_place_avx2(kc, &r, ks, b, c, ldc, accumulate) },
-        _ => unreachable!("GEMM micro-kernel: no kernel for nr = {nr}"),
-    }
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-#[allow(clippy::too_many_arguments)]
-unsafe fn microkernel_in_place(
-    _: usize,
-    _: usize,
-    _: usize,
-    _: usize,
-    _: usize,
-    _: usize,
-    _: usize,
-    _: usize,
-    _: bool,
-) {
-    unreachable!("the GEMM path is only enabled on x86_64 with AVX2 and FMA")
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn microkernel_in_place_avx2(
-    kc: usize,
-    r: &[*const f32; 6],
-    ks: *const i64,
-    b: *const f32,
-    c: *mut f32,
-    ldc: usize,
-    accumulate: bool,
-) {
-    use std::arch::x86_64::*;
-    let mut acc = [[_mm256_setzero_ps(); 2]; 6];
-    let [r0, r1, r2, r3, r4, r5] = *r;
-    for p in 0..kc {
-        // SAFETY: the caller guarantees `ks` has kc entries, `b` 16*kc floats and every
-        // row pointer moved by a `ks` entry a float inside the operand.
-        unsafe {
-            let off = *ks.add(p) as isize;
-            let b0 = _mm256_loadu_ps(b.add(p * 16));
-            let b1 = _mm256_loadu_ps(b.add(p * 16 + 8));
-            for (i, rp) in [r0, r1, r2, r3, r4, r5].into_iter().enumerate() {
-                let ai = _mm256_broadcast_ss(&*rp.wrapping_offset(off));
-                acc[i][0] = _mm256_fmadd_ps(ai, b0, acc[i][0]);
-                acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
-            }
-        }
-    }
-    // SAFETY: the caller guarantees `c` has a 6 x 16 tile at stride `ldc`.
-    unsafe { store_tile(&acc, c, ldc, accumulate) };
-}
-
-/// Writes (or adds) a 6x16 tile of accumulators into `C`.
-///
-/// # Safety
-/// `c` must be valid for 6 rows of 16 floats at stride `ldc`, not accessed concurrently.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn store_tile(
-    acc: &[[std::arch::x86_64::__m256; 2]; 6],
-    c: *mut f32,
-    ldc: usize,
-    accumulate: bool,
-) {
-    use std::arch::x86_64::*;
-    for (i, row) in acc.iter().enumerate() {
-        // SAFETY: the caller guarantees `c` has 6 rows of 16 floats at stride `ldc` (i < 6).
-        unsafe {
-            let cp = c.add(i * ldc);
-            let (mut r0, mut r1) = (row[0], row[1]);
-            if accumulate {
-                r0 = _mm256_add_ps(r0, _mm256_loadu_ps(cp));
-                r1 = _mm256_add_ps(r1, _mm256_loadu_ps(cp.add(8)));
-            }
-            _mm256_storeu_ps(cp, r0);
-            _mm256_storeu_ps(cp.add(8), r1);
-        }
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn microkernel_avx2(
-    kc: usize,
-    a: *const f32,
-    b: *const f32,
-    c: *mut f32,
-    ldc: usize,
-    accumulate: bool,
-) {
-    use std::arch::x86_64::*;
-    let mut acc = [[_mm256_setzero_ps(); 2]; 6];
-    for g in 0..kc / A_K_GROUP {
-        for kk in 0..A_K_GROUP {
-            let p = g * A_K_GROUP + kk;
-            // SAFETY: the caller guarantees `a` has 6*kc and `b` 16*kc floats (p < kc, and
-            // g * 24 + i * 4 + kk < 6 * kc).
-            unsafe {
-                let b0 = _mm256_loadu_ps(b.add(p * 16));
-                let b1 = _mm256_loadu_ps(b.add(p * 16 + 8));
-                for (i, row) in acc.iter_mut().enumerate() {
-                    let ai = _mm256_broadcast_ss(&*a.add(g * 6 * A_K_GROUP + i * A_K_GROUP + kk));
-                    row[0] = _mm256_fmadd_ps(ai, b0, row[0]);
-                    row[1] = _mm256_fmadd_ps(ai, b1, row[1]);
-                }
-            }
-        }
-    }
-    // SAFETY: the caller guarantees `c` has a 6 x 16 tile at stride `ldc`.
-    unsafe { store_tile(&acc, c, ldc, accumulate) };
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn microkernel_avx512(
-    kc: usize,
-    a: *const f32,
-    b: *const f32,
-    c: *mut f32,
-    ldc: usize,
-    accumulate: bool,
-) {
-    use std::arch::x86_64::*;
-    let mut acc = [[_mm512_setzero_ps(); 2]; 6];
-    for g in 0..kc / A_K_GROUP {
-        for kk in 0..A_K_GROUP {
-            let p = g * A_K_GROUP + kk;
-            // SAFETY: the caller guarantees `a` has 6*kc and `b` 32*kc floats (p < kc, and
-            // g * 24 + i * 4 + kk < 6 * kc).
-            unsafe {
-                let b0 = _mm512_loadu_ps(b.add(p * 32));
-                let b1 = _mm512_loadu_ps(b.add(p * 32 + 16));
-                for (i, row) in acc.iter_mut().enumerate() {
-                    let ai = _mm512_set1_ps(*a.add(g * 6 * A_K_GROUP + i * A_K_GROUP + kk));
-                    row[0] = _mm512_fmadd_ps(ai, b0, row[0]);
-                    row[1] = _mm512_fmadd_ps(ai, b1, row[1]);
-                }
-            }
-        }
-    }
-    // SAFETY: the caller guarantees `c` has a 6 x 32 tile at stride `ldc`.
-    unsafe { store_tile_avx512(&acc, c, ldc, accumulate) };
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn microkernel_in_place_avx512(
-    kc: usize,
-    r: &[*const f32; 6],
-    ks: *const i64,
-    b: *const f32,
-    c: *mut f32,
-    ldc: usize,
-    accumulate: bool,
-) {
-    use std::arch::x86_64::*;
-    let mut acc = [[_mm512_setzero_ps(); 2]; 6];
-    let [r0, r1, r2, r3, r4, r5] = *r;
-    for p in 0..kc {
-        // SAFETY: the caller guarantees `ks` has kc entries, `b` 32*kc floats and every
-        // row pointer moved by a `ks` entry a float inside the operand.
-        unsafe {
-            let off = *ks.add(p) as isize;
-            let b0 = _mm512_loadu_ps(b.add(p * 32));
-            let b1 = _mm512_loadu_ps(b.add(p * 32 + 16));
-            for (i, rp) in [r0, r1, r2, r3, r4, r5].into_iter().enumerate() {
-                let ai = _mm512_set1_ps(*rp.wrapping_offset(off));
-                acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
-                acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
-            }
-        }
-    }
-    // SAFETY: the caller guarantees `c` has a 6 x 32 tile at stride `ldc`.
-    unsafe { store_tile_avx512(&acc, c, ldc, accumulate) };
-}
-
-/// Writes (or adds) a 6x32 tile of accumulators into `C`.
-///
-/// # Safety
-/// `c` must be valid for 6 rows of 32 floats at stride `ldc`, not accessed concurrently.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn store_tile_avx512(
-    acc: &[[std::arch::x86_64::__m512; 2]; 6],
-    c: *mut f32,
-    ldc: usize,
-    accumulate: bool,
-) {
-    use std::arch::x86_64::*;
-    for (i, row) in acc.iter().enumerate() {
-        // SAFETY: the caller guarantees `c` has 6 rows of 32 floats at stride `ldc` (i < 6).
-        unsafe {
-            let cp = c.add(i * ldc);
-            let (mut r0, mut r1) = (row[0], row[1]);
-            if accumulate {
-                r0 = _mm512_add_ps(r0, _mm512_loadu_ps(cp));
-                r1 = _mm512_add_ps(r1, _mm512_loadu_ps(cp.add(16)));
-            }
-            _mm512_storeu_ps(cp, r0);
-            _mm512_storeu_ps(cp.add(16), r1);
         }
     }
 }

@@ -115,7 +115,11 @@ fn matmuls() {
 fn only_gemm(out: &Tensor, label: &str) -> tinygrad_codegen::gemm::GemmPlan {
     let plans: Vec<_> = Tensor::schedule(&[out])
         .iter()
-        .filter_map(|it| tinygrad_codegen::gemm::plan_gemm(&it.ast, gemm::tile(), 0.0))
+        .filter_map(|it| {
+            let plan = tinygrad_codegen::gemm::plan_gemm(&it.ast, gemm::tile(), 0.0)?;
+            let tile = gemm::tile_for(plan.n);
+            tinygrad_codegen::gemm::plan_gemm(&it.ast, tile, 0.0)
+        })
         .collect();
     let n = plans.len();
     let [plan] = <[_; 1]>::try_from(plans).unwrap_or_else(|_| {
@@ -284,6 +288,75 @@ fn operands_read_in_place() {
     assert!(
         gemm::in_place_launches() > after_plain,
         "the transposed A was packed"
+    );
+}
+
+/// GEMMs with at most 16 columns (a batch-1 transformer's projections: N = tokens) take the
+/// 12x16 tile where the CPU has AVX-512, with `A` read along its row stride when it is
+/// contiguous along K, else through its tables in 6-row halves (also the last panel when M is
+/// not a multiple of 12), else packed. Each way against `REF`, forward and backward, with K
+/// past one block and not a multiple of it.
+#[test]
+fn narrow_gemms() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !gemm::enabled() {
+        println!("skipped: the GEMM path is off (CPU_GEMM=0 or no AVX2/FMA)");
+        return;
+    }
+    let narrow = gemm::tile_for(16) == gemm::TILE_AVX512_NARROW;
+    println!("tile for 16 columns: {:?}", gemm::tile_for(16));
+    let before = gemm::strided_launches();
+    // (tokens, in, out): N = tokens
+    for (t, k, o) in [(16, 384, 384), (12, 100, 48), (5, 777, 30), (9, 64, 25)] {
+        let (x, w, b) = (rand(&[t, k], 80), rand(&[o, k], 81), rand(&[o], 82));
+        let out = x.linear(&w.t(), Some(&b));
+        let plan = only_gemm(&out, &format!("{t}x{k}x{o}"));
+        assert_eq!((plan.m, plan.n), (o, t), "{t}x{k}x{o}: (M, N)");
+        assert_eq!(
+            plan.tile == gemm::TILE_AVX512_NARROW,
+            narrow,
+            "{t}x{k}x{o}: tile"
+        );
+        check(&format!("linear {t}x{k}x{o}"), &[x, w, b], |t| {
+            t[0].linear(&t[1].t(), Some(&t[2])).gelu()
+        });
+    }
+    if narrow && gemm::in_place_enabled() {
+        assert!(
+            gemm::strided_launches() > before,
+            "no narrow GEMM read A along its stride"
+        );
+    }
+    // rows in reverse order (a negative stride): through the tables
+    let (x, w) = (rand(&[10, 70], 83), rand(&[36, 70], 84));
+    check("linear of flipped weight rows", &[x, w], |t| {
+        t[0].matmul(&t[1].flip(&[0]).t())
+    });
+    // a weight stored transposed (not contiguous along K): through the tables
+    let (x, w) = (rand(&[14, 50], 85), rand(&[50, 40], 86));
+    check("matmul, K-major weight", &[x, w], |t| t[0].matmul(&t[1]));
+    // a product of two weights: packed
+    let (x, w, v) = (rand(&[8, 90], 87), rand(&[30, 90], 88), rand(&[30, 90], 89));
+    check("linear of a product", &[x, w, v], |t| {
+        t[0].matmul(&(&t[1] * &t[2]).t())
+    });
+    // K past one block, inf in the last k of A: the strided kernel must stop at K
+    let (k, m, n) = (401, 24, 16);
+    let w = Tensor::cat(
+        &[
+            &rand(&[m, k - 1], 90),
+            &Tensor::full(&[m, 1], f32::INFINITY),
+        ],
+        1,
+    );
+    w.realize();
+    let x = (rand(&[n, k], 91).abs() + 0.1).contiguous();
+    x.realize();
+    let got = x.matmul(&w.t()).to_vec::<f32>();
+    assert!(
+        got.iter().all(|v| *v == f32::INFINITY),
+        "narrow GEMM read past K: {:?}",
+        &got[..4]
     );
 }
 

@@ -1,0 +1,422 @@
+//! The GEMM path's micro-kernels: register-tiled outer products written with `std::arch`
+//! intrinsics, one per tile ([`super::TILE`], [`super::TILE_AVX512`],
+//! [`super::TILE_AVX512_NARROW`]) and per way of reading `A` (packed, in place through row and
+//! K tables, in place with a row stride).
+//!
+//! Every function here is `unsafe`: the callers in `super` own the buffers and prove the bounds
+//! (see each function's `# Safety`); the CPU features are checked once by `super::enabled` and
+//! `super::avx512_available`.
+
+use super::A_K_GROUP;
+
+/// `C[0..mr][0..nr] (+)= sum_p A[p][0..mr]^T B[p][0..nr]`, packed A (groups of 4 `p` per row:
+/// `A[p][i]` at `(p / 4) * 4 * mr + i * 4 + p % 4`) and B (`nr` per `p`), C with row stride
+/// `ldc`; `(mr, nr)` one of the tiles: 6x16 (AVX2), 6x32 or 12x16 (AVX-512).
+///
+/// # Safety
+/// `a` must be valid for `mr * kc` floats, `b` for `nr * kc`, `c` for `mr` rows of `nr` floats
+/// at stride `ldc`, not accessed concurrently; `kc` a multiple of 4; the CPU must have AVX2 and
+/// FMA (`super::enabled`), and AVX-512F for the AVX-512 tiles.
+#[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn microkernel(
+    mr: usize,
+    nr: usize,
+    kc: usize,
+    a: usize,
+    b: usize,
+    c: usize,
+    ldc: usize,
+    accumulate: bool,
+) {
+    let (a, b, c) = (a as *const f32, b as *const f32, c as *mut f32);
+    match (mr, nr) {
+        // SAFETY: forwarded from the caller's contract, which includes AVX-512F for this tile.
+        (6, 32) => unsafe { microkernel_avx512(kc, a, b, c, ldc, accumulate) },
+        // SAFETY: forwarded from the caller's contract; AVX2+FMA checked by `enabled`.
+        (6, 16) => unsafe { microkernel_avx2(kc, a, b, c, ldc, accumulate) },
+        // SAFETY: forwarded from the caller's contract, which includes AVX-512F for this tile.
+        (12, 16) => unsafe { microkernel_narrow_avx512(kc, a, b, c, ldc, accumulate) },
+        _ => unreachable!("GEMM micro-kernel: no kernel for a {mr}x{nr} tile"),
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn microkernel(
+    _: usize,
+    _: usize,
+    _: usize,
+    _: usize,
+    _: usize,
+    _: usize,
+    _: usize,
+    _: bool,
+) {
+    unreachable!("the GEMM path is only enabled on x86_64 with AVX2 and FMA")
+}
+
+/// The 12x16 tile (AVX-512: one 16-lane vector per row, 12 accumulators) with `A` read in place
+/// along a row stride: `A[p][i]` is `a[i * lda + p]` (an operand contiguous along K whose rows
+/// are `lda` apart: a linear layer's weight). For GEMMs with at most 16 columns (a batch-1
+/// transformer's projections, N = tokens), where the 6x32 tile would be half padding and
+/// packing `A` (used by one column panel only) would cost as much as the multiply.
+///
+/// # Safety
+/// `a + i * lda + p` must be a float inside one live allocation for `i < 12`, `p < kc`; `b`
+/// valid for `16 * kc` floats, `c` for 12 rows of 16 floats at stride `ldc`, not accessed
+/// concurrently; the CPU must have AVX-512F.
+#[cfg(target_arch = "x86_64")]
+pub(super) unsafe fn microkernel_strided(
+    kc: usize,
+    a: usize,
+    lda: usize,
+    b: usize,
+    c: usize,
+    ldc: usize,
+    accumulate: bool,
+) {
+    let (a, b, c) = (a as *const f32, b as *const f32, c as *mut f32);
+    // SAFETY: forwarded from the caller's contract, which includes AVX-512F.
+    unsafe { microkernel_strided_avx512(kc, a, lda, b, c, ldc, accumulate) }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+pub(super) unsafe fn microkernel_strided(
+    _: usize,
+    _: usize,
+    _: usize,
+    _: usize,
+    _: usize,
+    _: usize,
+    _: bool,
+) {
+    unreachable!("the GEMM path is only enabled on x86_64 with AVX2 and FMA")
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn microkernel_narrow_avx512(
+    kc: usize,
+    a: *const f32,
+    b: *const f32,
+    c: *mut f32,
+    ldc: usize,
+    accumulate: bool,
+) {
+    use std::arch::x86_64::*;
+    let mut acc = [_mm512_setzero_ps(); 12];
+    for g in 0..kc / A_K_GROUP {
+        for kk in 0..A_K_GROUP {
+            let p = g * A_K_GROUP + kk;
+            // SAFETY: the caller guarantees `a` has 12*kc and `b` 16*kc floats (p < kc, and
+            // g * 48 + i * 4 + kk < 12 * kc).
+            unsafe {
+                let bv = _mm512_loadu_ps(b.add(p * 16));
+                for (i, row) in acc.iter_mut().enumerate() {
+                    let ai = _mm512_set1_ps(*a.add(g * 12 * A_K_GROUP + i * A_K_GROUP + kk));
+                    *row = _mm512_fmadd_ps(ai, bv, *row);
+                }
+            }
+        }
+    }
+    // SAFETY: the caller guarantees `c` has a 12 x 16 tile at stride `ldc`.
+    unsafe { store_tile_narrow(&acc, c, ldc, accumulate) };
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn microkernel_strided_avx512(
+    kc: usize,
+    a: *const f32,
+    lda: usize,
+    b: *const f32,
+    c: *mut f32,
+    ldc: usize,
+    accumulate: bool,
+) {
+    use std::arch::x86_64::*;
+    let mut acc = [_mm512_setzero_ps(); 12];
+    // Four row pointers, each also reaching the next two rows at one and two strides (an
+    // addressing mode's index register): twelve pointers would not fit in registers.
+    let q: [*const f32; 4] = std::array::from_fn(|j| a.wrapping_add(3 * j * lda));
+    let (s1, s2) = (lda, 2 * lda);
+    for p in 0..kc {
+        // SAFETY: the caller guarantees `b` has 16*kc floats and that `a + i*lda + p` is
+        // inside the operand for i < 12, p < kc: q[j] + t*lda + p is row 3j + t.
+        unsafe {
+            let bv = _mm512_loadu_ps(b.add(p * 16));
+            for (j, qj) in q.iter().enumerate() {
+                let r = qj.add(p);
+                let a0 = _mm512_set1_ps(*r);
+                let a1 = _mm512_set1_ps(*r.add(s1));
+                let a2 = _mm512_set1_ps(*r.add(s2));
+                acc[3 * j] = _mm512_fmadd_ps(a0, bv, acc[3 * j]);
+                acc[3 * j + 1] = _mm512_fmadd_ps(a1, bv, acc[3 * j + 1]);
+                acc[3 * j + 2] = _mm512_fmadd_ps(a2, bv, acc[3 * j + 2]);
+            }
+        }
+    }
+    // SAFETY: the caller guarantees `c` has a 12 x 16 tile at stride `ldc`.
+    unsafe { store_tile_narrow(&acc, c, ldc, accumulate) };
+}
+
+/// Writes (or adds) a 12x16 tile of accumulators into `C`.
+///
+/// # Safety
+/// `c` must be valid for 12 rows of 16 floats at stride `ldc`, not accessed concurrently.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn store_tile_narrow(
+    acc: &[std::arch::x86_64::__m512; 12],
+    c: *mut f32,
+    ldc: usize,
+    accumulate: bool,
+) {
+    use std::arch::x86_64::*;
+    for (i, row) in acc.iter().enumerate() {
+        // SAFETY: the caller guarantees `c` has 12 rows of 16 floats at stride `ldc` (i < 12).
+        unsafe {
+            let cp = c.add(i * ldc);
+            let mut r = *row;
+            if accumulate {
+                r = _mm512_add_ps(r, _mm512_loadu_ps(cp));
+            }
+            _mm512_storeu_ps(cp, r);
+        }
+    }
+}
+
+/// [`microkernel`]'s 6-row tiles (`nr` 16: AVX2, 32: AVX-512) with `A` read in place:
+/// `A[p][i]` is the float at `base + 4 * (rows[i] + ks[p])`.
+///
+/// # Safety
+/// `rows` must be valid for 6 `i64`, `ks` for `kc`, every `base + 4 * (rows[i] + ks[p])` a
+/// float inside one live allocation; `b` and `c` as for [`microkernel`] with `mr = 6` (any
+/// `kc`).
+#[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn microkernel_in_place(
+    nr: usize,
+    kc: usize,
+    base: usize,
+    rows: usize,
+    ks: usize,
+    b: usize,
+    c: usize,
+    ldc: usize,
+    accumulate: bool,
+) {
+    // SAFETY: the caller guarantees `rows` holds 6 entries.
+    let rows = unsafe { std::slice::from_raw_parts(rows as *const i64, 6) };
+    let base = base as *const f32;
+    let r: [*const f32; 6] = std::array::from_fn(|i| base.wrapping_offset(rows[i] as isize));
+    let (ks, b, c) = (ks as *const i64, b as *const f32, c as *mut f32);
+    match nr {
+        // SAFETY: forwarded from the caller's contract, which includes AVX-512F for nr = 32.
+        32 => unsafe { microkernel_in_place_avx512(kc, &r, ks, b, c, ldc, accumulate) },
+        // SAFETY: forwarded from the caller's contract; AVX2+FMA checked by `enabled`.
+        16 => unsafe { microkernel_in_place_avx2(kc, &r, ks, b, c, ldc, accumulate) },
+        _ => unreachable!("GEMM micro-kernel: no kernel for nr = {nr}"),
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn microkernel_in_place(
+    _: usize,
+    _: usize,
+    _: usize,
+    _: usize,
+    _: usize,
+    _: usize,
+    _: usize,
+    _: usize,
+    _: bool,
+) {
+    unreachable!("the GEMM path is only enabled on x86_64 with AVX2 and FMA")
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn microkernel_in_place_avx2(
+    kc: usize,
+    r: &[*const f32; 6],
+    ks: *const i64,
+    b: *const f32,
+    c: *mut f32,
+    ldc: usize,
+    accumulate: bool,
+) {
+    use std::arch::x86_64::*;
+    let mut acc = [[_mm256_setzero_ps(); 2]; 6];
+    let [r0, r1, r2, r3, r4, r5] = *r;
+    for p in 0..kc {
+        // SAFETY: the caller guarantees `ks` has kc entries, `b` 16*kc floats and every
+        // row pointer moved by a `ks` entry a float inside the operand.
+        unsafe {
+            let off = *ks.add(p) as isize;
+            let b0 = _mm256_loadu_ps(b.add(p * 16));
+            let b1 = _mm256_loadu_ps(b.add(p * 16 + 8));
+            for (i, rp) in [r0, r1, r2, r3, r4, r5].into_iter().enumerate() {
+                let ai = _mm256_broadcast_ss(&*rp.wrapping_offset(off));
+                acc[i][0] = _mm256_fmadd_ps(ai, b0, acc[i][0]);
+                acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
+            }
+        }
+    }
+    // SAFETY: the caller guarantees `c` has a 6 x 16 tile at stride `ldc`.
+    unsafe { store_tile(&acc, c, ldc, accumulate) };
+}
+
+/// Writes (or adds) a 6x16 tile of accumulators into `C`.
+///
+/// # Safety
+/// `c` must be valid for 6 rows of 16 floats at stride `ldc`, not accessed concurrently.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn store_tile(
+    acc: &[[std::arch::x86_64::__m256; 2]; 6],
+    c: *mut f32,
+    ldc: usize,
+    accumulate: bool,
+) {
+    use std::arch::x86_64::*;
+    for (i, row) in acc.iter().enumerate() {
+        // SAFETY: the caller guarantees `c` has 6 rows of 16 floats at stride `ldc` (i < 6).
+        unsafe {
+            let cp = c.add(i * ldc);
+            let (mut r0, mut r1) = (row[0], row[1]);
+            if accumulate {
+                r0 = _mm256_add_ps(r0, _mm256_loadu_ps(cp));
+                r1 = _mm256_add_ps(r1, _mm256_loadu_ps(cp.add(8)));
+            }
+            _mm256_storeu_ps(cp, r0);
+            _mm256_storeu_ps(cp.add(8), r1);
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn microkernel_avx2(
+    kc: usize,
+    a: *const f32,
+    b: *const f32,
+    c: *mut f32,
+    ldc: usize,
+    accumulate: bool,
+) {
+    use std::arch::x86_64::*;
+    let mut acc = [[_mm256_setzero_ps(); 2]; 6];
+    for g in 0..kc / A_K_GROUP {
+        for kk in 0..A_K_GROUP {
+            let p = g * A_K_GROUP + kk;
+            // SAFETY: the caller guarantees `a` has 6*kc and `b` 16*kc floats (p < kc, and
+            // g * 24 + i * 4 + kk < 6 * kc).
+            unsafe {
+                let b0 = _mm256_loadu_ps(b.add(p * 16));
+                let b1 = _mm256_loadu_ps(b.add(p * 16 + 8));
+                for (i, row) in acc.iter_mut().enumerate() {
+                    let ai = _mm256_broadcast_ss(&*a.add(g * 6 * A_K_GROUP + i * A_K_GROUP + kk));
+                    row[0] = _mm256_fmadd_ps(ai, b0, row[0]);
+                    row[1] = _mm256_fmadd_ps(ai, b1, row[1]);
+                }
+            }
+        }
+    }
+    // SAFETY: the caller guarantees `c` has a 6 x 16 tile at stride `ldc`.
+    unsafe { store_tile(&acc, c, ldc, accumulate) };
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn microkernel_avx512(
+    kc: usize,
+    a: *const f32,
+    b: *const f32,
+    c: *mut f32,
+    ldc: usize,
+    accumulate: bool,
+) {
+    use std::arch::x86_64::*;
+    let mut acc = [[_mm512_setzero_ps(); 2]; 6];
+    for g in 0..kc / A_K_GROUP {
+        for kk in 0..A_K_GROUP {
+            let p = g * A_K_GROUP + kk;
+            // SAFETY: the caller guarantees `a` has 6*kc and `b` 32*kc floats (p < kc, and
+            // g * 24 + i * 4 + kk < 6 * kc).
+            unsafe {
+                let b0 = _mm512_loadu_ps(b.add(p * 32));
+                let b1 = _mm512_loadu_ps(b.add(p * 32 + 16));
+                for (i, row) in acc.iter_mut().enumerate() {
+                    let ai = _mm512_set1_ps(*a.add(g * 6 * A_K_GROUP + i * A_K_GROUP + kk));
+                    row[0] = _mm512_fmadd_ps(ai, b0, row[0]);
+                    row[1] = _mm512_fmadd_ps(ai, b1, row[1]);
+                }
+            }
+        }
+    }
+    // SAFETY: the caller guarantees `c` has a 6 x 32 tile at stride `ldc`.
+    unsafe { store_tile_avx512(&acc, c, ldc, accumulate) };
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn microkernel_in_place_avx512(
+    kc: usize,
+    r: &[*const f32; 6],
+    ks: *const i64,
+    b: *const f32,
+    c: *mut f32,
+    ldc: usize,
+    accumulate: bool,
+) {
+    use std::arch::x86_64::*;
+    let mut acc = [[_mm512_setzero_ps(); 2]; 6];
+    let [r0, r1, r2, r3, r4, r5] = *r;
+    for p in 0..kc {
+        // SAFETY: the caller guarantees `ks` has kc entries, `b` 32*kc floats and every
+        // row pointer moved by a `ks` entry a float inside the operand.
+        unsafe {
+            let off = *ks.add(p) as isize;
+            let b0 = _mm512_loadu_ps(b.add(p * 32));
+            let b1 = _mm512_loadu_ps(b.add(p * 32 + 16));
+            for (i, rp) in [r0, r1, r2, r3, r4, r5].into_iter().enumerate() {
+                let ai = _mm512_set1_ps(*rp.wrapping_offset(off));
+                acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
+                acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
+            }
+        }
+    }
+    // SAFETY: the caller guarantees `c` has a 6 x 32 tile at stride `ldc`.
+    unsafe { store_tile_avx512(&acc, c, ldc, accumulate) };
+}
+
+/// Writes (or adds) a 6x32 tile of accumulators into `C`.
+///
+/// # Safety
+/// `c` must be valid for 6 rows of 32 floats at stride `ldc`, not accessed concurrently.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn store_tile_avx512(
+    acc: &[[std::arch::x86_64::__m512; 2]; 6],
+    c: *mut f32,
+    ldc: usize,
+    accumulate: bool,
+) {
+    use std::arch::x86_64::*;
+    for (i, row) in acc.iter().enumerate() {
+        // SAFETY: the caller guarantees `c` has 6 rows of 32 floats at stride `ldc` (i < 6).
+        unsafe {
+            let cp = c.add(i * ldc);
+            let (mut r0, mut r1) = (row[0], row[1]);
+            if accumulate {
+                r0 = _mm512_add_ps(r0, _mm512_loadu_ps(cp));
+                r1 = _mm512_add_ps(r1, _mm512_loadu_ps(cp.add(16)));
+            }
+            _mm512_storeu_ps(cp, r0);
+            _mm512_storeu_ps(cp.add(16), r1);
+        }
+    }
+}
