@@ -15,6 +15,7 @@ use tinygrad_tensor::nn::{Embedding, LayerNorm, Linear, Module};
 use tinygrad_tensor::{DType, Tensor, impl_parameters};
 
 use crate::config::JsonConfig;
+use crate::encode_jit::EncodeJits;
 use crate::error::{ModelError, Result, check_token_ids};
 use crate::tokenizer::Tokenizer;
 use crate::weights::{Weights, as_f32, linear_f32};
@@ -307,7 +308,7 @@ impl Bert {
                 ),
             });
         }
-        let (b, len) = (s[0], s[1]);
+        let len = s[1];
         if len == 0 || len > cfg.max_position_embeddings {
             return Err(ModelError::Input {
                 message: format!(
@@ -317,6 +318,16 @@ impl Bert {
             });
         }
         check_token_ids(input_ids, cfg.vocab_size, "Bert::forward")?;
+        Ok(self.forward_unchecked(input_ids, attention_mask))
+    }
+
+    /// [`Bert::forward`] of ids and a mask already on the model's device, of the same 2-D
+    /// shape, at most `max_position_embeddings` long, the ids in the vocabulary (not checked:
+    /// the caller did), lazily.
+    fn forward_unchecked(&self, input_ids: &Tensor, attention_mask: &Tensor) -> Tensor {
+        let cfg = &self.config;
+        let s = input_ids.shape();
+        let (b, len) = (s[0], s[1]);
         let h = cfg.hidden_size;
         let emb = &self.embeddings;
         let pos = as_f32(&emb.position_embeddings.weight).shrink(&[(0, len), (0, h)]);
@@ -351,7 +362,7 @@ impl Bert {
             let inter = gelu_erf(&linear_f32(&layer.intermediate.dense, &attn));
             x = layer.output.forward(&inter, &attn);
         }
-        Ok(x)
+        x
     }
 }
 
@@ -382,6 +393,8 @@ pub struct SentenceEncoder {
     pub max_seq_length: usize,
     /// The device the model runs on.
     pub device: String,
+    /// Captured runs of [`SentenceEncoder::encode_ids`], one per input shape.
+    jits: EncodeJits,
 }
 
 impl SentenceEncoder {
@@ -470,7 +483,15 @@ impl SentenceEncoder {
             normalize,
             max_seq_length,
             device: device.to_string(),
+            jits: EncodeJits::default(),
         })
+    }
+
+    /// How many [`SentenceEncoder::encode_ids`] calls replayed captured kernels (from the third
+    /// call of one input shape on, the kernels are replayed without building the graph; counted
+    /// over the shapes whose captures are held: the last 8).
+    pub fn jit_replays(&self) -> usize {
+        self.jits.replays()
     }
 
     /// The token ids of each sentence (special tokens added, truncated to `max_seq_length`
@@ -539,22 +560,45 @@ impl SentenceEncoder {
         let b = ids.len();
         let input = Tensor::from_slice_on(&flat, &[b, len], &self.device);
         let mask = Tensor::from_slice_on(&mask, &[b, len], &self.device);
-        let hidden = self.bert.forward(&input, &mask)?;
+        let how = Pooled {
+            pooling: self.pooling,
+            normalize: self.normalize,
+        };
+        if let Some(out) = self.jits.run(&self.bert, &how, &input, &mask) {
+            return out;
+        }
+        let out = how.embed(&self.bert, &input, &mask);
+        out.try_realize()?;
+        Ok(out)
+    }
+}
+
+/// How [`SentenceEncoder`] turns token states into sentence vectors.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Pooled {
+    pooling: Pooling,
+    normalize: bool,
+}
+
+impl Pooled {
+    /// The (lazy) embeddings of checked ids and mask on `bert`'s device.
+    pub(crate) fn embed(&self, bert: &Bert, input: &Tensor, mask: &Tensor) -> Tensor {
+        let s = input.shape();
+        let (b, len) = (s[0], s[1]);
+        let hidden = bert.forward_unchecked(input, mask);
         let m = mask.reshape(&[b as isize, len as isize, 1]);
         let pooled = match self.pooling {
             Pooling::Mean => (&hidden * &m).sum(1isize) / m.sum(1isize).maximum(1e-9),
             Pooling::Cls => hidden
-                .shrink(&[(0, b), (0, 1), (0, self.bert.config.hidden_size)])
+                .shrink(&[(0, b), (0, 1), (0, bert.config.hidden_size)])
                 .reshape(&[b as isize, -1]),
             Pooling::Max => m.gt(0.0).where_(&hidden, f64::NEG_INFINITY).max(1isize),
         };
-        let out = if self.normalize {
+        if self.normalize {
             pooled.normalize(2.0, -1, 1e-12)
         } else {
             pooled
-        };
-        out.try_realize()?;
-        Ok(out)
+        }
     }
 }
 

@@ -10,6 +10,8 @@
 //! - [`tokenizer`]: [`Tokenizer`], Hugging Face's `tokenizers` reading `tokenizer.json`.
 //! - [`bert`]: a BERT-family encoder and [`SentenceEncoder`] (sentence-transformers' pooling and
 //!   normalization).
+//! - `encode_jit` (private): [`SentenceEncoder::encode_ids`] captured per input shape and
+//!   replayed through the tensor layer's `Jit`.
 //! - [`decoder`]: a GPT-2 / LLaMA decoder with a KV cache, loaded from Hugging Face directories
 //!   or GGUF, and [`Decoder::generate`] with a seeded [`Sampler`].
 //!
@@ -18,6 +20,7 @@
 pub mod bert;
 pub mod config;
 pub mod decoder;
+mod encode_jit;
 pub mod error;
 pub mod tokenizer;
 pub mod weights;

@@ -138,3 +138,65 @@ fn the_loaded_model_names_its_tensors_as_the_checkpoint_does() {
         .collect();
     assert_eq!(ours, used);
 }
+
+/// `encode_ids` replays its captured kernels from the third call of a shape on (see
+/// `encode_jit`): the padded reference batch stays within 1e-5 of sentence-transformers on
+/// every call, two different batches of one shape called in turn each give their first
+/// (uncaptured) run's embeddings bit for bit, and a weight replaced after the capture is what
+/// the next call uses (equal to a fresh model with that weight, not the captured one).
+#[test]
+fn repeated_encodes_replay_the_same_embeddings() {
+    let Some(dir) = model_dir() else { return };
+    let mut enc = SentenceEncoder::load(&dir, &default_device()).unwrap();
+    let want: Vec<f32> = reference()["batch"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(floats)
+        .collect();
+    for call in 0..4 {
+        let got = enc.encode(&sentences()).unwrap().to_vec::<f32>();
+        let d = max_abs_diff(&got, &want);
+        assert!(d <= 1e-5, "call {call}: max abs diff {d:e} > 1e-5");
+    }
+    let a = enc.tokenize(&["a cat sat on the warm mat today"]).unwrap();
+    let mut b = a.clone();
+    for (j, t) in b[0].iter_mut().enumerate().skip(1).take(a[0].len() - 2) {
+        *t = 2000 + 37 * j as u32;
+    }
+    let (first_a, first_b) = (
+        enc.encode_ids(&a).unwrap().to_vec::<f32>(),
+        enc.encode_ids(&b).unwrap().to_vec::<f32>(),
+    );
+    assert_ne!(first_a, first_b, "two batches gave the same embeddings");
+    let before = enc.jit_replays();
+    for call in 0..3 {
+        assert_eq!(
+            enc.encode_ids(&a).unwrap().to_vec::<f32>(),
+            first_a,
+            "call {call}: batch a"
+        );
+        assert_eq!(
+            enc.encode_ids(&b).unwrap().to_vec::<f32>(),
+            first_b,
+            "call {call}: batch b"
+        );
+    }
+    if std::env::var("JIT").as_deref() != Ok("0") {
+        assert_eq!(enc.jit_replays(), before + 6, "the calls were not replayed");
+    }
+    // a weight replaced by another tensor: the replay must read the new one
+    let dense = &mut enc.bert.encoder.layer[2].intermediate.dense;
+    let scaled = (&dense.weight * 0.5).contiguous();
+    scaled.realize();
+    dense.weight = scaled.clone();
+    let got = enc.encode_ids(&a).unwrap().to_vec::<f32>();
+    let mut fresh = SentenceEncoder::load(&dir, &default_device()).unwrap();
+    fresh.bert.encoder.layer[2].intermediate.dense.weight = scaled;
+    let expected = fresh.encode_ids(&a).unwrap().to_vec::<f32>();
+    assert_ne!(expected, first_a, "the replaced weight changed nothing");
+    assert_eq!(
+        got, expected,
+        "the replay read the weight it was captured with"
+    );
+}

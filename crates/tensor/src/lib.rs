@@ -78,9 +78,9 @@ pub use symbolic::{BoundVar, Variable};
 pub use tensor::{Tensor, TensorError};
 pub use tinygrad_dtype::{ConstValue, DType};
 pub use tinygrad_runtime::{
-    DeviceError, TransferStats, beam_stats, canonical_device, compile_count, default_device,
-    get_device, set_beam, set_beam_cache_dir, thread_run_counts, thread_transfer_stats,
-    transfer_stats, with_default_device,
+    DeviceError, TransferStats, beam_stats, canonical_device, compile_count, debug_level,
+    default_device, get_device, set_beam, set_beam_cache_dir, thread_run_counts,
+    thread_transfer_stats, transfer_stats, with_default_device,
 };
 pub use tinygrad_schedule::schedule_cache_hits;
 pub use tinygrad_uop::{Ops, SInt, UOp};
