@@ -41,6 +41,8 @@
 //!   1 and 32 sequences of 12 tokens, one decode step over a KV cache; each vs PyTorch.
 //! - `jit_mnist`: the beautiful_mnist training step through a `Jit` (replays), vs the same step
 //!   without it, measured alternately in the same run.
+//! - `jit_encoder1` `[q]`, `jit_encoder32`: the MiniLM-shaped encoder through a `Jit` (replays),
+//!   vs the same forward without it (alternately, same run) and PyTorch eager.
 //! - `decode_loop`: a 512-step decode loop over a growing KV cache, the cache length a
 //!   `Variable` and the step through a `Jit` (see `decode`): kernels compiled after step 2 and
 //!   ms per step early and late, vs the loop with concrete shapes in the same run.
@@ -1326,6 +1328,16 @@ fn benches() -> Vec<(&'static str, bool, BenchFn)> {
             "encoder32",
             false,
             Box::new(|o| Some(models::bench_encoder(32, o))),
+        ),
+        (
+            "jit_encoder1",
+            true,
+            Box::new(|o| Some(models::bench_encoder_jit(1, o))),
+        ),
+        (
+            "jit_encoder32",
+            false,
+            Box::new(|o| Some(models::bench_encoder_jit(32, o))),
         ),
         ("decode", false, Box::new(|o| Some(models::bench_decode(o)))),
         (

@@ -517,6 +517,66 @@ pub(super) fn bench_encoder(batch: usize, o: &Opts) -> Row {
     }
 }
 
+/// The encoder of [`bench_encoder`] through a `Jit` (the ids its input, the weights its state),
+/// as a tinygrad user wraps inference in `TinyJit`: replays vs the same forward without the
+/// `Jit` (measured alternately in the same run) and PyTorch eager.
+pub(super) fn bench_encoder_jit(batch: usize, o: &Opts) -> Row {
+    const T: usize = 12;
+    let weights = encoder_weights();
+    let enc = Encoder::new(&weights);
+    let idv = token_ids(batch * T, 77 + batch as u64);
+    let ids = input(&idv, &[batch, T]).cast(DType::INT32);
+    ids.realize();
+    let got = enc.forward(&ids).to_vec::<f32>();
+    let mut jit = Jit::new(|x: &[Tensor]| vec![enc.forward(&x[0])]);
+    let runs = reps(o.quick, if batch == 1 { 30 } else { 10 });
+    let warmup = 3;
+    let (mut t_jit, mut t_plain, mut same) = (vec![], vec![], true);
+    for k in 0..runs + warmup {
+        let t0 = Instant::now();
+        let a = jit
+            .call(std::slice::from_ref(&ids))
+            .expect("the forward replays")[0]
+            .to_vec::<f32>();
+        let dt_jit = t0.elapsed().as_secs_f64();
+        let t0 = Instant::now();
+        black_box(enc.forward(&ids).to_vec::<f32>());
+        let dt_plain = t0.elapsed().as_secs_f64();
+        same &= a.iter().zip(&got).all(|(x, y)| x.to_bits() == y.to_bits());
+        if k >= warmup {
+            t_jit.push(dt_jit);
+            t_plain.push(dt_plain);
+        }
+    }
+    let replayed = jit.replays() >= runs;
+    let ours = median(t_jit);
+    let plain = median(t_plain);
+    let mut inputs: Vec<&[f32]> = vec![&idv];
+    inputs.extend(weights.iter().map(|w| w.data.as_slice()));
+    let pt = torch(
+        &torch_encoder(batch, T, None),
+        &inputs,
+        3,
+        runs,
+        budget(o.quick, 15),
+    );
+    let verdict = match (replayed, same) {
+        (false, _) => check(false, "the Jit did not replay"),
+        (true, false) => check(false, "replays differ from the plain forward"),
+        (true, true) => "replays equal the plain forward bit for bit".to_string(),
+    };
+    Row {
+        name: format!("MiniLM-shaped encoder, {batch}x{T} tokens, Jit replay"),
+        secs: ours,
+        unit: Unit::Ms,
+        refs: vec![
+            Reference::timed("without Jit (same run)", plain, Unit::Ms, true),
+            Reference::torch(pt, Unit::Ms, |w| max_abs_err(&got, w) < 1e-3),
+        ],
+        note: format!("{verdict}; incl. read-back"),
+    }
+}
+
 pub(super) fn bench_decode(o: &Opts) -> Row {
     const PAST: usize = 127;
     let weights = encoder_weights();
