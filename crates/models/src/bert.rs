@@ -548,6 +548,15 @@ impl SentenceEncoder {
                 message: format!("token id {bad} is outside the vocabulary of {vocab}"),
             });
         }
+        let positions = self.bert.config.max_position_embeddings;
+        if len > positions {
+            return Err(ModelError::Input {
+                message: format!(
+                    "SentenceEncoder::encode_ids: a sentence of {len} tokens; the model takes 1 \
+                     to {positions}"
+                ),
+            });
+        }
         let pad = self.tokenizer.pad_id() as i32;
         let mut flat = Vec::with_capacity(ids.len() * len);
         let mut mask = Vec::with_capacity(ids.len() * len);
@@ -558,8 +567,10 @@ impl SentenceEncoder {
             mask.extend(std::iter::repeat_n(0.0f32, len - s.len()));
         }
         let b = ids.len();
-        let input = Tensor::from_slice_on(&flat, &[b, len], &self.device);
-        let mask = Tensor::from_slice_on(&mask, &[b, len], &self.device);
+        // on the weights' device (`self.device` is a public field that could say otherwise)
+        let device = self.bert.embeddings.word_embeddings.weight.device();
+        let input = Tensor::from_slice_on(&flat, &[b, len], device);
+        let mask = Tensor::from_slice_on(&mask, &[b, len], device);
         let how = Pooled {
             pooling: self.pooling,
             normalize: self.normalize,
@@ -574,7 +585,7 @@ impl SentenceEncoder {
 }
 
 /// How [`SentenceEncoder`] turns token states into sentence vectors.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Pooled {
     pooling: Pooling,
     normalize: bool,

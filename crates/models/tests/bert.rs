@@ -159,11 +159,18 @@ fn repeated_encodes_replay_the_same_embeddings() {
         let d = max_abs_diff(&got, &want);
         assert!(d <= 1e-5, "call {call}: max abs diff {d:e} > 1e-5");
     }
-    let a = enc.tokenize(&["a cat sat on the warm mat today"]).unwrap();
-    let mut b = a.clone();
-    for (j, t) in b[0].iter_mut().enumerate().skip(1).take(a[0].len() - 2) {
+    // two batches of one shape, (2, len), padded differently: a replay that kept the first
+    // call's mask would give the wrong embeddings for the second
+    let a = enc
+        .tokenize(&["a cat sat on the warm mat today", "dogs bark"])
+        .unwrap();
+    let mut b = enc
+        .tokenize(&["rain", "a cat sat on the warm mat today"])
+        .unwrap();
+    for (j, t) in b[1].iter_mut().enumerate().skip(1).take(a[0].len() - 2) {
         *t = 2000 + 37 * j as u32;
     }
+    assert_eq!(a[0].len(), b[1].len());
     let (first_a, first_b) = (
         enc.encode_ids(&a).unwrap().to_vec::<f32>(),
         enc.encode_ids(&b).unwrap().to_vec::<f32>(),
@@ -191,6 +198,9 @@ fn repeated_encodes_replay_the_same_embeddings() {
     scaled.realize();
     dense.weight = scaled.clone();
     let got = enc.encode_ids(&a).unwrap().to_vec::<f32>();
+    if std::env::var("JIT").as_deref() != Ok("0") {
+        assert_eq!(enc.jit_replays(), before + 7, "the call was not replayed");
+    }
     let mut fresh = SentenceEncoder::load(&dir, &default_device()).unwrap();
     fresh.bert.encoder.layer[2].intermediate.dense.weight = scaled;
     let expected = fresh.encode_ids(&a).unwrap().to_vec::<f32>();
@@ -199,4 +209,19 @@ fn repeated_encodes_replay_the_same_embeddings() {
         got, expected,
         "the replay read the weight it was captured with"
     );
+    // another pooling mode after the capture: not the captured graph
+    enc.pooling = tinygrad_models::Pooling::Cls;
+    fresh.pooling = tinygrad_models::Pooling::Cls;
+    let cls = fresh.encode_ids(&a).unwrap().to_vec::<f32>();
+    assert_ne!(cls, expected, "CLS pooling gave the mean");
+    for call in 0..3 {
+        assert_eq!(
+            enc.encode_ids(&a).unwrap().to_vec::<f32>(),
+            cls,
+            "call {call} after the pooling changed"
+        );
+    }
+    // a sentence longer than the positions: an error, not a panic
+    let long = vec![vec![101u32; enc.bert.config.max_position_embeddings + 1]];
+    assert!(enc.encode_ids(&long).is_err());
 }

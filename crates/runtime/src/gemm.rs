@@ -307,13 +307,15 @@ impl InPlaceTables {
         if plan.tile == TILE_AVX512 && k_contiguous {
             return Ok(None);
         }
-        let stride = if plan.tile == TILE_AVX512_NARROW && k_contiguous && plan.m >= 2 {
-            let d = rows[1] - rows[0];
-            let equal = rows[..plan.m].windows(2).all(|w| w[1] - w[0] == d);
-            (equal && d >= 0).then_some(d as usize)
-        } else {
-            None
-        };
+        // (with fewer than 12 rows no panel is full: every one goes through the tables)
+        let stride =
+            if plan.tile == TILE_AVX512_NARROW && k_contiguous && plan.m >= TILE_AVX512_NARROW.mr {
+                let d = rows[1] - rows[0];
+                let equal = rows[..plan.m].windows(2).all(|w| w[1] - w[0] == d);
+                (equal && d >= 0).then_some(d as usize)
+            } else {
+                None
+            };
         let batches = run_table(dev, &op.batches, plan.batch)?;
         let range = |v: &[i64]| {
             let lo = v.iter().copied().min().unwrap_or(0);

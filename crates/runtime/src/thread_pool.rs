@@ -253,37 +253,48 @@ mod tests {
     }
 
     /// Jobs published while the workers spin (back to back), and after they have parked
-    /// (a pause longer than [`SPIN`]): every one completes and the workers take part in them
-    /// (a lost wakeup would leave the caller doing every task, or hang).
+    /// (a pause longer than [`SPIN`]): every task of every job runs exactly once, and jobs after
+    /// pauses reach every worker (a lost wakeup would leave a worker parked, or hang).
     #[test]
     fn jobs_reach_spinning_and_parked_workers() {
         let pool = ThreadPool::new(3);
         let caller = std::thread::current().id();
+        // (not per round: on a loaded machine a woken worker may not be scheduled in time)
+        let mut after_pauses = std::collections::HashSet::new();
         for round in 0..40 {
-            if round % 4 == 3 {
+            let after_pause = round % 4 == 3;
+            if after_pause {
                 std::thread::sleep(SPIN * 3);
             }
-            let on_workers = Arc::new(AtomicUsize::new(0));
-            let w = on_workers.clone();
-            let ran = Arc::new(AtomicUsize::new(0));
-            let r = ran.clone();
+            let hits: Arc<Vec<AtomicUsize>> =
+                Arc::new((0..64).map(|_| AtomicUsize::new(0)).collect());
+            let workers = Arc::new(Mutex::new(std::collections::HashSet::new()));
+            let (h, w) = (hits.clone(), workers.clone());
             pool.run(
                 64,
-                Box::new(move |_| {
-                    // long enough for a worker to wake and take some
-                    std::thread::sleep(Duration::from_micros(200));
-                    r.fetch_add(1, Ordering::Relaxed);
-                    if std::thread::current().id() != caller {
-                        w.fetch_add(1, Ordering::Relaxed);
+                Box::new(move |i| {
+                    // long enough for every worker to wake and take some
+                    std::thread::sleep(Duration::from_micros(300));
+                    h[i].fetch_add(1, Ordering::Relaxed);
+                    let me = std::thread::current().id();
+                    if me != caller {
+                        w.lock().unwrap().insert(me);
                     }
                 }),
             );
-            assert_eq!(ran.load(Ordering::Relaxed), 64, "round {round}");
             assert!(
-                on_workers.load(Ordering::Relaxed) > 0,
-                "round {round}: no worker took a task"
+                hits.iter().all(|c| c.load(Ordering::Relaxed) == 1),
+                "round {round}: a task ran other than once"
             );
+            if after_pause {
+                after_pauses.extend(workers.lock().unwrap().iter().copied());
+            }
         }
+        assert_eq!(
+            after_pauses.len(),
+            2,
+            "workers that took tasks after a pause: {after_pauses:?}"
+        );
     }
 
     #[test]

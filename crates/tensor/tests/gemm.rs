@@ -327,37 +327,69 @@ fn narrow_gemms() {
             "no narrow GEMM read A along its stride"
         );
     }
-    // rows in reverse order (a negative stride): through the tables
+    // rows in reverse order (a negative stride), a weight stored transposed (not contiguous
+    // along K): through the tables; a product of two weights: packed
+    let tables = |name: &str, inputs: &[Tensor], f: &dyn Fn(&[Tensor]) -> Tensor, in_place| {
+        // the forward alone (the gradients' GEMMs take their own paths)
+        let (ip, st) = (gemm::in_place_launches(), gemm::strided_launches());
+        f(inputs).realize();
+        if narrow && gemm::in_place_enabled() {
+            assert_eq!(gemm::strided_launches(), st, "{name}: read along a stride");
+            assert_eq!(
+                gemm::in_place_launches() > ip,
+                in_place,
+                "{name}: read in place"
+            );
+        }
+        check(name, inputs, f);
+    };
     let (x, w) = (rand(&[10, 70], 83), rand(&[36, 70], 84));
-    check("linear of flipped weight rows", &[x, w], |t| {
-        t[0].matmul(&t[1].flip(&[0]).t())
-    });
-    // a weight stored transposed (not contiguous along K): through the tables
+    tables(
+        "linear of flipped weight rows",
+        &[x, w],
+        &|t| t[0].matmul(&t[1].flip(&[0]).t()),
+        true,
+    );
     let (x, w) = (rand(&[14, 50], 85), rand(&[50, 40], 86));
-    check("matmul, K-major weight", &[x, w], |t| t[0].matmul(&t[1]));
-    // a product of two weights: packed
+    tables(
+        "matmul, K-major weight",
+        &[x, w],
+        &|t| t[0].matmul(&t[1]),
+        true,
+    );
     let (x, w, v) = (rand(&[8, 90], 87), rand(&[30, 90], 88), rand(&[30, 90], 89));
-    check("linear of a product", &[x, w, v], |t| {
-        t[0].matmul(&(&t[1] * &t[2]).t())
-    });
-    // K past one block, inf in the last k of A: the strided kernel must stop at K
+    tables(
+        "linear of a product",
+        &[x, w, v],
+        &|t| t[0].matmul(&(&t[1] * &t[2]).t()),
+        false,
+    );
+    // K past one block, inf in the first k of every row of A: each output is +inf, and a
+    // kernel reading past K would reach the next row's inf times B's zero padding: NaN
     let (k, m, n) = (401, 24, 16);
     let w = Tensor::cat(
         &[
-            &rand(&[m, k - 1], 90),
             &Tensor::full(&[m, 1], f32::INFINITY),
+            &rand(&[m, k - 1], 90),
         ],
         1,
     );
     w.realize();
     let x = (rand(&[n, k], 91).abs() + 0.1).contiguous();
     x.realize();
+    let st = gemm::strided_launches();
     let got = x.matmul(&w.t()).to_vec::<f32>();
     assert!(
         got.iter().all(|v| *v == f32::INFINITY),
         "narrow GEMM read past K: {:?}",
         &got[..4]
     );
+    if narrow && gemm::in_place_enabled() {
+        assert!(
+            gemm::strided_launches() > st,
+            "the inf case was not strided"
+        );
+    }
 }
 
 /// name, input shape, weight shape, groups, stride, dilation, padding.
