@@ -44,6 +44,16 @@ fn reference() -> &'static Value {
     })
 }
 
+/// The reference embeddings of the padded batch of all sentences, row after row.
+fn reference_batch() -> Vec<f32> {
+    reference()["batch"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(floats)
+        .collect()
+}
+
 fn encoder() -> Option<&'static SentenceEncoder> {
     static ENC: OnceLock<Option<SentenceEncoder>> = OnceLock::new();
     ENC.get_or_init(|| {
@@ -100,12 +110,7 @@ fn single_sentence_embeddings_match_sentence_transformers() {
 #[test]
 fn padded_batch_embeddings_match_sentence_transformers() {
     let Some(enc) = encoder() else { return };
-    let want: Vec<f32> = reference()["batch"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(floats)
-        .collect();
+    let want = reference_batch();
     let ss = sentences();
     let lens: Vec<usize> = enc.tokenize(&ss).unwrap().iter().map(Vec::len).collect();
     assert!(
@@ -148,12 +153,7 @@ fn the_loaded_model_names_its_tensors_as_the_checkpoint_does() {
 fn repeated_encodes_replay_the_same_embeddings() {
     let Some(dir) = model_dir() else { return };
     let mut enc = SentenceEncoder::load(&dir, &default_device()).unwrap();
-    let want: Vec<f32> = reference()["batch"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .flat_map(floats)
-        .collect();
+    let want = reference_batch();
     for call in 0..4 {
         let got = enc.encode(&sentences()).unwrap().to_vec::<f32>();
         let d = max_abs_diff(&got, &want);

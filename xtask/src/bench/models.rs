@@ -478,23 +478,54 @@ fn token_ids(n: usize, seed: u64) -> Vec<f32> {
         .collect()
 }
 
+/// Tokens per sequence of the encoder rows.
+const T: usize = 12;
+
+/// The encoder rows' model, input ids of `batch` sequences and its output on them.
+struct EncoderRun {
+    weights: Vec<Weight>,
+    enc: Encoder,
+    idv: Vec<f32>,
+    ids: Tensor,
+    got: Vec<f32>,
+}
+
+impl EncoderRun {
+    fn new(batch: usize) -> EncoderRun {
+        let weights = encoder_weights();
+        let enc = Encoder::new(&weights);
+        let idv = token_ids(batch * T, 77 + batch as u64);
+        let ids = input(&idv, &[batch, T]).cast(DType::INT32);
+        ids.realize();
+        let got = enc.forward(&ids).to_vec::<f32>();
+        EncoderRun {
+            weights,
+            enc,
+            idv,
+            ids,
+            got,
+        }
+    }
+
+    /// PyTorch's inputs: the ids, then the weights.
+    fn torch_inputs(&self) -> Vec<&[f32]> {
+        let mut inputs: Vec<&[f32]> = vec![&self.idv];
+        inputs.extend(self.weights.iter().map(|w| w.data.as_slice()));
+        inputs
+    }
+}
+
 pub(super) fn bench_encoder(batch: usize, o: &Opts) -> Row {
-    const T: usize = 12;
-    let weights = encoder_weights();
-    let enc = Encoder::new(&weights);
-    let idv = token_ids(batch * T, 77 + batch as u64);
-    let ids = input(&idv, &[batch, T]).cast(DType::INT32);
-    ids.realize();
-    let got = enc.forward(&ids).to_vec::<f32>();
+    let run = EncoderRun::new(batch);
+    let (enc, ids, got) = (&run.enc, &run.ids, &run.got);
     let runs = reps(o.quick, if batch == 1 { 30 } else { 10 });
-    let mut inputs: Vec<&[f32]> = vec![&idv];
-    inputs.extend(weights.iter().map(|w| w.data.as_slice()));
+    let inputs = run.torch_inputs();
     let (ours, pt) = bracketed(
         4,
         2 * runs,
         budget(o.quick, 15),
         || {
-            black_box(enc.forward(&ids).to_vec::<f32>());
+            black_box(enc.forward(ids).to_vec::<f32>());
         },
         || {
             torch(
@@ -511,7 +542,7 @@ pub(super) fn bench_encoder(batch: usize, o: &Opts) -> Row {
         secs: ours,
         unit: Unit::Ms,
         refs: vec![Reference::torch(pt, Unit::Ms, |w| {
-            max_abs_err(&got, w) < 1e-3
+            max_abs_err(got, w) < 1e-3
         })],
         note: "6 layers, 384 hidden, vocab 30522, random weights; incl. read-back".into(),
     }
@@ -521,13 +552,8 @@ pub(super) fn bench_encoder(batch: usize, o: &Opts) -> Row {
 /// as a tinygrad user wraps inference in `TinyJit`: replays vs the same forward without the
 /// `Jit` (measured alternately in the same run) and PyTorch eager.
 pub(super) fn bench_encoder_jit(batch: usize, o: &Opts) -> Row {
-    const T: usize = 12;
-    let weights = encoder_weights();
-    let enc = Encoder::new(&weights);
-    let idv = token_ids(batch * T, 77 + batch as u64);
-    let ids = input(&idv, &[batch, T]).cast(DType::INT32);
-    ids.realize();
-    let got = enc.forward(&ids).to_vec::<f32>();
+    let run = EncoderRun::new(batch);
+    let (enc, ids, got) = (&run.enc, &run.ids, &run.got);
     let mut jit = Jit::new(|x: &[Tensor]| vec![enc.forward(&x[0])]);
     let runs = reps(o.quick, if batch == 1 { 30 } else { 10 });
     let warmup = 3;
@@ -535,14 +561,14 @@ pub(super) fn bench_encoder_jit(batch: usize, o: &Opts) -> Row {
     for k in 0..runs + warmup {
         let t0 = Instant::now();
         let a = jit
-            .call(std::slice::from_ref(&ids))
+            .call(std::slice::from_ref(ids))
             .expect("the forward replays")[0]
             .to_vec::<f32>();
         let dt_jit = t0.elapsed().as_secs_f64();
         let t0 = Instant::now();
-        black_box(enc.forward(&ids).to_vec::<f32>());
+        black_box(enc.forward(ids).to_vec::<f32>());
         let dt_plain = t0.elapsed().as_secs_f64();
-        same &= a.iter().zip(&got).all(|(x, y)| x.to_bits() == y.to_bits());
+        same &= a.iter().zip(got).all(|(x, y)| x.to_bits() == y.to_bits());
         if k >= warmup {
             t_jit.push(dt_jit);
             t_plain.push(dt_plain);
@@ -551,8 +577,7 @@ pub(super) fn bench_encoder_jit(batch: usize, o: &Opts) -> Row {
     let replayed = jit.replays() >= runs;
     let ours = median(t_jit);
     let plain = median(t_plain);
-    let mut inputs: Vec<&[f32]> = vec![&idv];
-    inputs.extend(weights.iter().map(|w| w.data.as_slice()));
+    let inputs = run.torch_inputs();
     let pt = torch(
         &torch_encoder(batch, T, None),
         &inputs,
@@ -571,7 +596,7 @@ pub(super) fn bench_encoder_jit(batch: usize, o: &Opts) -> Row {
         unit: Unit::Ms,
         refs: vec![
             Reference::timed("without Jit (same run)", plain, Unit::Ms, true),
-            Reference::torch(pt, Unit::Ms, |w| max_abs_err(&got, w) < 1e-3),
+            Reference::torch(pt, Unit::Ms, |w| max_abs_err(got, w) < 1e-3),
         ],
         note: format!("{verdict}; incl. read-back"),
     }
