@@ -483,12 +483,18 @@ mod tests {
     #[test]
     fn columns_whose_groups_store_over_each_other_are_refused() {
         // out[0] for every i: six columns all stored at one element
+        assert!(plan_row_reduce(&stored_at_zero(|i, r| r * 12i64 + i)).is_none());
+    }
+
+    /// `out[0] = sum_r in[load(i, r)]` for every i in 0..6, r in 0..10: every group stores to
+    /// element 0.
+    fn stored_at_zero(load: impl Fn(&UOp, &UOp) -> UOp) -> UOp {
         let i = UOp::range(6i64, 0, AxisKind::Loop);
         let r = UOp::range(10i64, 1, AxisKind::Reduce);
         let v = UOp::new(
             Ops::Load,
             DType::FLOAT32,
-            vec![index(&global(1), &r * 12i64 + &i)],
+            vec![index(&global(1), load(&i, &r))],
             Arg::None,
         );
         let red = UOp::new(Ops::Reduce, DType::FLOAT32, vec![v, r], Arg::Op(Ops::Add));
@@ -498,8 +504,7 @@ mod tests {
             vec![index(&global(0), UOp::cnst(i.dtype(), 0i64)), red],
             Arg::None,
         );
-        let ast = UOp::new(Ops::Sink, DType::VOID, vec![st], Arg::None);
-        assert!(plan_row_reduce(&ast).is_none());
+        UOp::new(Ops::Sink, DType::VOID, vec![st], Arg::None)
     }
 
     #[test]
@@ -527,22 +532,6 @@ mod tests {
     #[test]
     fn rows_storing_to_one_element_are_refused() {
         // every row stores to element 0 (its store index ignores the row)
-        let i = UOp::range(6i64, 0, AxisKind::Loop);
-        let r = UOp::range(10i64, 1, AxisKind::Reduce);
-        let v = UOp::new(
-            Ops::Load,
-            DType::FLOAT32,
-            vec![index(&global(1), &i * 10i64 + &r)],
-            Arg::None,
-        );
-        let red = UOp::new(Ops::Reduce, DType::FLOAT32, vec![v, r], Arg::Op(Ops::Add));
-        let st = UOp::new(
-            Ops::Store,
-            DType::VOID,
-            vec![index(&global(0), UOp::cnst(i.dtype(), 0i64)), red],
-            Arg::None,
-        );
-        let ast = UOp::new(Ops::Sink, DType::VOID, vec![st], Arg::None);
-        assert!(plan_row_reduce(&ast).is_none());
+        assert!(plan_row_reduce(&stored_at_zero(|i, r| i * 10i64 + r)).is_none());
     }
 }

@@ -626,33 +626,26 @@ mod tests {
 
     #[test]
     fn column_blocks_combine_with_the_same_rules_on_every_isa() {
+        // element (row, column j): NaN in column 0 mod 4 at row 2, signed zeros in columns 1
+        // and 2 mod 4 (+0 at row 3 of the latter), small integers elsewhere
+        let value = |j: usize, row: usize| match (j % 4, row) {
+            (0, 2) => f32::NAN,
+            (1, _) => -0.0,
+            (2, 3) => 0.0,
+            (2, _) => -0.0,
+            _ => (((j * 7 + row * 3) % 9) as f32) - 4.0,
+        };
         for isa in isas() {
             for len in [1, 15, 16, 17, 100] {
                 let mut sum = vec![-0.0f32; len];
                 let mut max = vec![f32::NEG_INFINITY; len];
                 for row in 0..5 {
-                    let xs: Vec<f32> = (0..len)
-                        .map(|j| match (j % 4, row) {
-                            (0, 2) => f32::NAN,
-                            (1, _) => -0.0,
-                            (2, 3) => 0.0,
-                            (2, _) => -0.0,
-                            _ => (((j * 7 + row * 3) % 9) as f32) - 4.0,
-                        })
-                        .collect();
+                    let xs: Vec<f32> = (0..len).map(|j| value(j, row)).collect();
                     combine(isa, RowOp::Sum, &mut sum, &xs);
                     combine(isa, RowOp::Max, &mut max, &xs);
                 }
                 for j in 0..len {
-                    let col: Vec<f32> = (0..5)
-                        .map(|row| match (j % 4, row) {
-                            (0, 2) => f32::NAN,
-                            (1, _) => -0.0,
-                            (2, 3) => 0.0,
-                            (2, _) => -0.0,
-                            _ => (((j * 7 + row * 3) % 9) as f32) - 4.0,
-                        })
-                        .collect();
+                    let col: Vec<f32> = (0..5).map(|row| value(j, row)).collect();
                     let want_sum = col.iter().fold(-0.0f32, |a, x| a + x);
                     let (s, m) = (sum[j], max[j]);
                     match j % 4 {

@@ -17,7 +17,6 @@ use super::A_K_GROUP;
 /// `a` must be valid for `mr * kc` floats, `b` for `nr * kc`, `c` for `mr` rows of `nr` floats
 /// at stride `ldc`, not accessed concurrently; `kc` a multiple of 4; the CPU must have AVX2 and
 /// FMA (`super::enabled`), and AVX-512F for the AVX-512 tiles.
-#[cfg(target_arch = "x86_64")]
 #[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn microkernel(
     mr: usize,
@@ -29,31 +28,24 @@ pub(super) unsafe fn microkernel(
     ldc: usize,
     accumulate: bool,
 ) {
-    let (a, b, c) = (a as *const f32, b as *const f32, c as *mut f32);
-    match (mr, nr) {
-        // SAFETY: forwarded from the caller's contract, which includes AVX-512F for this tile.
-        (6, 32) => unsafe { microkernel_avx512(kc, a, b, c, ldc, accumulate) },
-        // SAFETY: forwarded from the caller's contract; AVX2+FMA checked by `enabled`.
-        (6, 16) => unsafe { microkernel_avx2(kc, a, b, c, ldc, accumulate) },
-        // SAFETY: forwarded from the caller's contract, which includes AVX-512F for this tile.
-        (12, 16) => unsafe { microkernel_narrow_avx512(kc, a, b, c, ldc, accumulate) },
-        _ => unreachable!("GEMM micro-kernel: no kernel for a {mr}x{nr} tile"),
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (mr, nr, kc, a, b, c, ldc, accumulate);
+        unreachable!("the GEMM path is only enabled on x86_64 with AVX2 and FMA")
     }
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-#[allow(clippy::too_many_arguments)]
-pub(super) unsafe fn microkernel(
-    _: usize,
-    _: usize,
-    _: usize,
-    _: usize,
-    _: usize,
-    _: usize,
-    _: usize,
-    _: bool,
-) {
-    unreachable!("the GEMM path is only enabled on x86_64 with AVX2 and FMA")
+    #[cfg(target_arch = "x86_64")]
+    {
+        let (a, b, c) = (a as *const f32, b as *const f32, c as *mut f32);
+        match (mr, nr) {
+            // SAFETY: the caller's contract, which includes AVX-512F for this tile.
+            (6, 32) => unsafe { microkernel_avx512(kc, a, b, c, ldc, accumulate) },
+            // SAFETY: forwarded from the caller's contract; AVX2+FMA checked by `enabled`.
+            (6, 16) => unsafe { microkernel_avx2(kc, a, b, c, ldc, accumulate) },
+            // SAFETY: the caller's contract, which includes AVX-512F for this tile.
+            (12, 16) => unsafe { microkernel_narrow_avx512(kc, a, b, c, ldc, accumulate) },
+            _ => unreachable!("GEMM micro-kernel: no kernel for a {mr}x{nr} tile"),
+        }
+    }
 }
 
 /// The 12x16 tile (AVX-512: one 16-lane vector per row, 12 accumulators) with `A` read in place
@@ -66,7 +58,6 @@ pub(super) unsafe fn microkernel(
 /// `a + i * lda + p` must be a float inside one live allocation for `i < 12`, `p < kc`; `b`
 /// valid for `16 * kc` floats, `c` for 12 rows of 16 floats at stride `ldc`, not accessed
 /// concurrently; the CPU must have AVX-512F.
-#[cfg(target_arch = "x86_64")]
 pub(super) unsafe fn microkernel_strided(
     kc: usize,
     a: usize,
@@ -76,22 +67,17 @@ pub(super) unsafe fn microkernel_strided(
     ldc: usize,
     accumulate: bool,
 ) {
-    let (a, b, c) = (a as *const f32, b as *const f32, c as *mut f32);
-    // SAFETY: forwarded from the caller's contract, which includes AVX-512F.
-    unsafe { microkernel_strided_avx512(kc, a, lda, b, c, ldc, accumulate) }
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-pub(super) unsafe fn microkernel_strided(
-    _: usize,
-    _: usize,
-    _: usize,
-    _: usize,
-    _: usize,
-    _: usize,
-    _: bool,
-) {
-    unreachable!("the GEMM path is only enabled on x86_64 with AVX2 and FMA")
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (kc, a, lda, b, c, ldc, accumulate);
+        unreachable!("the GEMM path is only enabled on x86_64 with AVX2 and FMA")
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        let (a, b, c) = (a as *const f32, b as *const f32, c as *mut f32);
+        // SAFETY: forwarded from the caller's contract, which includes AVX-512F.
+        unsafe { microkernel_strided_avx512(kc, a, lda, b, c, ldc, accumulate) }
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -194,7 +180,6 @@ unsafe fn store_tile_narrow(
 /// `rows` must be valid for 6 `i64`, `ks` for `kc`, every `base + 4 * (rows[i] + ks[p])` a
 /// float inside one live allocation; `b` and `c` as for [`microkernel`] with `mr = 6` (any
 /// `kc`).
-#[cfg(target_arch = "x86_64")]
 #[allow(clippy::too_many_arguments)]
 pub(super) unsafe fn microkernel_in_place(
     nr: usize,
@@ -207,216 +192,173 @@ pub(super) unsafe fn microkernel_in_place(
     ldc: usize,
     accumulate: bool,
 ) {
-    // SAFETY: the caller guarantees `rows` holds 6 entries.
-    let rows = unsafe { std::slice::from_raw_parts(rows as *const i64, 6) };
-    let base = base as *const f32;
-    let r: [*const f32; 6] = std::array::from_fn(|i| base.wrapping_offset(rows[i] as isize));
-    let (ks, b, c) = (ks as *const i64, b as *const f32, c as *mut f32);
-    match nr {
-        // SAFETY: forwarded from the caller's contract, which includes AVX-512F for nr = 32.
-        32 => unsafe { microkernel_in_place_avx512(kc, &r, ks, b, c, ldc, accumulate) },
-        // SAFETY: forwarded from the caller's contract; AVX2+FMA checked by `enabled`.
-        16 => unsafe { microkernel_in_place_avx2(kc, &r, ks, b, c, ldc, accumulate) },
-        _ => unreachable!("GEMM micro-kernel: no kernel for nr = {nr}"),
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (nr, kc, base, rows, ks, b, c, ldc, accumulate);
+        unreachable!("the GEMM path is only enabled on x86_64 with AVX2 and FMA")
     }
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-#[allow(clippy::too_many_arguments)]
-pub(super) unsafe fn microkernel_in_place(
-    _: usize,
-    _: usize,
-    _: usize,
-    _: usize,
-    _: usize,
-    _: usize,
-    _: usize,
-    _: usize,
-    _: bool,
-) {
-    unreachable!("the GEMM path is only enabled on x86_64 with AVX2 and FMA")
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn microkernel_in_place_avx2(
-    kc: usize,
-    r: &[*const f32; 6],
-    ks: *const i64,
-    b: *const f32,
-    c: *mut f32,
-    ldc: usize,
-    accumulate: bool,
-) {
-    use std::arch::x86_64::*;
-    let mut acc = [[_mm256_setzero_ps(); 2]; 6];
-    let [r0, r1, r2, r3, r4, r5] = *r;
-    for p in 0..kc {
-        // SAFETY: the caller guarantees `ks` has kc entries, `b` 16*kc floats and every
-        // row pointer moved by a `ks` entry a float inside the operand.
-        unsafe {
-            let off = *ks.add(p) as isize;
-            let b0 = _mm256_loadu_ps(b.add(p * 16));
-            let b1 = _mm256_loadu_ps(b.add(p * 16 + 8));
-            for (i, rp) in [r0, r1, r2, r3, r4, r5].into_iter().enumerate() {
-                let ai = _mm256_broadcast_ss(&*rp.wrapping_offset(off));
-                acc[i][0] = _mm256_fmadd_ps(ai, b0, acc[i][0]);
-                acc[i][1] = _mm256_fmadd_ps(ai, b1, acc[i][1]);
-            }
-        }
-    }
-    // SAFETY: the caller guarantees `c` has a 6 x 16 tile at stride `ldc`.
-    unsafe { store_tile(&acc, c, ldc, accumulate) };
-}
-
-/// Writes (or adds) a 6x16 tile of accumulators into `C`.
-///
-/// # Safety
-/// `c` must be valid for 6 rows of 16 floats at stride `ldc`, not accessed concurrently.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn store_tile(
-    acc: &[[std::arch::x86_64::__m256; 2]; 6],
-    c: *mut f32,
-    ldc: usize,
-    accumulate: bool,
-) {
-    use std::arch::x86_64::*;
-    for (i, row) in acc.iter().enumerate() {
-        // SAFETY: the caller guarantees `c` has 6 rows of 16 floats at stride `ldc` (i < 6).
-        unsafe {
-            let cp = c.add(i * ldc);
-            let (mut r0, mut r1) = (row[0], row[1]);
-            if accumulate {
-                r0 = _mm256_add_ps(r0, _mm256_loadu_ps(cp));
-                r1 = _mm256_add_ps(r1, _mm256_loadu_ps(cp.add(8)));
-            }
-            _mm256_storeu_ps(cp, r0);
-            _mm256_storeu_ps(cp.add(8), r1);
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: the caller guarantees `rows` holds 6 entries.
+        let rows = unsafe { std::slice::from_raw_parts(rows as *const i64, 6) };
+        let base = base as *const f32;
+        let r: [*const f32; 6] = std::array::from_fn(|i| base.wrapping_offset(rows[i] as isize));
+        let (ks, b, c) = (ks as *const i64, b as *const f32, c as *mut f32);
+        match nr {
+            // SAFETY: forwarded from the caller's contract, which includes AVX-512F for nr = 32.
+            32 => unsafe { microkernel_in_place_avx512(kc, &r, ks, b, c, ldc, accumulate) },
+            // SAFETY: forwarded from the caller's contract; AVX2+FMA checked by `enabled`.
+            16 => unsafe { microkernel_in_place_avx2(kc, &r, ks, b, c, ldc, accumulate) },
+            _ => unreachable!("GEMM micro-kernel: no kernel for nr = {nr}"),
         }
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn microkernel_avx2(
-    kc: usize,
-    a: *const f32,
-    b: *const f32,
-    c: *mut f32,
-    ldc: usize,
-    accumulate: bool,
-) {
-    use std::arch::x86_64::*;
-    let mut acc = [[_mm256_setzero_ps(); 2]; 6];
-    for g in 0..kc / A_K_GROUP {
-        for kk in 0..A_K_GROUP {
-            let p = g * A_K_GROUP + kk;
-            // SAFETY: the caller guarantees `a` has 6*kc and `b` 16*kc floats (p < kc, and
-            // g * 24 + i * 4 + kk < 6 * kc).
-            unsafe {
-                let b0 = _mm256_loadu_ps(b.add(p * 16));
-                let b1 = _mm256_loadu_ps(b.add(p * 16 + 8));
-                for (i, row) in acc.iter_mut().enumerate() {
-                    let ai = _mm256_broadcast_ss(&*a.add(g * 6 * A_K_GROUP + i * A_K_GROUP + kk));
-                    row[0] = _mm256_fmadd_ps(ai, b0, row[0]);
-                    row[1] = _mm256_fmadd_ps(ai, b1, row[1]);
+/// The 6-row micro-kernels of one ISA: AVX2's 6x16 and AVX-512's 6x32 tiles are the same code
+/// with other intrinsics (two `$lanes`-wide vectors per row, 12 accumulators). Each expansion
+/// defines the packed kernel `$packed`, the in-place kernel `$in_place` (A through its row and K
+/// tables) and the tile store `$store_tile`, all `unsafe` with `target_feature(enable =
+/// $feature)`; their callers (`microkernel`, `microkernel_in_place`) dispatch on `nr` only where
+/// that feature was detected.
+macro_rules! six_row_kernels {
+    (
+        feature: $feature:literal,
+        vector: $vector:ident,
+        lanes: $lanes:literal,
+        zero: $zero:ident,
+        load: $load:ident,
+        splat: $splat:ident,
+        fma: $fma:ident,
+        add: $add:ident,
+        store: $store:ident,
+        packed: $packed:ident,
+        in_place: $in_place:ident,
+        store_tile: $store_tile:ident $(,)?
+    ) => {
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = $feature)]
+        unsafe fn $packed(
+            kc: usize,
+            a: *const f32,
+            b: *const f32,
+            c: *mut f32,
+            ldc: usize,
+            accumulate: bool,
+        ) {
+            use std::arch::x86_64::*;
+            const NR: usize = 2 * $lanes;
+            let mut acc = [[$zero(); 2]; 6];
+            for g in 0..kc / A_K_GROUP {
+                for kk in 0..A_K_GROUP {
+                    let p = g * A_K_GROUP + kk;
+                    // SAFETY: the caller guarantees `a` has 6*kc and `b` NR*kc floats (p < kc,
+                    // and g * 24 + i * 4 + kk < 6 * kc).
+                    unsafe {
+                        let b0 = $load(b.add(p * NR));
+                        let b1 = $load(b.add(p * NR + $lanes));
+                        for (i, row) in acc.iter_mut().enumerate() {
+                            let ai = $splat(*a.add(g * 6 * A_K_GROUP + i * A_K_GROUP + kk));
+                            row[0] = $fma(ai, b0, row[0]);
+                            row[1] = $fma(ai, b1, row[1]);
+                        }
+                    }
+                }
+            }
+            // SAFETY: the caller guarantees `c` has a 6 x NR tile at stride `ldc`.
+            unsafe { $store_tile(&acc, c, ldc, accumulate) };
+        }
+
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = $feature)]
+        unsafe fn $in_place(
+            kc: usize,
+            r: &[*const f32; 6],
+            ks: *const i64,
+            b: *const f32,
+            c: *mut f32,
+            ldc: usize,
+            accumulate: bool,
+        ) {
+            use std::arch::x86_64::*;
+            const NR: usize = 2 * $lanes;
+            let mut acc = [[$zero(); 2]; 6];
+            let [r0, r1, r2, r3, r4, r5] = *r;
+            for p in 0..kc {
+                // SAFETY: the caller guarantees `ks` has kc entries, `b` NR*kc floats and
+                // every row pointer moved by a `ks` entry a float inside the operand.
+                unsafe {
+                    let off = *ks.add(p) as isize;
+                    let b0 = $load(b.add(p * NR));
+                    let b1 = $load(b.add(p * NR + $lanes));
+                    for (i, rp) in [r0, r1, r2, r3, r4, r5].into_iter().enumerate() {
+                        let ai = $splat(*rp.wrapping_offset(off));
+                        acc[i][0] = $fma(ai, b0, acc[i][0]);
+                        acc[i][1] = $fma(ai, b1, acc[i][1]);
+                    }
+                }
+            }
+            // SAFETY: the caller guarantees `c` has a 6 x NR tile at stride `ldc`.
+            unsafe { $store_tile(&acc, c, ldc, accumulate) };
+        }
+
+        /// Writes (or adds) a 6 x (2 x lanes) tile of accumulators into `C`.
+        ///
+        /// # Safety
+        /// `c` must be valid for 6 rows of 2 x lanes floats at stride `ldc`, not accessed
+        /// concurrently.
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = $feature)]
+        unsafe fn $store_tile(
+            acc: &[[std::arch::x86_64::$vector; 2]; 6],
+            c: *mut f32,
+            ldc: usize,
+            accumulate: bool,
+        ) {
+            use std::arch::x86_64::*;
+            for (i, row) in acc.iter().enumerate() {
+                // SAFETY: the caller guarantees `c` has 6 rows of 2 x lanes floats at stride
+                // `ldc` (i < 6).
+                unsafe {
+                    let cp = c.add(i * ldc);
+                    let (mut r0, mut r1) = (row[0], row[1]);
+                    if accumulate {
+                        r0 = $add(r0, $load(cp));
+                        r1 = $add(r1, $load(cp.add($lanes)));
+                    }
+                    $store(cp, r0);
+                    $store(cp.add($lanes), r1);
                 }
             }
         }
-    }
-    // SAFETY: the caller guarantees `c` has a 6 x 16 tile at stride `ldc`.
-    unsafe { store_tile(&acc, c, ldc, accumulate) };
+    };
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn microkernel_avx512(
-    kc: usize,
-    a: *const f32,
-    b: *const f32,
-    c: *mut f32,
-    ldc: usize,
-    accumulate: bool,
-) {
-    use std::arch::x86_64::*;
-    let mut acc = [[_mm512_setzero_ps(); 2]; 6];
-    for g in 0..kc / A_K_GROUP {
-        for kk in 0..A_K_GROUP {
-            let p = g * A_K_GROUP + kk;
-            // SAFETY: the caller guarantees `a` has 6*kc and `b` 32*kc floats (p < kc, and
-            // g * 24 + i * 4 + kk < 6 * kc).
-            unsafe {
-                let b0 = _mm512_loadu_ps(b.add(p * 32));
-                let b1 = _mm512_loadu_ps(b.add(p * 32 + 16));
-                for (i, row) in acc.iter_mut().enumerate() {
-                    let ai = _mm512_set1_ps(*a.add(g * 6 * A_K_GROUP + i * A_K_GROUP + kk));
-                    row[0] = _mm512_fmadd_ps(ai, b0, row[0]);
-                    row[1] = _mm512_fmadd_ps(ai, b1, row[1]);
-                }
-            }
-        }
-    }
-    // SAFETY: the caller guarantees `c` has a 6 x 32 tile at stride `ldc`.
-    unsafe { store_tile_avx512(&acc, c, ldc, accumulate) };
-}
+six_row_kernels!(
+    feature: "avx2,fma",
+    vector: __m256,
+    lanes: 8,
+    zero: _mm256_setzero_ps,
+    load: _mm256_loadu_ps,
+    splat: _mm256_set1_ps,
+    fma: _mm256_fmadd_ps,
+    add: _mm256_add_ps,
+    store: _mm256_storeu_ps,
+    packed: microkernel_avx2,
+    in_place: microkernel_in_place_avx2,
+    store_tile: store_tile,
+);
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn microkernel_in_place_avx512(
-    kc: usize,
-    r: &[*const f32; 6],
-    ks: *const i64,
-    b: *const f32,
-    c: *mut f32,
-    ldc: usize,
-    accumulate: bool,
-) {
-    use std::arch::x86_64::*;
-    let mut acc = [[_mm512_setzero_ps(); 2]; 6];
-    let [r0, r1, r2, r3, r4, r5] = *r;
-    for p in 0..kc {
-        // SAFETY: the caller guarantees `ks` has kc entries, `b` 32*kc floats and every
-        // row pointer moved by a `ks` entry a float inside the operand.
-        unsafe {
-            let off = *ks.add(p) as isize;
-            let b0 = _mm512_loadu_ps(b.add(p * 32));
-            let b1 = _mm512_loadu_ps(b.add(p * 32 + 16));
-            for (i, rp) in [r0, r1, r2, r3, r4, r5].into_iter().enumerate() {
-                let ai = _mm512_set1_ps(*rp.wrapping_offset(off));
-                acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
-                acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
-            }
-        }
-    }
-    // SAFETY: the caller guarantees `c` has a 6 x 32 tile at stride `ldc`.
-    unsafe { store_tile_avx512(&acc, c, ldc, accumulate) };
-}
-
-/// Writes (or adds) a 6x32 tile of accumulators into `C`.
-///
-/// # Safety
-/// `c` must be valid for 6 rows of 32 floats at stride `ldc`, not accessed concurrently.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn store_tile_avx512(
-    acc: &[[std::arch::x86_64::__m512; 2]; 6],
-    c: *mut f32,
-    ldc: usize,
-    accumulate: bool,
-) {
-    use std::arch::x86_64::*;
-    for (i, row) in acc.iter().enumerate() {
-        // SAFETY: the caller guarantees `c` has 6 rows of 32 floats at stride `ldc` (i < 6).
-        unsafe {
-            let cp = c.add(i * ldc);
-            let (mut r0, mut r1) = (row[0], row[1]);
-            if accumulate {
-                r0 = _mm512_add_ps(r0, _mm512_loadu_ps(cp));
-                r1 = _mm512_add_ps(r1, _mm512_loadu_ps(cp.add(16)));
-            }
-            _mm512_storeu_ps(cp, r0);
-            _mm512_storeu_ps(cp.add(16), r1);
-        }
-    }
-}
+six_row_kernels!(
+    feature: "avx512f",
+    vector: __m512,
+    lanes: 16,
+    zero: _mm512_setzero_ps,
+    load: _mm512_loadu_ps,
+    splat: _mm512_set1_ps,
+    fma: _mm512_fmadd_ps,
+    add: _mm512_add_ps,
+    store: _mm512_storeu_ps,
+    packed: microkernel_avx512,
+    in_place: microkernel_in_place_avx512,
+    store_tile: store_tile_avx512,
+);
