@@ -1,6 +1,7 @@
 //! The CPU GEMM path: matmul-shaped kernels (see [`tinygrad_codegen::gemm`]) run as generated
-//! packing kernels, an AVX2/FMA micro-kernel (6x16; AVX-512F: 6x32, chosen at run time, see
-//! [`tile`]) with cache blocking on every core, and a generated epilogue kernel.
+//! packing kernels, an AVX2/FMA micro-kernel (6x16; AVX-512F: 6x32, or 12x16 for at most 16
+//! columns, chosen at run time, see [`tile`] and [`tile_for`]; the kernels are in
+//! `gemm/microkernel.rs`) with cache blocking on every core, and a generated epilogue kernel.
 //!
 //! Why a micro-kernel next to Cranelift: Cranelift emits 128-bit vectors only and schedules
 //! nothing, which caps its generated matmul loops far below the FMA units' peak. A register-tiled
