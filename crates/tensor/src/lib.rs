@@ -32,6 +32,8 @@
 //! - [`assign`]: `assign` — replacing a tensor's value lazily (optimizer updates).
 //! - [`symbolic`]: [`Variable`] and bound variables ([`BoundVar`]) — symbolic sizes, kernels
 //!   compiled once for every value.
+//! - [`multi`]: tensors on several devices at once — `shard`, `shard_like`, `devices`: ops run
+//!   per shard, reductions over the sharded axis all-reduce through copies between devices.
 //! - [`jit`]: [`Jit`] — capturing the kernels of a function of tensors once and replaying them
 //!   on new inputs, with every replay checked against the capture.
 //! - [`nn`]: layers, `Module`/`Parameters` and state dicts, optimizers, safetensors files,
@@ -52,6 +54,7 @@ pub mod keccak;
 pub mod linalg;
 pub mod math;
 pub mod movement;
+pub mod multi;
 pub mod nn;
 pub mod nn_ops;
 pub mod operators;

@@ -77,13 +77,16 @@ impl Tensor {
     /// If `device` names no device of this library (an unknown name is reported where the
     /// tensor is made, not when it is first realized).
     pub fn from_uop(uop: UOp, device: &str) -> Tensor {
-        let canonical = tinygrad_runtime::device::canonical_device(device).unwrap_or_else(|| {
-            panic!(
-                "Tensor: unknown device {device:?} (devices: {}, each with an optional index: \
+        let multi = crate::multi::parse_multi(device).map(|d| crate::multi::multi_name(&d));
+        let canonical = multi
+            .or_else(|| tinygrad_runtime::device::canonical_device(device))
+            .unwrap_or_else(|| {
+                panic!(
+                    "Tensor: unknown device {device:?} (devices: {}, each with an optional index: \
                  CPU:1)",
-                tinygrad_runtime::DEVICE_NAMES.join(", ")
-            )
-        });
+                    tinygrad_runtime::DEVICE_NAMES.join(", ")
+                )
+            });
         Tensor {
             inner: Arc::new(Inner {
                 uop: RwLock::new(uop),
@@ -405,6 +408,10 @@ impl Tensor {
             bytes.len(),
             n * dtype.itemsize()
         );
+        if let Some(devices) = crate::multi::parse_multi(device) {
+            // on several devices: uploaded to the first, copied to the others
+            return Tensor::from_bytes(bytes, dtype, shape, &devices[0]).to(device);
+        }
         let buf = Buffer::new(device, dtype, n);
         // (an open JIT capture must know: a replay would not repeat this upload)
         tinygrad_runtime::capture::note_upload(buf.id());
@@ -600,6 +607,10 @@ impl Tensor {
     /// assert_eq!((e.shape(), e.dtype(), e.device()), (vec![2, 3], DType::INT8, t.device()));
     /// ```
     pub fn empty_like(t: &Tensor) -> Tensor {
+        if crate::multi::is_multi(t.device()) {
+            // on the first device, then split (or copied) as `t` is
+            return Tensor::empty_like(&t.to(&t.devices()[0])).shard_like(t);
+        }
         let dev = t.device().to_string();
         let shape = t.shape();
         let u = Buffer::new(&dev, t.dtype(), t.numel()).uop();
@@ -971,21 +982,31 @@ impl Tensor {
             return Ok(snaps[..tensors.len()].to_vec());
         }
         let snaps: Vec<UOp> = tensors.iter().map(|t| t.uop()).collect();
-        let todo: Vec<(&Tensor, &UOp)> = tensors
+        let (multi, todo): (Vec<Pending>, Vec<Pending>) = tensors
             .iter()
             .copied()
             .zip(&snaps)
-            .filter(|(_, u)| !is_buffer_view(u))
-            .collect();
+            .filter(|(_, u)| !is_buffer_view(u) && !crate::multi::is_multi_view(u))
+            .partition(|(t, _)| crate::multi::is_multi(t.device()));
+        let mut becomes: HashMap<UOp, UOp> = HashMap::new();
+        // Tensors on several devices: each resolved to one graph per device and realized there.
+        if !multi.is_empty() {
+            let views = crate::multi::realize_multi(&multi)?;
+            for ((_, u), v) in multi.iter().zip(views) {
+                becomes.insert((*u).clone(), v);
+            }
+        }
         if todo.is_empty() {
-            return Ok(snaps);
+            return Ok(snaps
+                .iter()
+                .map(|u| becomes.get(u).cloned().unwrap_or_else(|| u.clone()))
+                .collect());
         }
         // Tensors on several devices: each device's graphs are scheduled and run on their own.
         let mut by_device: indexmap::IndexMap<&str, Vec<(&Tensor, &UOp)>> = Default::default();
         for &(t, u) in &todo {
             by_device.entry(t.device()).or_default().push((t, u));
         }
-        let mut becomes: HashMap<UOp, UOp> = HashMap::new();
         // What earlier groups and copy sources realized (graph -> its buffer view): a later
         // group reuses it instead of computing it again (`realize_all(&[&a, &a.to("CPU")])`).
         let mut known: HashMap<UOp, UOp> = HashMap::new();
@@ -1011,13 +1032,7 @@ impl Tensor {
                     .get(r)
                     .expect("every output is realized")
                     .clone();
-                let mut cur = t.inner.uop.write().unwrap_or_else(|e| e.into_inner());
-                // Only if nobody assigned a new graph meanwhile (compare and swap).
-                if *cur == **o {
-                    *cur = new.clone();
-                    drop(cur);
-                    crate::jit::note_write(&t.inner);
-                }
+                t.swap_uop_if_unchanged(o, new.clone());
                 known.insert((*o).clone(), new.clone());
                 becomes.insert((*o).clone(), new);
             }
@@ -1028,6 +1043,17 @@ impl Tensor {
             .collect())
     }
 
+    /// Gives this handle the graph `new` if it still stands for `old` (compare and swap: a
+    /// graph assigned meanwhile, by another thread, is kept).
+    pub(crate) fn swap_uop_if_unchanged(&self, old: &UOp, new: UOp) {
+        let mut cur = self.inner.uop.write().unwrap_or_else(|e| e.into_inner());
+        if *cur == *old {
+            *cur = new;
+            drop(cur);
+            crate::jit::note_write(&self.inner);
+        }
+    }
+
     /// The data as little-endian bytes (realizes first).
     ///
     /// ```
@@ -1036,12 +1062,12 @@ impl Tensor {
     /// assert_eq!(t.try_to_bytes().unwrap(), vec![1, 0, 2, 1]);
     /// ```
     pub fn try_to_bytes(&self) -> Result<Vec<u8>, DeviceError> {
-        let mut b = Tensor::realize_snapshots(&[self])?.remove(0);
-        while b.op() == Ops::Reshape {
-            b = b.s(0).clone();
-        }
-        let buf = Buffer::of(&b).expect("a realized snapshot is a buffer view");
-        let mut bytes = buf.try_to_bytes()?;
+        let b = Tensor::realize_snapshots(&[self])?.remove(0);
+        let mut bytes = if b.op() == Ops::Multi {
+            crate::multi::gather_bytes(&b, self.dtype().itemsize())?
+        } else {
+            view_bytes(&b)?
+        };
         // a tensor of symbolic shape is the first elements of a buffer sized for the
         // variables' largest values
         bytes.truncate(self.numel() * self.dtype().itemsize());
@@ -1146,6 +1172,20 @@ impl Tensor {
     /// assert!(t.try_to("NOSUCHDEVICE").is_err());
     /// ```
     pub fn try_to(&self, device: &str) -> Result<Tensor, DeviceError> {
+        if let Some(devices) = crate::multi::parse_multi(device) {
+            // to several devices: a copy on each (tinygrad's `to` of a tuple)
+            for d in &devices {
+                get_device(d)?;
+            }
+            let refs: Vec<&str> = devices.iter().map(String::as_str).collect();
+            return Ok(if self.device() == crate::multi::multi_name(&devices) {
+                self.clone()
+            } else if crate::multi::is_multi(self.device()) {
+                self.to(&self.devices()[0]).shard(&refs, None)
+            } else {
+                self.shard(&refs, None)
+            });
+        }
         let dev = get_device(device)?;
         if dev.name() == self.device() {
             return Ok(self.clone());
@@ -1215,13 +1255,27 @@ impl fmt::Display for TensorError {
 
 impl std::error::Error for TensorError {}
 
+/// A tensor to realize and the graph it stood for when read.
+type Pending<'a> = (&'a Tensor, &'a UOp);
+
+/// The bytes of the buffer a realized view (a buffer, or reshapes of one) shows.
+pub(crate) fn view_bytes(view: &UOp) -> Result<Vec<u8>, DeviceError> {
+    let mut b = view.clone();
+    while b.op() == Ops::Reshape {
+        b = b.s(0).clone();
+    }
+    Buffer::of(&b)
+        .expect("a realized snapshot is a buffer view")
+        .try_to_bytes()
+}
+
 /// `outs` with every `Copy` whose source is not yet a buffer made to copy a buffer instead:
 /// each such source is realized on its own device (innermost copies first, so a source that
 /// itself copies from a third device finds that copy's source realized). The scheduler, which
 /// knows no devices, then turns each `Copy` into a transfer item. `known` holds graphs realized
 /// before (graph -> buffer view), reused instead of computed again; the sources realized here
 /// are added to it.
-fn realize_copy_sources(
+pub(crate) fn realize_copy_sources(
     outs: &[UOp],
     known: &mut HashMap<UOp, UOp>,
 ) -> Result<Vec<UOp>, DeviceError> {
@@ -1256,7 +1310,18 @@ fn realize_copy_sources(
             known.insert(copy.s(0).clone(), view.clone());
             view
         };
-        let resolved = UOp::new(Ops::Copy, copy.dtype(), vec![view], copy.arg().clone());
+        let resolved = match crate::multi::parse_multi(from) {
+            // from several devices: the shards copied to the target, side by side
+            Some(devices) => {
+                let (_, to) = copy
+                    .arg()
+                    .as_copy()
+                    .expect("a Copy names its target device");
+                let gathered = crate::multi::gather_to_device(&view, &devices, to);
+                realize_copy_sources(&[gathered], known)?.remove(0)
+            }
+            None => UOp::new(Ops::Copy, copy.dtype(), vec![view], copy.arg().clone()),
+        };
         known.insert(copy.clone(), resolved);
     }
     Ok(outs.iter().map(|o| o.substitute(known)).collect())

@@ -100,7 +100,29 @@ fn const_arg(v: &Value) -> tinygrad_tensor::ConstValue {
     }
 }
 
+thread_local! {
+    /// For the multi-device variants: split inputs along their first axis (where it divides
+    /// evenly over the devices) instead of giving every device all of them.
+    static SHARD_INPUTS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 fn make_input(spec: &Value, device: &str) -> Tensor {
+    let t = make_input_unsharded(spec, device);
+    let devices = t.devices();
+    let shape = t.shape();
+    if SHARD_INPUTS.get()
+        && devices.len() > 1
+        && shape
+            .first()
+            .is_some_and(|&d| d > 0 && d % devices.len() == 0)
+    {
+        let refs: Vec<&str> = devices.iter().map(String::as_str).collect();
+        return t.to(&devices[0]).shard(&refs, Some(0));
+    }
+    t
+}
+
+fn make_input_unsharded(spec: &Value, device: &str) -> Tensor {
     let shape = usizes(&spec["shape"]);
     let dt = dtype_of(spec["dtype"].as_str().expect("dtype"));
     let data = spec["data"].as_array().expect("data");
@@ -490,6 +512,12 @@ fn describe(case: &Value) -> String {
 }
 
 fn run_suite(device: &str) {
+    run_suite_counting(device, |_| false);
+}
+
+/// The suite on `device`; a case that panics with a message `refused` accepts is counted as
+/// refused (printed) rather than failed.
+fn run_suite_counting(device: &str, refused: impl Fn(&str) -> bool) {
     common::install_quiet_hook();
     let cases = common::load_cases("cases.json");
     assert_eq!(
@@ -504,6 +532,7 @@ fn run_suite(device: &str) {
         .unwrap_or_default();
     let verbose = std::env::var("GOLDEN_VERBOSE").is_ok_and(|v| v != "0");
     let (mut passed, mut failures, mut known) = (0usize, Vec::new(), Vec::new());
+    let mut refusals: Vec<String> = Vec::new();
     for case in &cases {
         let name = case["name"].as_str().expect("name");
         if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
@@ -519,6 +548,13 @@ fn run_suite(device: &str) {
         }));
         common::set_in_case(false);
         let res = res.unwrap_or_else(|e| Err(format!("panicked: {}", common::panic_message(&*e))));
+        let res = match res {
+            Err(e) if refused(&e) => {
+                refusals.push(format!("{name}: {e}"));
+                continue;
+            }
+            r => r,
+        };
         match (res, KNOWN_FAILURES.iter().find(|(n, _)| *n == name)) {
             (Ok(()), None) => passed += 1,
             (Ok(()), Some(_)) => failures.push(format!(
@@ -528,12 +564,22 @@ fn run_suite(device: &str) {
             (Err(e), None) => failures.push(format!("{name}: {}\n    {e}", describe(case))),
         }
     }
-    let total = passed + failures.len() + known.len();
+    let total = passed + failures.len() + known.len() + refusals.len();
+    let refused_note = if refusals.is_empty() {
+        String::new()
+    } else {
+        format!(", {} refused", refusals.len())
+    };
     eprintln!(
-        "golden [{device}]: {passed} passed, {} failed, {} known failures (of {total})",
+        "golden [{device}]: {passed} passed, {} failed, {} known failures{refused_note} (of {total})",
         failures.len(),
         known.len()
     );
+    if std::env::var("GOLDEN_VERBOSE").is_ok_and(|v| v != "0") {
+        for r in &refusals {
+            eprintln!("  refused: {r}");
+        }
+    }
     for k in &known {
         eprintln!("  known failure: {k}");
     }
@@ -548,6 +594,27 @@ fn run_suite(device: &str) {
 #[test]
 fn golden_cpu() {
     run_suite("CPU");
+}
+
+/// Every case with its inputs on two CPU devices, replicated: each device computes the whole
+/// op, and reading the result takes the first device's copy.
+#[test]
+fn golden_multi_replicated() {
+    run_suite("(CPU, CPU:1)");
+}
+
+/// Every case with its inputs split along the first axis over two, then three devices (where
+/// it divides evenly; others replicated). A case whose op refuses the sharded axis with
+/// tinygrad's rule (a pad or flip of it, a shrink cutting across shards, a reshape moving
+/// elements between shards) is counted as refused; every other must match.
+#[test]
+fn golden_multi_sharded() {
+    SHARD_INPUTS.set(true);
+    let refused = |e: &str| {
+        e.contains("of a multi-device tensor:") && !e.contains("has no multi-device form")
+    };
+    run_suite_counting("(CPU, CPU:1)", refused);
+    run_suite_counting("(CPU, REF, CPU:2)", refused);
 }
 
 #[test]

@@ -318,6 +318,16 @@ pub fn pm_gradient() -> &'static PatternMatcher<UOp> {
                     Arg::copy(to, from),
                 ))
             }),
+            // The shards of a multi-device value live on devices this layer does not know: a
+            // gradient stops at the sharded tensor (mark that one as requiring grad).
+            rule(&[Multi], |_, ret| {
+                panic!(
+                    "backward through shard: a gradient reaches the tensor a multi-device \
+                     tensor of shape {:?} was sharded from; gradients stop at sharded tensors \
+                     (call requires_grad on the sharded tensor instead)",
+                    ret.shape().as_deref()
+                )
+            }),
         ])
     });
     &PM

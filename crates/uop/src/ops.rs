@@ -11,6 +11,10 @@
 //!   (`Arg::copy`, `Arg::as_copy`).
 //! - `Assign`: `src` = (target, value); writes value into target's buffer.
 //! - `Cast`/`Bitcast`: one `src`; dtype = target dtype.
+//! - `Multi`: one `src` per device (a shard, of the shard's shape), all of one dtype; `arg` =
+//!   `Int(axis)`, the axis the shards split evenly (`-1`: every shard holds the whole value,
+//!   replicated). Its shape is the whole value's. Which device holds which shard is the upper
+//!   layer's business (`src[i]` lives on its i-th device).
 //! - `Reshape`/`Expand`: one `src`; `arg` = `Shape` (new shape).
 //! - `Permute`: one `src`; `arg` = `Shape` (the permutation).
 //! - `Pad`/`Shrink`: one `src`; `arg` = `Pairs` ((before, after) padding / (start, end) bounds).
@@ -58,6 +62,7 @@ pub enum Ops {
     Assign,
     Cast,
     Bitcast,
+    Multi,
     // movement
     Reshape,
     Permute,
@@ -136,6 +141,7 @@ impl Ops {
             Assign,
             Cast,
             Bitcast,
+            Multi,
             Reshape,
             Permute,
             Expand,

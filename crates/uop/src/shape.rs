@@ -158,6 +158,15 @@ fn compute_shape(u: &UOp) -> Option<Arc<[usize]>> {
             Some(s.into())
         }
         Ops::Where => src_shape(u, 1).or_else(|| src_shape(u, 0)),
+        Ops::Multi => {
+            let mut s = src_shape(u, 0)?.to_vec();
+            if let Some(axis) = u.arg().as_int().and_then(|a| usize::try_from(a).ok()) {
+                *s.get_mut(axis)? = (0..u.src().len())
+                    .map(|i| src_shape(u, i).and_then(|s| s.get(axis).copied()))
+                    .sum::<Option<usize>>()?;
+            }
+            Some(s.into())
+        }
         op if op.is_elementwise() => src_shape(u, 0),
         Ops::Flip
         | Ops::Contiguous

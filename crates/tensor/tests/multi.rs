@@ -1,0 +1,336 @@
+//! Multi-device tensors (`shard`): each op's result against the same op on one device, the
+//! sharded axis each op leaves, the all-reduce, gathering, autograd and an optimizer step through
+//! sharded weights, and the errors tinygrad raises (uneven splits, ops across the sharded axis).
+
+mod common;
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use tinygrad_tensor::nn::optim::{self, Optimizer};
+use tinygrad_tensor::{DType, Tensor};
+
+const TWO: [&str; 2] = ["CPU", "CPU:1"];
+const THREE: [&str; 3] = ["CPU", "CPU:1", "CPU:2"];
+
+/// `n` deterministic float32 values in [-1, 1).
+fn data(n: usize, seed: u32) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(2_654_435_761).wrapping_add(1);
+    (0..n)
+        .map(|_| {
+            s = s.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            (s >> 8) as f32 / (1u32 << 23) as f32 - 1.0
+        })
+        .collect()
+}
+
+fn tensor(shape: &[usize], seed: u32) -> Tensor {
+    Tensor::from_slice(&data(shape.iter().product(), seed), shape)
+}
+
+fn assert_close(got: &Tensor, want: &Tensor, what: &str) {
+    assert_eq!(got.shape(), want.shape(), "{what}: shape");
+    let (g, w) = (got.to_vec::<f32>(), want.to_vec::<f32>());
+    for (i, (a, b)) in g.iter().zip(&w).enumerate() {
+        assert!(
+            (a - b).abs() <= 1e-5 + 1e-4 * b.abs(),
+            "{what}: element {i}: {a} vs {b}"
+        );
+    }
+}
+
+fn panic_text(f: impl FnOnce()) -> String {
+    common::install_quiet_hook();
+    let e = catch_unwind(AssertUnwindSafe(f)).expect_err("should panic");
+    common::panic_message(&*e)
+}
+
+#[test]
+fn shard_splits_evenly_and_gathers_back() {
+    let t = tensor(&[6, 4], 1);
+    for devices in [&TWO[..], &THREE[..]] {
+        for axis in [Some(0isize), Some(1), Some(-1), None] {
+            if axis
+                .is_some_and(|a| !t.shape()[a.rem_euclid(2) as usize].is_multiple_of(devices.len()))
+            {
+                continue;
+            }
+            let s = t.shard(devices, axis);
+            assert_eq!(
+                s.devices(),
+                devices.iter().map(|d| d.to_string()).collect::<Vec<_>>()
+            );
+            assert_eq!(s.shape(), vec![6, 4]);
+            assert_eq!(s.shard_axis(), axis.map(|a| a.rem_euclid(2) as usize));
+            assert_eq!(
+                s.to_vec::<f32>(),
+                t.to_vec::<f32>(),
+                "{devices:?} axis {axis:?}"
+            );
+            // realized, it stays the same
+            s.realize();
+            assert_eq!(s.to_vec::<f32>(), t.to_vec::<f32>());
+            assert_eq!(s.to("REF").to_vec::<f32>(), t.to_vec::<f32>());
+        }
+    }
+}
+
+#[test]
+fn elementwise_ops_run_per_shard() {
+    let (a, b) = (tensor(&[4, 6], 2), tensor(&[4, 6], 3));
+    let want = a
+        .lt(0.0)
+        .where_(&((&a * &b + 1.0).relu() - &a.exp()).sqrt(), &b);
+    for axis in [Some(0usize), Some(1), None] {
+        let (sa, sb) = (
+            a.shard(&TWO, axis.map(|a| a as isize)),
+            b.shard(&TWO, axis.map(|a| a as isize)),
+        );
+        let got = sa
+            .lt(0.0)
+            .where_(&((&sa * &sb + 1.0).relu() - &sa.exp()).sqrt(), &sb);
+        assert_eq!(got.shard_axis(), axis);
+        assert_close(&got, &want, &format!("axis {axis:?}"));
+    }
+    // operands split along different axes, or one replicated: resharded to the first's axis
+    let mixed = &a.shard(&TWO, Some(0)) + &b.shard(&TWO, Some(1));
+    assert_eq!(mixed.shard_axis(), Some(0));
+    assert_close(&mixed, &(&a + &b), "axes 0 and 1");
+    let mixed = &a.shard(&THREE, None) * &b.shard(&THREE, Some(1));
+    assert_eq!(mixed.shard_axis(), Some(1));
+    assert_close(&mixed, &(&a * &b), "replicated and axis 1");
+    // casts and comparisons keep the split
+    let c = a.shard(&TWO, Some(1)).gt(0.0).cast(DType::INT32);
+    assert_eq!(
+        c.to_vec::<i32>(),
+        a.gt(0.0).cast(DType::INT32).to_vec::<i32>()
+    );
+}
+
+#[test]
+fn reductions_over_the_sharded_axis_all_reduce() {
+    let t = tensor(&[6, 4], 4);
+    for devices in [&TWO[..], &THREE[..]] {
+        let s = t.shard(devices, Some(0));
+        let sum0 = s.sum(0isize);
+        assert_eq!(sum0.shard_axis(), None, "replicated after the all-reduce");
+        assert_close(&sum0, &t.sum(0isize), "sum axis 0");
+        assert_close(&s.max(0isize), &t.max(0isize), "max axis 0");
+        assert_close(&s.mean(0isize), &t.mean(0isize), "mean axis 0");
+        assert_close(&s.sum(None::<isize>), &t.sum(None::<isize>), "sum of all");
+        // over another axis: per shard, the split kept
+        let sum1 = s.sum(1isize);
+        assert_eq!(sum1.shard_axis(), Some(0));
+        assert_close(&sum1, &t.sum(1isize), "sum axis 1");
+        assert_close(
+            &s.softmax(0isize),
+            &t.softmax(0isize),
+            "softmax over the sharded axis",
+        );
+        assert_close(
+            &s.softmax(1isize),
+            &t.softmax(1isize),
+            "softmax along the shards",
+        );
+    }
+    // every device holds the same bits after the all-reduce
+    let s = t.shard(&THREE, Some(0)).sum(0isize).realize().clone();
+    let per_device: Vec<Vec<f32>> = THREE.iter().map(|d| s.to(d).to_vec::<f32>()).collect();
+    assert!(
+        per_device.windows(2).all(|w| w[0] == w[1]),
+        "{per_device:?}"
+    );
+}
+
+#[test]
+fn movement_ops_keep_or_move_the_axis() {
+    let t = tensor(&[4, 6], 5);
+    let s = t.shard(&TWO, Some(1));
+    let p = s.permute(&[1, 0]);
+    assert_eq!(p.shard_axis(), Some(0));
+    assert_close(&p, &t.permute(&[1, 0]), "permute");
+    let r = s.reshape(&[4, 2, 3]);
+    assert_eq!(r.shard_axis(), Some(1));
+    assert_close(
+        &r,
+        &t.reshape(&[4, 2, 3]),
+        "reshape splitting the sharded axis",
+    );
+    let r = t.shard(&TWO, Some(0)).reshape(&[24]);
+    assert_eq!(r.shard_axis(), Some(0));
+    assert_close(&r, &t.reshape(&[24]), "reshape flattening");
+    let e = s.reshape(&[1, 4, 6]).expand(&[3, 4, 6]);
+    assert_eq!(e.shard_axis(), Some(2));
+    assert_close(&e, &t.reshape(&[1, 4, 6]).expand(&[3, 4, 6]), "expand");
+    assert_close(
+        &s.pad(&[(1, 2), (0, 0)], 0.5),
+        &t.pad(&[(1, 2), (0, 0)], 0.5),
+        "pad",
+    );
+    assert_close(
+        &s.shrink(&[(1, 3), (0, 6)]),
+        &t.shrink(&[(1, 3), (0, 6)]),
+        "shrink",
+    );
+    assert_close(&s.flip(&[0]), &t.flip(&[0]), "flip");
+    // shrinking to exactly one shard: that shard, on every device
+    let one = s.shrink(&[(0, 4), (3, 6)]);
+    assert_eq!(one.shard_axis(), None);
+    assert_close(&one, &t.shrink(&[(0, 4), (3, 6)]), "one shard");
+    // slicing goes through the same ops
+    let slice = tinygrad_tensor::Idx::Slice {
+        start: Some(1),
+        stop: Some(3),
+        step: 1,
+    };
+    assert_close(
+        &s.getitem(&[slice]),
+        &t.shrink(&[(1, 3), (0, 6)]),
+        "getitem",
+    );
+}
+
+#[test]
+fn matmul_with_sharded_weights() {
+    let (x, w) = (tensor(&[4, 8], 6), tensor(&[8, 6], 7));
+    let want = x.matmul(&w);
+    // column-parallel: weights split along their outputs
+    let y = x.shard(&TWO, None).matmul(&w.shard(&TWO, Some(1)));
+    assert_eq!(y.shard_axis(), Some(1));
+    assert_close(&y, &want, "weights split along outputs");
+    // row-parallel: the contraction split, partial products all-reduced
+    let y = x.shard(&TWO, Some(1)).matmul(&w.shard(&TWO, Some(0)));
+    assert_eq!(y.shard_axis(), None);
+    assert_close(&y, &want, "contraction split");
+    // data-parallel: the batch split, weights replicated
+    let y = x.shard(&TWO, Some(0)).matmul(&w.shard(&TWO, None));
+    assert_eq!(y.shard_axis(), Some(0));
+    assert_close(&y, &want, "batch split");
+}
+
+#[test]
+fn gradients_through_sharded_tensors() {
+    let (x, w) = (tensor(&[4, 8], 8), tensor(&[8, 6], 9));
+    let w1 = w.contiguous();
+    w1.requires_grad_();
+    let loss = x.matmul(&w1).relu().square().mean(None::<isize>);
+    loss.backward();
+    let want = w1.grad().expect("a gradient");
+    let ws = w.shard(&TWO, Some(1));
+    ws.requires_grad_();
+    let loss_s = x
+        .shard(&TWO, Some(0))
+        .matmul(&ws)
+        .relu()
+        .square()
+        .mean(None::<isize>);
+    loss_s.backward();
+    assert_close(&loss_s, &loss, "loss");
+    let g = ws.grad().expect("a gradient for the sharded weight");
+    assert_eq!(g.devices(), ws.devices());
+    assert_close(&g, &want, "gradient");
+}
+
+#[test]
+fn sgd_steps_on_sharded_weights_match_one_device() {
+    let (x, w0) = (tensor(&[6, 4], 10), tensor(&[4, 2], 11));
+    let run = |w: Tensor, x: &Tensor| -> Vec<f32> {
+        w.requires_grad_();
+        let mut opt = optim::sgd(vec![w.clone()], 0.1).momentum(0.9);
+        let _train = Tensor::train(true);
+        let mut losses = Vec::new();
+        for _ in 0..3 {
+            opt.zero_grad();
+            let loss = x.matmul(&w).tanh().sum(None::<isize>);
+            loss.backward();
+            opt.step();
+            losses.push(loss.item::<f32>());
+        }
+        losses.extend(w.to_vec::<f32>());
+        losses
+    };
+    let want = run(w0.contiguous(), &x);
+    let got = run(w0.shard(&TWO, None), &x.shard(&TWO, Some(0)));
+    for (i, (a, b)) in got.iter().zip(&want).enumerate() {
+        assert!(
+            (a - b).abs() <= 1e-5 + 1e-4 * b.abs(),
+            "value {i}: {a} vs {b}"
+        );
+    }
+}
+
+#[test]
+fn bad_input_names_the_shapes_axes_and_devices() {
+    let t = tensor(&[5, 4], 12);
+    let msg = panic_text(|| drop(t.shard(&TWO, Some(0))));
+    assert!(
+        msg.contains("shard: axis 0 of shape [5, 4] has size 5") && msg.contains("2 devices"),
+        "{msg}"
+    );
+    let msg = panic_text(|| drop(tensor(&[2, 4], 1).shard(&THREE, Some(0))));
+    assert!(
+        msg.contains("size 2, which does not split evenly over 3 devices"),
+        "{msg}"
+    );
+    let s = tensor(&[4, 4], 13).shard(&TWO, Some(0));
+    let msg = panic_text(|| drop(s.shard(&TWO, Some(1))));
+    assert!(
+        msg.contains("already on several devices (CPU, CPU:1)"),
+        "{msg}"
+    );
+    let msg = panic_text(|| drop(tensor(&[2], 1).shard(&["CPU", "NOSUCH"], None)));
+    assert!(msg.contains("NOSUCH"), "{msg}");
+    let msg = panic_text(|| drop(tensor(&[2], 1).shard(&TWO, Some(3))));
+    assert!(msg.contains("shard"), "{msg}");
+    // tensors on different device tuples (a shard-count mismatch) don't combine
+    let other = tensor(&[4, 4], 14)
+        .shard(&THREE[..2], Some(0))
+        .to("(CPU:1, CPU)");
+    let msg = panic_text(|| drop(&s + &other));
+    assert!(
+        msg.contains("different devices")
+            && msg.contains("(CPU, CPU:1)")
+            && msg.contains("(CPU:1, CPU)"),
+        "{msg}"
+    );
+    let three = tensor(&[6, 4], 14).shard(&THREE, Some(0));
+    let msg = panic_text(|| drop(&tensor(&[6, 4], 1).shard(&TWO, Some(0)) + &three));
+    assert!(msg.contains("different devices"), "{msg}");
+    // ops across the sharded axis that tinygrad refuses
+    let msg = panic_text(|| drop(s.pad(&[(1, 0), (0, 0)], 0.0).to_vec::<f32>()));
+    assert!(
+        msg.contains("pad of a multi-device tensor") && msg.contains("axis 0"),
+        "{msg}"
+    );
+    let msg = panic_text(|| drop(s.flip(&[0]).to_vec::<f32>()));
+    assert!(
+        msg.contains("flip of a multi-device tensor: axis 0"),
+        "{msg}"
+    );
+    let msg = panic_text(|| drop(s.shrink(&[(1, 3), (0, 4)]).to_vec::<f32>()));
+    assert!(
+        msg.contains("shrink of a multi-device tensor") && msg.contains("[(0, 2), (2, 4)]"),
+        "{msg}"
+    );
+    let w = tensor(&[4], 15);
+    w.requires_grad_();
+    let loss = w.shard(&TWO, Some(0)).sum(None::<isize>);
+    let msg = panic_text(|| {
+        loss.backward();
+    });
+    assert!(
+        msg.contains("backward through shard") && msg.contains("[4]"),
+        "{msg}"
+    );
+    let msg = panic_text(|| {
+        drop(
+            tensor(&[4, 6], 1)
+                .shard(&TWO, Some(1))
+                .reshape(&[6, 4])
+                .to_vec::<f32>(),
+        )
+    });
+    assert!(
+        msg.contains("reshape of a multi-device tensor: [4, 6] -> [6, 4] moves elements"),
+        "{msg}"
+    );
+}
