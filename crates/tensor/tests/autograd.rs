@@ -47,9 +47,25 @@ fn pairs(v: &Value) -> Vec<(usize, usize)> {
     list(v, |p| (i(&p[0]) as usize, i(&p[1]) as usize))
 }
 
+thread_local! {
+    /// For the sharded variants: inputs split along their first axis over the devices where it
+    /// divides evenly (else replicated).
+    static SHARD_INPUTS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 fn tensor(t: &Value, device: &str) -> Tensor {
     let v: Vec<f32> = data(t).iter().map(|&x| x as f32).collect();
-    Tensor::from_slice_on(&v, &shape(t), device)
+    let sh = shape(t);
+    let devices = Tensor::scalar(0.0f32).to(device).devices();
+    if SHARD_INPUTS.get()
+        && sh
+            .first()
+            .is_some_and(|&d| d > 0 && d.is_multiple_of(devices.len()))
+    {
+        let refs: Vec<&str> = devices.iter().map(String::as_str).collect();
+        return Tensor::from_slice_on(&v, &sh, &devices[0]).shard(&refs, Some(0));
+    }
+    Tensor::from_slice_on(&v, &sh, device)
 }
 
 fn axis(v: &Value) -> Axis {
@@ -261,12 +277,18 @@ fn run_case(case: &Value, device: &str) -> Result<(), String> {
 }
 
 fn run_suite(device: &str) {
+    run_suite_counting(device, |_| false);
+}
+
+/// The suite on `device`; a case whose panic `refused` accepts is counted as refused.
+fn run_suite_counting(device: &str, refused: impl Fn(&str) -> bool) {
     common::install_quiet_hook();
     let filter: Vec<String> = std::env::var("GRADS_FILTER")
         .map(|f| f.split(',').map(str::to_string).collect())
         .unwrap_or_default();
     let cases = common::load_cases("grads.json");
     let mut failures = Vec::new();
+    let mut refusals = 0;
     let mut ran = 0;
     for case in &cases {
         let name = case["name"].as_str().expect("name");
@@ -278,13 +300,20 @@ fn run_suite(device: &str) {
         let r = catch_unwind(AssertUnwindSafe(|| run_case(case, device)));
         common::set_in_case(false);
         let r = r.unwrap_or_else(|e| Err(format!("panicked: {}", common::panic_message(&*e))));
-        if let Err(msg) = r {
-            failures.push(format!("  {name}: {msg}"));
+        match r {
+            Err(msg) if refused(&msg) => refusals += 1,
+            Err(msg) => failures.push(format!("  {name}: {msg}")),
+            Ok(()) => {}
         }
     }
+    let refused_note = if refusals > 0 {
+        format!(", {refusals} refused")
+    } else {
+        String::new()
+    };
     eprintln!(
-        "grads [{device}]: {} passed, {} failed (of {ran})",
-        ran - failures.len(),
+        "grads [{device}]: {} passed, {} failed{refused_note} (of {ran})",
+        ran - failures.len() - refusals,
         failures.len()
     );
     assert!(
@@ -298,6 +327,31 @@ fn run_suite(device: &str) {
 #[test]
 fn grads_cpu() {
     run_suite("CPU");
+}
+
+/// Every case with its inputs (the parameters) on two CPU devices, replicated.
+#[test]
+fn grads_multi_replicated() {
+    run_suite("(CPU, CPU:1)");
+}
+
+/// Every case with its inputs split along the first axis over two, then three devices (where it
+/// divides evenly): the gradients come back split the same way. Cases whose op (or its
+/// gradient) works across the sharded axis in a way tinygrad refuses are counted as refused.
+#[test]
+fn grads_multi_sharded() {
+    SHARD_INPUTS.set(true);
+    run_suite_counting("(CPU, CPU:1)", common::refused_on_sharded_axis);
+    run_suite_counting("(CPU, REF, CPU:2)", common::refused_on_sharded_axis);
+}
+
+/// The sharded variant on two WEBGPU devices (skipped, saying why, without an adapter).
+#[test]
+fn grads_multi_webgpu() {
+    common::on_webgpu("grads_multi_webgpu", |d| {
+        SHARD_INPUTS.set(true);
+        run_suite_counting(&format!("({d}, {d}:1)"), common::refused_on_sharded_axis);
+    });
 }
 
 #[test]

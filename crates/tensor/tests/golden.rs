@@ -610,11 +610,17 @@ fn golden_multi_replicated() {
 #[test]
 fn golden_multi_sharded() {
     SHARD_INPUTS.set(true);
-    let refused = |e: &str| {
-        e.contains("of a multi-device tensor:") && !e.contains("has no multi-device form")
-    };
-    run_suite_counting("(CPU, CPU:1)", refused);
-    run_suite_counting("(CPU, REF, CPU:2)", refused);
+    run_suite_counting("(CPU, CPU:1)", common::refused_on_sharded_axis);
+    run_suite_counting("(CPU, REF, CPU:2)", common::refused_on_sharded_axis);
+}
+
+/// The sharded variant on two WEBGPU devices (skipped, saying why, without an adapter).
+#[test]
+fn golden_multi_webgpu() {
+    common::on_webgpu("golden_multi_webgpu", |d| {
+        SHARD_INPUTS.set(true);
+        run_suite_counting(&format!("({d}, {d}:1)"), common::refused_on_sharded_axis);
+    });
 }
 
 #[test]

@@ -114,6 +114,14 @@ pub fn on_webgpu(test: &str, suite: impl FnOnce(&str)) {
     }
 }
 
+/// Whether a case's panic is a multi-device op refusing the axis its input is sharded on, as
+/// tinygrad refuses it (a pad or flip of that axis, a shrink across shards, a reshape moving
+/// elements between shards) — not an op missing its multi-device form.
+#[allow(dead_code)] // not every test crate runs multi-device suites
+pub fn refused_on_sharded_axis(panic: &str) -> bool {
+    panic.contains("of a multi-device tensor:") && !panic.contains("has no multi-device form")
+}
+
 /// Runs `check` on each case (named by its `"name"`), a panic inside one counting as its
 /// failure (quietly, see [`set_in_case`]); then fails listing every failed case, or prints
 /// `{device}: {n} {what} cases passed`.
