@@ -638,16 +638,22 @@ impl Tensor {
         Tensor::from_uop(multi, &multi_name(&devices))
     }
 
-    /// [`Tensor::shard`] in place: this handle becomes the sharded tensor (tinygrad's `shard_`).
+    /// [`Tensor::shard`] in place (tinygrad's `shard_`): this tensor, and every handle sharing
+    /// it (a model's field and its optimizer's list), becomes the sharded tensor.
     ///
     /// ```
     /// use tinygrad_tensor::Tensor;
-    /// let mut w = Tensor::ones(&[4, 2], tinygrad_tensor::DType::FLOAT32);
+    /// let w = Tensor::ones(&[4, 2], tinygrad_tensor::DType::FLOAT32);
+    /// let same = w.clone();
     /// w.shard_(&["CPU", "CPU:1"], Some(0));
-    /// assert_eq!(w.devices(), vec!["CPU".to_string(), "CPU:1".to_string()]);
+    /// assert_eq!(same.devices(), vec!["CPU".to_string(), "CPU:1".to_string()]);
     /// ```
-    pub fn shard_(&mut self, devices: &[&str], axis: Option<isize>) -> &mut Tensor {
-        *self = self.shard(devices, axis);
+    ///
+    /// # Panics
+    /// As [`Tensor::shard`].
+    pub fn shard_(&self, devices: &[&str], axis: Option<isize>) -> &Tensor {
+        let sharded = self.shard(devices, axis);
+        self.move_to(&sharded);
         self
     }
 

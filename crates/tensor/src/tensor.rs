@@ -14,7 +14,9 @@ use crate::Element;
 
 pub(crate) struct Inner {
     pub(crate) uop: RwLock<UOp>,
-    device: Arc<str>,
+    /// The device name, interned ([`intern_device`]): `to_` and `shard_` move a tensor in
+    /// place, for every handle sharing it.
+    device: RwLock<&'static str>,
     /// `requires_grad` and `.grad`, see `autograd`.
     pub(crate) autograd: crate::autograd::GradState,
     /// For a view made by movement ops (reshape, permute, shrink, flip, expand): the tensor it
@@ -26,6 +28,19 @@ pub(crate) struct Inner {
     /// When the handle was made ([`next_handle_id`]): the JIT tells the tensors that existed
     /// before a capture (state) from those its function made.
     pub(crate) created: u64,
+}
+
+/// The one `&'static str` for each device name: tensors keep their device by reference, and
+/// a process sees only a handful of device names (each device, each tuple of devices).
+fn intern_device(name: &str) -> &'static str {
+    static NAMES: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
+    let mut names = NAMES.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(n) = names.iter().find(|n| **n == name) {
+        return n;
+    }
+    let leaked: &'static str = Box::leak(name.to_string().into_boxed_str());
+    names.push(leaked);
+    leaked
 }
 
 static NEXT_HANDLE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -90,7 +105,7 @@ impl Tensor {
         Tensor {
             inner: Arc::new(Inner {
                 uop: RwLock::new(uop),
-                device: canonical.into(),
+                device: RwLock::new(intern_device(&canonical)),
                 autograd: Default::default(),
                 view: None,
                 written_through: Default::default(),
@@ -129,7 +144,7 @@ impl Tensor {
         Tensor {
             inner: Arc::new(Inner {
                 uop: RwLock::new(crate::autograd::track(uop)),
-                device: device.into(),
+                device: RwLock::new(intern_device(device)),
                 autograd: Default::default(),
                 view: None,
                 written_through: Default::default(),
@@ -143,7 +158,7 @@ impl Tensor {
         Tensor {
             inner: Arc::new(Inner {
                 uop: RwLock::new(crate::autograd::track(uop)),
-                device: self.inner.device.clone(),
+                device: RwLock::new(self.device()),
                 autograd: Default::default(),
                 view: None,
                 written_through: Default::default(),
@@ -177,7 +192,7 @@ impl Tensor {
         Tensor {
             inner: Arc::new(Inner {
                 uop: RwLock::new(crate::autograd::track(uop)),
-                device: self.inner.device.clone(),
+                device: RwLock::new(self.device()),
                 autograd: Default::default(),
                 view: Some(view),
                 written_through: Default::default(),
@@ -341,8 +356,15 @@ impl Tensor {
     /// assert_eq!(Tensor::zeros_on(&[2], DType::FLOAT32, "REF").device(), "REF");
     /// assert_eq!(Tensor::zeros(&[2], DType::FLOAT32).device(), tinygrad_tensor::default_device());
     /// ```
-    pub fn device(&self) -> &str {
-        &self.inner.device
+    pub fn device(&self) -> &'static str {
+        *self.inner.device.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Gives this tensor (every handle sharing it) a new graph on another device: what the
+    /// in-place moves (`to_`, `shard_`) do.
+    pub(crate) fn move_to(&self, moved: &Tensor) {
+        *self.inner.device.write().unwrap_or_else(|e| e.into_inner()) = moved.device();
+        self.set_uop(moved.uop());
     }
 
     // ---- creation ----
@@ -988,18 +1010,26 @@ impl Tensor {
             .zip(&snaps)
             .filter(|(_, u)| !is_buffer_view(u) && !crate::multi::is_multi_view(u))
             .partition(|(t, _)| crate::multi::is_multi(t.device()));
-        let mut becomes: HashMap<UOp, UOp> = HashMap::new();
+        // What each (device, graph) became: a graph of constants is the same graph on every device,
+        // each computing its own buffer for it.
+        let mut becomes: HashMap<(&str, UOp), UOp> = HashMap::new();
         // Tensors on several devices: each resolved to one graph per device and realized there.
         if !multi.is_empty() {
             let views = crate::multi::realize_multi(&multi)?;
-            for ((_, u), v) in multi.iter().zip(views) {
-                becomes.insert((*u).clone(), v);
+            for ((t, u), v) in multi.iter().zip(views) {
+                becomes.insert((t.device(), (*u).clone()), v);
             }
         }
         if todo.is_empty() {
             return Ok(snaps
                 .iter()
-                .map(|u| becomes.get(u).cloned().unwrap_or_else(|| u.clone()))
+                .zip(tensors)
+                .map(|(u, t)| {
+                    becomes
+                        .get(&(t.device(), u.clone()))
+                        .cloned()
+                        .unwrap_or_else(|| u.clone())
+                })
                 .collect());
         }
         // Tensors on several devices: each device's graphs are scheduled and run on their own.
@@ -1033,13 +1063,21 @@ impl Tensor {
                     .expect("every output is realized")
                     .clone();
                 t.swap_uop_if_unchanged(o, new.clone());
-                known.insert((*o).clone(), new.clone());
-                becomes.insert((*o).clone(), new);
+                if device_bound(o) {
+                    known.insert((*o).clone(), new.clone());
+                }
+                becomes.insert((t.device(), (*o).clone()), new);
             }
         }
         Ok(snaps
             .iter()
-            .map(|u| becomes.get(u).cloned().unwrap_or_else(|| u.clone()))
+            .zip(tensors)
+            .map(|(u, t)| {
+                becomes
+                    .get(&(t.device(), u.clone()))
+                    .cloned()
+                    .unwrap_or_else(|| u.clone())
+            })
             .collect())
     }
 
@@ -1163,6 +1201,25 @@ impl Tensor {
             .unwrap_or_else(|e| panic!("Tensor::to: {e}"))
     }
 
+    /// Moves this tensor to `device` in place (tinygrad's `to_`): every handle sharing it
+    /// (a model's field and its optimizer's list, say) now reads the copy there.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let w = Tensor::from_slice(&[1.0f32, 2.0], &[2]);
+    /// let same = w.clone();
+    /// w.to_("REF");
+    /// assert_eq!((same.device(), same.to_vec::<f32>()), ("REF", vec![1.0, 2.0]));
+    /// ```
+    ///
+    /// # Panics
+    /// If the device does not exist.
+    pub fn to_(&self, device: &str) -> &Tensor {
+        let moved = self.to(device);
+        self.move_to(&moved);
+        self
+    }
+
     /// Like [`Tensor::to`], returning an error for unknown or unavailable devices.
     ///
     /// ```
@@ -1258,6 +1315,14 @@ impl std::error::Error for TensorError {}
 /// A tensor to realize and the graph it stood for when read.
 type Pending<'a> = (&'a Tensor, &'a UOp);
 
+/// Whether a graph can only be computed on one device (it reads a buffer or copies): only such
+/// graphs' results are reused across devices' groups. A graph of constants is the same graph on
+/// every device (a replicated multi-device tensor's shards are such graphs), and the buffer one
+/// device computed for it must not stand in for it on another.
+fn device_bound(u: &UOp) -> bool {
+    u.has_copy() || u.toposort().iter().any(|n| n.op() == Ops::Buffer)
+}
+
 /// The bytes of the buffer a realized view (a buffer, or reshapes of one) shows.
 pub(crate) fn view_bytes(view: &UOp) -> Result<Vec<u8>, DeviceError> {
     let mut b = view.clone();
@@ -1307,7 +1372,9 @@ pub(crate) fn realize_copy_sources(
         } else {
             let source = Tensor::from_uop(src, from);
             let view = Tensor::realize_snapshots(&[&source])?.remove(0);
-            known.insert(copy.s(0).clone(), view.clone());
+            if device_bound(copy.s(0)) {
+                known.insert(copy.s(0).clone(), view.clone());
+            }
             view
         };
         let resolved = match crate::multi::parse_multi(from) {

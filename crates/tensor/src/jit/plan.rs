@@ -174,6 +174,17 @@ pub(super) struct Recorded {
 pub(super) fn input_buffers(
     inputs: &[Tensor],
 ) -> Result<(Vec<InputSig>, Vec<Arc<Buffer>>), JitError> {
+    if let Some((i, t)) = inputs
+        .iter()
+        .enumerate()
+        .find(|(_, t)| t.devices().len() > 1)
+    {
+        return Err(JitError::Unreplayable(format!(
+            "input {i} is on several devices {}: a Jit does not capture multi-device tensors \
+             (call the function without a Jit)",
+            t.device()
+        )));
+    }
     let refs: Vec<&Tensor> = inputs.iter().collect();
     let views = Tensor::realize_snapshots(&refs)?;
     let mut sigs = Vec::with_capacity(inputs.len());
@@ -319,7 +330,16 @@ pub(super) fn analyze(r: &Recorded) -> (Signature, Result<Plan, JitError>) {
     let mut outputs = vec![];
     let mut out_roles = vec![];
     for (t, view) in &r.outputs {
-        let b = view_buffer(view).expect("outputs are realized");
+        let Some(b) = view_buffer(view) else {
+            problem.get_or_insert_with(|| {
+                JitError::Unreplayable(format!(
+                    "an output is on several devices {}: a Jit does not capture multi-device \
+                     tensors (call the function without a Jit)",
+                    t.device()
+                ))
+            });
+            continue;
+        };
         let (src, role) = classify(&b, &mut src_of, &mut role_of, &mut problem);
         let handle = r.log.target(&t.inner);
         outputs.push(Output {
