@@ -22,6 +22,12 @@
 //! trained weights as safetensors), `TARGET` (stop early once the test accuracy reaches this
 //! percentage, checked at each evaluation). Shows a progress bar (steps, loss, ms per step,
 //! steps/s), and ends with `test accuracy: NN.NN%`.
+//!
+//! Data-parallel training (tinygrad's `GPUS=n`): `--devices N` replicates the model on N devices
+//! of the default kind (`CPU`, `CPU:1`, ...; `DEV=WEBGPU` for `WEBGPU`, `WEBGPU:1`, ...) and splits
+//! each batch over them; gradients are all-reduced by the reductions over the batch axis, so the
+//! losses are one device's within float rounding. Such steps run without the `Jit` (it does not
+//! capture multi-device tensors yet).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -166,7 +172,8 @@ impl Rng {
     }
 }
 
-fn accuracy(model: &Model, x: &[f32], y: &[i32]) -> f64 {
+/// Test accuracy in percent; with several devices each chunk is given to all of them.
+fn accuracy(model: &Model, x: &[f32], y: &[i32], devices: &[&str]) -> f64 {
     let _eval = Tensor::train(false);
     Tensor::no_grad(|| {
         let n = y.len();
@@ -174,12 +181,29 @@ fn accuracy(model: &Model, x: &[f32], y: &[i32]) -> f64 {
         let mut correct = 0usize;
         for s in (0..n).step_by(chunk) {
             let e = (s + chunk).min(n);
-            let xb = Tensor::from_slice(&x[s * PIXELS..e * PIXELS], &[e - s, 1, 28, 28]);
+            let xb = Tensor::from_slice(&x[s * PIXELS..e * PIXELS], &[e - s, 1, 28, 28])
+                .shard(devices, None);
             let pred = model.forward(&xb).argmax(Some(1)).to_vec::<i32>();
             correct += pred.iter().zip(&y[s..e]).filter(|(p, t)| p == t).count();
         }
         100.0 * correct as f64 / n as f64
     })
+}
+
+/// `--devices N` from the command line (1 without it).
+fn device_count() -> usize {
+    let args: Vec<String> = std::env::args().collect();
+    match args.iter().position(|a| a == "--devices") {
+        None => 1,
+        Some(i) => args
+            .get(i + 1)
+            .and_then(|n| n.parse().ok())
+            .filter(|&n| n >= 1)
+            .unwrap_or_else(|| {
+                eprintln!("mnist: --devices takes a device count >= 1");
+                std::process::exit(2);
+            }),
+    }
 }
 
 fn main() {
@@ -199,8 +223,33 @@ fn main() {
         yte.len()
     );
 
+    let n_dev = device_count();
+    let kind = tinygrad_tensor::default_device();
+    let devices: Vec<String> = (0..n_dev)
+        .map(|i| {
+            if i == 0 {
+                kind.clone()
+            } else {
+                format!("{kind}:{i}")
+            }
+        })
+        .collect();
+    let devs: Vec<&str> = devices.iter().map(String::as_str).collect();
+    if n_dev > 1 {
+        if bs % n_dev != 0 {
+            eprintln!("mnist: batch {bs} does not split evenly over {n_dev} devices");
+            std::process::exit(2);
+        }
+        println!("data-parallel on {n_dev} devices: {}", devices.join(", "));
+    }
+
     Tensor::manual_seed(seed);
     let model = Model::new();
+    if n_dev > 1 {
+        for p in get_state_dict(&model).values() {
+            p.shard_(&devs, None);
+        }
+    }
     let mut opt = optim::adam(get_parameters(&model), lr);
     let mut rng = Rng(seed | 1);
     let mut xb = vec![0f32; bs * PIXELS];
@@ -217,7 +266,8 @@ fn main() {
         loss.backward();
         opt.step_with(&[&loss]);
         vec![loss]
-    });
+    })
+    .enabled(n_dev == 1);
     let mut times = vec![];
     let bar = ProgressBar::new(steps as u64).with_style(
         ProgressStyle::with_template(
@@ -236,6 +286,11 @@ fn main() {
         }
         let x = Tensor::from_slice(&xb, &[bs, 1, 28, 28]);
         let y = Tensor::from_slice(&yb, &[bs]);
+        let (x, y) = if n_dev > 1 {
+            (x.shard(&devs, Some(0)), y.shard(&devs, Some(0)))
+        } else {
+            (x, y)
+        };
         let outs = jit.call(&[x, y]).unwrap_or_else(|e| panic!("mnist: {e}"));
         let loss = outs[0].item::<f32>();
         let ms = t0.elapsed().as_secs_f64() * 1e3;
@@ -247,7 +302,7 @@ fn main() {
             println!("step {step:4}/{steps}  loss {loss:.4}  {ms:8.1} ms");
         }
         if eval_every > 0 && step % eval_every == 0 && step < steps {
-            let a = accuracy(&model, &xte, &yte);
+            let a = accuracy(&model, &xte, &yte, &devs);
             bar.println(format!(
                 "step {step:4}: loss {loss:.4}, test accuracy {a:.2}%"
             ));
@@ -259,7 +314,7 @@ fn main() {
         }
     }
     bar.finish();
-    let a = acc.unwrap_or_else(|| accuracy(&model, &xte, &yte));
+    let a = acc.unwrap_or_else(|| accuracy(&model, &xte, &yte, &devs));
     let warm: Vec<f64> = times.iter().skip(1).copied().collect();
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
     println!(

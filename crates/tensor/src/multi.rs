@@ -477,7 +477,10 @@ fn plain_axes(u: &UOp) -> Vec<usize> {
 /// Realizes multi-device tensors: each graph resolved to per-device graphs, these realized on
 /// their devices, and each tensor's graph replaced by `Multi` of the shards' buffers (unless it
 /// was assigned a new graph meanwhile). Returns the realized views, in order.
-pub(crate) fn realize_multi(todo: &[(&Tensor, &UOp)]) -> Result<Vec<UOp>, DeviceError> {
+pub(crate) fn realize_multi(
+    todo: &[(&Tensor, &UOp)],
+    known: &mut HashMap<UOp, UOp>,
+) -> Result<Vec<UOp>, DeviceError> {
     let mut temps: Vec<Tensor> = Vec::new();
     let mut layout: Vec<(usize, Option<usize>, usize)> = Vec::new(); // (first temp, axis, count)
     for &(t, u) in todo {
@@ -491,15 +494,14 @@ pub(crate) fn realize_multi(todo: &[(&Tensor, &UOp)]) -> Result<Vec<UOp>, Device
     // Partial results that several devices copy (all-reduce terms) are realized once each, on
     // their own device, before any device's graph runs.
     let graphs: Vec<UOp> = temps.iter().map(|t| t.uop()).collect();
-    let mut known = HashMap::new();
-    let graphs = crate::tensor::realize_copy_sources(&graphs, &mut known)?;
+    let graphs = crate::tensor::realize_copy_sources(&graphs, known)?;
     let temps: Vec<Tensor> = temps
         .iter()
         .zip(graphs)
         .map(|(t, g)| Tensor::from_uop(g, t.device()))
         .collect();
     let refs: Vec<&Tensor> = temps.iter().collect();
-    let views = Tensor::realize_snapshots(&refs)?;
+    let views = Tensor::realize_snapshots_with(&refs, known)?;
     let mut out = Vec::with_capacity(todo.len());
     for (&(t, u), &(start, axis, count)) in todo.iter().zip(&layout) {
         let shards = views[start..start + count].to_vec();

@@ -987,6 +987,17 @@ impl Tensor {
     /// by the older result would lose that assignment), and the caller still reads the value
     /// that was realized from the returned view, never the newer, unrealized graph.
     pub(crate) fn realize_snapshots(tensors: &[&Tensor]) -> Result<Vec<UOp>, DeviceError> {
+        Tensor::realize_snapshots_with(tensors, &mut HashMap::new())
+    }
+
+    /// [`Tensor::realize_snapshots`] reusing what `known` holds (graph -> realized view) and
+    /// adding to it every node its schedules realize that only one device can compute: nested
+    /// realizations (copy sources, a multi-device all-reduce's partial sums) then compute a
+    /// shared part once.
+    pub(crate) fn realize_snapshots_with(
+        tensors: &[&Tensor],
+        known: &mut HashMap<UOp, UOp>,
+    ) -> Result<Vec<UOp>, DeviceError> {
         // bases written through one of these views are realized with them
         let bases: Vec<Tensor> = tensors
             .iter()
@@ -1000,7 +1011,7 @@ impl Tensor {
         if !bases.is_empty() {
             let mut all: Vec<&Tensor> = tensors.to_vec();
             all.extend(bases.iter());
-            let snaps = Tensor::realize_snapshots(&all)?;
+            let snaps = Tensor::realize_snapshots_with(&all, known)?;
             return Ok(snaps[..tensors.len()].to_vec());
         }
         let snaps: Vec<UOp> = tensors.iter().map(|t| t.uop()).collect();
@@ -1015,7 +1026,7 @@ impl Tensor {
         let mut becomes: HashMap<(&str, UOp), UOp> = HashMap::new();
         // Tensors on several devices: each resolved to one graph per device and realized there.
         if !multi.is_empty() {
-            let views = crate::multi::realize_multi(&multi)?;
+            let views = crate::multi::realize_multi(&multi, known)?;
             for ((t, u), v) in multi.iter().zip(views) {
                 becomes.insert((t.device(), (*u).clone()), v);
             }
@@ -1037,14 +1048,13 @@ impl Tensor {
         for &(t, u) in &todo {
             by_device.entry(t.device()).or_default().push((t, u));
         }
-        // What earlier groups and copy sources realized (graph -> its buffer view): a later
-        // group reuses it instead of computing it again (`realize_all(&[&a, &a.to("CPU")])`).
-        let mut known: HashMap<UOp, UOp> = HashMap::new();
+        // `known`: what earlier groups and copy sources realized (graph -> its buffer view): a
+        // later group reuses it instead of computing it again (`realize_all(&[&a, &a.to("CPU")])`).
         for (devname, group) in by_device {
             let dev = get_device(devname)?;
             let outs: Vec<UOp> = group.iter().map(|(_, u)| (*u).clone()).collect();
             // A copy's source lives on another device: realize it there first.
-            let resolved = realize_copy_sources(&outs, &mut known)?;
+            let resolved = realize_copy_sources(&outs, known)?;
             crate::jit::note_graph(&resolved);
             let t0 = std::time::Instant::now();
             let sched = create_schedule(&resolved, &mut |dt, n| Buffer::new(devname, dt, n).uop());
@@ -1056,6 +1066,12 @@ impl Tensor {
                 );
             }
             run_schedule_with_vars(dev.as_ref(), &sched.items, &sched.var_vals)?;
+            let bound = device_bound_nodes(&resolved);
+            for (node, view) in &sched.becomes {
+                if bound.contains(node) {
+                    known.insert(node.clone(), view.clone());
+                }
+            }
             for ((t, o), r) in group.iter().zip(&resolved) {
                 let new = sched
                     .becomes
@@ -1344,52 +1360,97 @@ pub(crate) fn realize_copy_sources(
     outs: &[UOp],
     known: &mut HashMap<UOp, UOp>,
 ) -> Result<Vec<UOp>, DeviceError> {
-    let outs: Vec<UOp> = if known.is_empty() {
-        outs.to_vec()
-    } else {
-        outs.iter().map(|o| o.substitute(known)).collect()
-    };
-    if !outs.iter().any(UOp::has_copy) {
-        return Ok(outs);
-    }
-    let sink = UOp::new(Ops::Sink, DType::VOID, outs.clone(), Arg::None);
-    let pending: Vec<UOp> = sink
-        .toposort()
-        .into_iter()
-        .filter(|u| u.op() == Ops::Copy && !is_buffer_view(u.s(0)))
-        .collect();
-    if pending.is_empty() {
-        return Ok(outs);
-    }
-    for copy in &pending {
-        let (from, _) = copy
-            .arg()
-            .as_copy()
-            .expect("a Copy names its source device");
-        let src = copy.s(0).substitute(known);
-        let view = if is_buffer_view(&src) {
-            src
-        } else {
-            let source = Tensor::from_uop(src, from);
-            let view = Tensor::realize_snapshots(&[&source])?.remove(0);
-            if device_bound(copy.s(0)) {
-                known.insert(copy.s(0).clone(), view.clone());
-            }
-            view
-        };
-        let resolved = match crate::multi::parse_multi(from) {
-            // from several devices: the shards copied to the target, side by side
-            Some(devices) => {
-                let (_, to) = copy
+    let mut outs: Vec<UOp> = outs.iter().map(|o| substitute_known(o, known)).collect();
+    loop {
+        if !outs.iter().any(UOp::has_copy) {
+            return Ok(outs);
+        }
+        let sink = UOp::new(Ops::Sink, DType::VOID, outs.clone(), Arg::None);
+        let pending: Vec<UOp> = sink
+            .toposort()
+            .into_iter()
+            .filter(|u| u.op() == Ops::Copy && !is_buffer_view(u.s(0)))
+            .collect();
+        if pending.is_empty() {
+            return Ok(outs);
+        }
+        // The innermost copies (no pending copy below their source), their sources realized
+        // together per source device: work the sources share (a model's forward pass under
+        // several partial sums of a multi-device all-reduce) is scheduled once.
+        let pending_set: std::collections::HashSet<&UOp> = pending.iter().collect();
+        let mut by_from: indexmap::IndexMap<&str, Vec<&UOp>> = Default::default();
+        for copy in &pending {
+            let inner = copy.s(0).toposort().iter().any(|n| pending_set.contains(n));
+            if !inner {
+                let (from, _) = copy
                     .arg()
                     .as_copy()
-                    .expect("a Copy names its target device");
-                let gathered = crate::multi::gather_to_device(&view, &devices, to);
-                realize_copy_sources(&[gathered], known)?.remove(0)
+                    .expect("a Copy names its source device");
+                by_from.entry(from).or_default().push(copy);
             }
-            None => UOp::new(Ops::Copy, copy.dtype(), vec![view], copy.arg().clone()),
-        };
-        known.insert(copy.clone(), resolved);
+        }
+        for (from, copies) in by_from {
+            let sources: Vec<Tensor> = copies
+                .iter()
+                .map(|c| Tensor::from_uop(c.s(0).clone(), from))
+                .collect();
+            let refs: Vec<&Tensor> = sources.iter().collect();
+            let views = Tensor::realize_snapshots_with(&refs, known)?;
+            for (copy, view) in copies.into_iter().zip(views) {
+                if device_bound(copy.s(0)) {
+                    known.insert(copy.s(0).clone(), view.clone());
+                }
+                let resolved = match crate::multi::parse_multi(from) {
+                    // from several devices: the shards copied to the target, side by side
+                    Some(devices) => {
+                        let (_, to) = copy
+                            .arg()
+                            .as_copy()
+                            .expect("a Copy names its target device");
+                        let gathered = crate::multi::gather_to_device(&view, &devices, to);
+                        realize_copy_sources(&[gathered], known)?.remove(0)
+                    }
+                    None => UOp::new(Ops::Copy, copy.dtype(), vec![view], copy.arg().clone()),
+                };
+                known.insert(copy.clone(), resolved);
+            }
+        }
+        outs = outs.iter().map(|o| substitute_known(o, known)).collect();
     }
-    Ok(outs.iter().map(|o| o.substitute(known)).collect())
+}
+
+/// `u` with the nodes `known` holds (graph -> its realized view) replaced: a node rebuilt over
+/// replaced sources is looked up again (what a schedule realized may be such a node).
+fn substitute_known(u: &UOp, known: &HashMap<UOp, UOp>) -> UOp {
+    if known.is_empty() {
+        return u.clone();
+    }
+    let mut done: HashMap<UOp, UOp> = HashMap::new();
+    for n in u.toposort_filtered(|n| !known.contains_key(n)) {
+        let new = if let Some(r) = known.get(&n) {
+            r.clone()
+        } else {
+            let src: Vec<UOp> = n.src().iter().map(|s| done[s].clone()).collect();
+            if src.iter().zip(n.src()).all(|(a, b)| a == b) {
+                n.clone()
+            } else {
+                let rebuilt = n.with_src(src);
+                known.get(&rebuilt).cloned().unwrap_or(rebuilt)
+            }
+        };
+        done.insert(n, new);
+    }
+    done[u].clone()
+}
+
+/// The nodes of `roots`' graphs that can only be computed on one device (see [`device_bound`]).
+fn device_bound_nodes(roots: &[UOp]) -> std::collections::HashSet<UOp> {
+    let sink = UOp::new(Ops::Sink, DType::VOID, roots.to_vec(), Arg::None);
+    let mut bound = std::collections::HashSet::new();
+    for n in sink.toposort() {
+        if matches!(n.op(), Ops::Buffer | Ops::Copy) || n.src().iter().any(|s| bound.contains(s)) {
+            bound.insert(n);
+        }
+    }
+    bound
 }

@@ -257,6 +257,22 @@ impl<F: JitFn> Jit<F> {
         self
     }
 
+    /// Whether calls capture and replay (`true`, the default unless `JIT=0`) or run the
+    /// function normally each time (as `JIT=0`; what multi-device tensors need, which a Jit
+    /// does not capture).
+    ///
+    /// ```
+    /// use tinygrad_tensor::{Jit, Tensor};
+    /// let mut jit = Jit::new(|x: &[Tensor]| vec![&x[0] * 2.0]).enabled(false);
+    /// let x = Tensor::from_slice(&[1.0f32, 2.0], &[2]).shard(&["CPU", "CPU:1"], Some(0));
+    /// assert_eq!(jit.call(&[x]).unwrap()[0].to_vec::<f32>(), vec![2.0, 4.0]);
+    /// assert_eq!(jit.replays(), 0);
+    /// ```
+    pub fn enabled(mut self, on: bool) -> Jit<F> {
+        self.disabled = !on;
+        self
+    }
+
     /// Whether every replay is checked against a normal run of the function from the same
     /// state, bit for bit (slow: for debugging; `JIT_CHECK=1`).
     ///
