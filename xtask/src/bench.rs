@@ -39,6 +39,8 @@
 //! - `mnist`, `encoder1` `[q]`, `encoder32`, `decode`: whole models, see `models` — a
 //!   beautiful_mnist training step (min / median / max of 10 steps), a MiniLM-shaped encoder on
 //!   1 and 32 sequences of 12 tokens, one decode step over a KV cache; each vs PyTorch.
+//! - `mnist_2dev`: the beautiful_mnist training step data-parallel on two CPU devices, vs one
+//!   device in the same run (see `models`).
 //! - `jit_mnist`: the beautiful_mnist training step through a `Jit` (replays), vs the same step
 //!   without it, measured alternately in the same run.
 //! - `jit_encoder1` `[q]`, `jit_encoder32`: the MiniLM-shaped encoder through a `Jit` (replays),
@@ -1318,6 +1320,11 @@ fn benches() -> Vec<(&'static str, bool, BenchFn)> {
             "jit_mnist",
             false,
             Box::new(|o| Some(models::bench_mnist_jit(o))),
+        ),
+        (
+            "mnist_2dev",
+            false,
+            Box::new(|o| Some(models::bench_mnist_devices(o))),
         ),
         (
             "encoder1",

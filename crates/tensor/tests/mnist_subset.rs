@@ -187,9 +187,13 @@ fn data_parallel_training_matches_one_device_step_by_step() {
     for devices in [&["CPU", "CPU:1"][..], &["CPU", "CPU:1", "CPU:2"][..]] {
         let many = train_losses(devices, steps, false);
         for (s, ((a, b), c)) in many.iter().zip(&one).zip(&jitted).enumerate() {
+            // The first loss comes from the same weights. After it, rounding (sums in another
+            // order) is amplified by Adam: the conv biases before each BatchNorm have a gradient
+            // of exactly zero in exact arithmetic, so their update is lr times the sign of
+            // rounding noise — a drift of ~1e-6 here, more on other CPUs or batch sizes.
+            let tol = if s == 0 { 1e-5 } else { 1e-3 };
             assert!(
-                (a - b).abs() <= 1e-4 * b.abs().max(1.0)
-                    && (c - b).abs() <= 1e-4 * b.abs().max(1.0),
+                (a - b).abs() <= tol * b.abs().max(1.0) && c == b,
                 "step {s} on {devices:?}: loss {a} vs {b} on one device ({c} through a Jit)\n{many:?}\n{one:?}"
             );
         }

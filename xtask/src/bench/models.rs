@@ -4,6 +4,8 @@
 //! - `mnist`: one beautiful_mnist training step at batch 512 (the model, loss and Adam step of
 //!   `crates/tensor/examples/mnist.rs`) on random images and labels; PyTorch runs the same model
 //!   and optimizer (its own initial weights).
+//! - `mnist_2dev`: the same step data-parallel on `CPU` and `CPU:1` (parameters replicated, the
+//!   batch split, the all-reduce through copies), vs the step on one device in the same run.
 //! - `encoder1`, `encoder32`: a MiniLM-shaped encoder (sentence-transformers' all-MiniLM-L6-v2:
 //!   6 layers, hidden 384, 12 heads, MLP 1536, vocabulary 30,522, post-LayerNorm, exact GELU,
 //!   mean pooling) on 1 and 32 sequences of 12 tokens, random weights, inference.
@@ -14,7 +16,7 @@
 use super::*;
 
 use tinygrad_tensor::DType;
-use tinygrad_tensor::nn::{Embedding, LayerNorm};
+use tinygrad_tensor::nn::{Embedding, LayerNorm, get_state_dict};
 
 /// tinygrad's beautiful_mnist model, as in `crates/tensor/examples/mnist.rs`.
 pub(super) struct MnistModel {
@@ -150,6 +152,102 @@ pub(super) fn bench_mnist(o: &Opts) -> Row {
             l.len() == 1 && l[0].is_finite()
         })],
         note,
+    }
+}
+
+/// The `mnist_2dev` row: [`bench_mnist`]'s step (without a Jit) data-parallel on two CPU
+/// devices and on one, two models from the same seed stepped alternately on the same batch.
+pub(super) fn bench_mnist_devices(o: &Opts) -> Row {
+    const BS: usize = 512;
+    const DEVICES: [&str; 2] = ["CPU", "CPU:1"];
+    let steps = if o.quick { 2 } else { 10 };
+    let xv: Vec<f32> = rand_vec(BS * 28 * 28, 100)
+        .iter()
+        .map(|v| (v + 1.0) / 2.0)
+        .collect();
+    let yv: Vec<i32> = rand_vec(BS, 200)
+        .iter()
+        .map(|v| (((v + 1.0) * 5.0) as i32).clamp(0, 9))
+        .collect();
+    let x = input(&xv, &[BS, 1, 28, 28]);
+    let y = Tensor::from_slice(&yv, &[BS]);
+    let (xs, ys) = (x.shard(&DEVICES, Some(0)), y.shard(&DEVICES, Some(0)));
+    Tensor::try_realize_all(&[&xs, &ys]).expect("the batch splits");
+    let make = |multi: bool| {
+        Tensor::manual_seed(42);
+        let model = MnistModel::new();
+        if multi {
+            for p in get_state_dict(&model).values() {
+                p.shard_(&DEVICES, None);
+            }
+        }
+        let opt = optim::adam(get_parameters(&model), 1e-3);
+        (model, opt)
+    };
+    let step = |model: &MnistModel, opt: &mut dyn Optimizer, x: &Tensor, y: &Tensor| {
+        let _train = Tensor::train(true);
+        opt.zero_grad();
+        let loss = model
+            .forward(x)
+            .sparse_categorical_crossentropy(y, -1, 0.0, Reduction::Mean);
+        loss.backward();
+        opt.step_with(&[&loss]);
+        loss.item::<f32>()
+    };
+    let (m_one, mut o_one) = make(false);
+    let (m_two, mut o_two) = make(true);
+    // Rounding differs (batch statistics and gradients are summed in another order), and Adam
+    // amplifies it: the conv biases before each BatchNorm have a gradient of exactly zero in
+    // exact arithmetic, so their first update is lr times the sign of rounding noise. The first
+    // loss, from the same weights, must agree closely; later drift is reported.
+    let (mut t_two, mut t_one, mut first, mut drift) = (vec![], vec![], 0f32, 0f32);
+    let warmup = 2;
+    for k in 0..steps + warmup {
+        let t0 = Instant::now();
+        let a = step(&m_two, &mut o_two, &xs, &ys);
+        let dt_two = t0.elapsed().as_secs_f64();
+        let t0 = Instant::now();
+        let b = step(&m_one, &mut o_one, &x, &y);
+        let dt_one = t0.elapsed().as_secs_f64();
+        let rel = (a - b).abs() / b.abs().max(1.0);
+        if k == 0 {
+            first = rel;
+        }
+        drift = drift.max(rel);
+        if k >= warmup {
+            t_two.push(dt_two);
+            t_one.push(dt_one);
+        }
+    }
+    let ours = median(t_two.clone());
+    t_two.sort_by(f64::total_cmp);
+    let verdict = if first <= 1e-5 {
+        format!(
+            "first loss matches one device's ({first:.1e}; drift by step {}: {drift:.1e})",
+            steps + warmup
+        )
+    } else {
+        check(
+            false,
+            &format!("the first loss differs from one device's by {first:.1e}"),
+        )
+    };
+    Row {
+        name: "beautiful_mnist train step, bs 512, 2 CPU devices".into(),
+        secs: ours,
+        unit: Unit::Ms,
+        refs: vec![Reference::timed(
+            "one device (same run)",
+            median(t_one),
+            Unit::Ms,
+            true,
+        )],
+        note: format!(
+            "{verdict}; {steps} steps: min {:.0} / median {:.0} / max {:.0} ms; no Jit on either",
+            t_two[0] * 1e3,
+            ours * 1e3,
+            t_two[t_two.len() - 1] * 1e3
+        ),
     }
 }
 
