@@ -236,7 +236,7 @@ fn main() {
         .collect();
     let devs: Vec<&str> = devices.iter().map(String::as_str).collect();
     if n_dev > 1 {
-        if bs % n_dev != 0 {
+        if !bs.is_multiple_of(n_dev) {
             eprintln!("mnist: batch {bs} does not split evenly over {n_dev} devices");
             std::process::exit(2);
         }

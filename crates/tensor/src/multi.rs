@@ -116,7 +116,8 @@ impl<'a> Resolver<'a> {
     /// `u` (a graph of the multi-device tensor's devices) as one graph per device, and the
     /// axis they split.
     pub(crate) fn resolve_output(&mut self, u: &UOp) -> (Vec<UOp>, Option<usize>) {
-        for node in u.toposort() {
+        // (not into a Multi's shards: they are other devices' graphs, maybe of another count)
+        for node in u.toposort_filtered(|n| n.op() != Ops::Multi) {
             if !self.memo.contains_key(&node) {
                 let v = self.resolve_node(&node);
                 self.memo.insert(node, v);
@@ -196,6 +197,19 @@ impl<'a> Resolver<'a> {
                 shards: u.src().to_vec(),
                 axis: axis_of_multi(u),
             });
+        }
+        // A copy to this tuple of devices (the gradient of a `to` from it): one per device.
+        if u.op() == Ops::Copy
+            && let Some((from, to)) = u.arg().as_copy()
+            && is_multi(to)
+            && let Val::Plain(p) = &self.memo[u.s(0)]
+        {
+            let shards = self
+                .devices
+                .iter()
+                .map(|d| copy_between(p, from, d))
+                .collect();
+            return Val::Multi(Sharded { shards, axis: None });
         }
         let srcs: Vec<&Val> = u.src().iter().map(|s| &self.memo[s]).collect();
         if srcs.iter().all(|v| matches!(v, Val::Plain(_))) {

@@ -610,8 +610,12 @@ fn golden_multi_replicated() {
 #[test]
 fn golden_multi_sharded() {
     SHARD_INPUTS.set(true);
-    run_suite_counting("(CPU, CPU:1)", common::refused_on_sharded_axis);
-    run_suite_counting("(CPU, REF, CPU:2)", common::refused_on_sharded_axis);
+    common::expect_refusals("(CPU, CPU:1)", 20, "GOLDEN_FILTER", |rule| {
+        run_suite_counting("(CPU, CPU:1)", rule)
+    });
+    common::expect_refusals("(CPU, REF, CPU:2)", 20, "GOLDEN_FILTER", |rule| {
+        run_suite_counting("(CPU, REF, CPU:2)", rule)
+    });
 }
 
 /// The sharded variant on two WEBGPU devices (skipped, saying why, without an adapter).
@@ -619,7 +623,10 @@ fn golden_multi_sharded() {
 fn golden_multi_webgpu() {
     common::on_webgpu("golden_multi_webgpu", |d| {
         SHARD_INPUTS.set(true);
-        run_suite_counting(&format!("({d}, {d}:1)"), common::refused_on_sharded_axis);
+        let devices = format!("({d}, {d}:1)");
+        common::expect_refusals(&devices, 20, "GOLDEN_FILTER", |rule| {
+            run_suite_counting(&devices, rule)
+        });
     });
 }
 

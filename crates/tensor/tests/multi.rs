@@ -231,6 +231,40 @@ fn gradients_through_sharded_tensors() {
 }
 
 #[test]
+fn gradients_through_a_copy_to_one_device() {
+    let (x, w) = (tensor(&[4, 6], 16), tensor(&[6, 4], 17));
+    let w1 = w.contiguous();
+    w1.requires_grad_();
+    x.matmul(&w1).exp().sum(None::<isize>).backward();
+    let want = w1.grad().expect("a gradient");
+    let ws = w.shard(&TWO, Some(1));
+    ws.requires_grad_();
+    let loss = x
+        .shard(&TWO, Some(0))
+        .matmul(&ws)
+        .exp()
+        .to("REF")
+        .sum(None::<isize>);
+    loss.backward();
+    let g = ws.grad().expect("a gradient for the sharded weight");
+    assert_close(&g, &want, "gradient copied back to two devices");
+    for d in TWO {
+        assert_close(&g.to(d), &want, &format!("gradient read on {d}"));
+    }
+}
+
+#[test]
+fn resharding_over_another_device_count() {
+    let t = tensor(&[6, 4], 18);
+    let two = (t.shard(&TWO, Some(0)) * 2.0).to("CPU");
+    let three = two.shard(&THREE, Some(0));
+    assert_eq!(three.shard_axis(), Some(0));
+    assert_close(&three, &(&t * 2.0), "2 -> 3 devices");
+    let back = three.sum(0isize).to("CPU:1").shard(&TWO, Some(0));
+    assert_close(&back, &(&t * 2.0).sum(0isize), "3 -> 2 devices");
+}
+
+#[test]
 fn sgd_steps_on_sharded_weights_match_one_device() {
     let (x, w0) = (tensor(&[6, 4], 10), tensor(&[4, 2], 11));
     let run = |w: Tensor, x: &Tensor| -> Vec<f32> {
@@ -280,7 +314,10 @@ fn bad_input_names_the_shapes_axes_and_devices() {
     let msg = panic_text(|| drop(tensor(&[2], 1).shard(&["CPU", "NOSUCH"], None)));
     assert!(msg.contains("NOSUCH"), "{msg}");
     let msg = panic_text(|| drop(tensor(&[2], 1).shard(&TWO, Some(3))));
-    assert!(msg.contains("shard"), "{msg}");
+    assert!(
+        msg.contains("shard") && msg.contains("3") && msg.contains("[2]"),
+        "{msg}"
+    );
     // tensors on different device tuples (a shard-count mismatch) don't combine
     let other = tensor(&[4, 4], 14)
         .shard(&THREE[..2], Some(0))

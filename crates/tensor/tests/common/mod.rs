@@ -122,6 +122,32 @@ pub fn refused_on_sharded_axis(panic: &str) -> bool {
     panic.contains("of a multi-device tensor:") && !panic.contains("has no multi-device form")
 }
 
+/// Runs a suite with [`refused_on_sharded_axis`] as its refusal rule and asserts it refused
+/// exactly `expected` cases (unless `filter_var` narrows the suite): an op that starts or stops
+/// refusing the sharded axis changes the count.
+#[allow(dead_code)] // not every test crate runs multi-device suites
+pub fn expect_refusals(
+    what: &str,
+    expected: usize,
+    filter_var: &str,
+    run: impl FnOnce(&dyn Fn(&str) -> bool),
+) {
+    let n = std::cell::Cell::new(0usize);
+    let rule = |e: &str| {
+        let r = refused_on_sharded_axis(e);
+        n.set(n.get() + usize::from(r));
+        r
+    };
+    run(&rule);
+    if std::env::var(filter_var).map_or(true, |f| f.is_empty()) {
+        assert_eq!(
+            n.get(),
+            expected,
+            "{what}: cases refused on the sharded axis"
+        );
+    }
+}
+
 /// Runs `check` on each case (named by its `"name"`), a panic inside one counting as its
 /// failure (quietly, see [`set_in_case`]); then fails listing every failed case, or prints
 /// `{device}: {n} {what} cases passed`.
