@@ -89,10 +89,13 @@ impl Tensor {
         if !has_buffer(&u) {
             // A graph of constants only is shared by every equal graph (hash-consing): give the
             // value a buffer of its own, so gradients and later assignments stay this tensor's.
-            let fresh = Tensor::from_uop(
-                UOp::new(Ops::Contiguous, u.dtype(), vec![u], Arg::None),
-                self.device(),
-            );
+            let contiguous = UOp::new(Ops::Contiguous, u.dtype(), vec![u], Arg::None);
+            let fresh = if crate::multi::is_multi(self.device()) {
+                // split as this tensor is (a graph of constants would give every device all of it)
+                Tensor::from_uop(contiguous, &self.devices()[0]).shard_like(self)
+            } else {
+                Tensor::from_uop(contiguous, self.device())
+            };
             fresh.realize();
             u = fresh.uop();
         } else if !is_buffer_view(&u) && u.op() != Ops::Detach {

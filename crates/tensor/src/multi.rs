@@ -6,7 +6,7 @@
 //! per device, each the shard that device holds. Every op of the API builds its graph on such a
 //! tensor as on any other, with the whole (logical) shape.
 //!
-//! When a multi-device tensor is realized, [`resolve`] turns its graph into one graph per device,
+//! When a multi-device tensor is realized, a `Resolver` turns its graph into one graph per device,
 //! the way tinygrad's `multi_pm` rewrites: elementwise ops run per shard (operands sharded on
 //! another axis are gathered and split again, replicated ones are cut to each shard's range),
 //! movement ops keep or move the sharded axis (or refuse, naming it), a reduction over the

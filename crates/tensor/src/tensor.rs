@@ -926,6 +926,14 @@ impl Tensor {
     /// # Panics
     /// If realizing a copy's source fails.
     pub fn schedule_with_vars(tensors: &[&Tensor]) -> (Vec<ScheduleItem>, HashMap<Arc<str>, i64>) {
+        if let Some(t) = tensors.iter().find(|t| crate::multi::is_multi(t.device())) {
+            panic!(
+                "schedule: a tensor of shape {:?} is on several devices {}; its kernels are \
+                 scheduled per device when it is realized (realize it, or move it with `to`)",
+                t.shape(),
+                t.device()
+            );
+        }
         let outs: Vec<UOp> = tensors.iter().map(|t| t.uop()).collect();
         let outs = realize_copy_sources(&outs, &mut HashMap::new())
             .unwrap_or_else(|e| panic!("schedule: {e}"));

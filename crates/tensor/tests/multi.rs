@@ -254,6 +254,25 @@ fn gradients_through_a_copy_to_one_device() {
 }
 
 #[test]
+fn assigning_constants_keeps_the_split() {
+    let s = tensor(&[4, 2], 19).shard(&TWO, Some(0));
+    s.realize();
+    s.assign(&Tensor::full_like(&s, 3.0));
+    assert_eq!(s.shard_axis(), Some(0));
+    assert_eq!(s.to_vec::<f32>(), vec![3.0; 8]);
+    // a Jit refuses a function whose output is on several devices, at the first call
+    let mut make =
+        tinygrad_tensor::Jit::new(|_: &[Tensor]| vec![tensor(&[2], 1).shard(&TWO, None)]);
+    let err = make
+        .call(&[])
+        .expect_err("multi-device outputs are refused");
+    assert!(
+        err.to_string().contains("several devices (CPU, CPU:1)"),
+        "{err}"
+    );
+}
+
+#[test]
 fn resharding_over_another_device_count() {
     let t = tensor(&[6, 4], 18);
     let two = (t.shard(&TWO, Some(0)) * 2.0).to("CPU");

@@ -426,6 +426,13 @@ impl<F: JitFn> Jit<F> {
             }
         }
         let recorded = self.run_recorded(inputs, vars, sigs, bufs)?;
+        if let Some((t, _)) = recorded.outputs.iter().find(|(t, _)| t.devices().len() > 1) {
+            return Err(JitError::Unreplayable(format!(
+                "an output is on several devices {}: a Jit does not capture multi-device \
+                 tensors (call the function without a Jit)",
+                t.device()
+            )));
+        }
         let outs: Vec<Tensor> = recorded.outputs.iter().map(|(t, _)| t.clone()).collect();
         let (sig, plan) = analyze(&recorded);
         self.recorded += 1;
