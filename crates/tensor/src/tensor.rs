@@ -1040,16 +1040,7 @@ impl Tensor {
             }
         }
         if todo.is_empty() {
-            return Ok(snaps
-                .iter()
-                .zip(tensors)
-                .map(|(u, t)| {
-                    becomes
-                        .get(&(t.device(), u.clone()))
-                        .cloned()
-                        .unwrap_or_else(|| u.clone())
-                })
-                .collect());
+            return Ok(realized_views(&snaps, tensors, &becomes));
         }
         // Tensors on several devices: each device's graphs are scheduled and run on their own.
         let mut by_device: indexmap::IndexMap<&str, Vec<(&Tensor, &UOp)>> = Default::default();
@@ -1093,16 +1084,7 @@ impl Tensor {
                 becomes.insert((t.device(), (*o).clone()), new);
             }
         }
-        Ok(snaps
-            .iter()
-            .zip(tensors)
-            .map(|(u, t)| {
-                becomes
-                    .get(&(t.device(), u.clone()))
-                    .cloned()
-                    .unwrap_or_else(|| u.clone())
-            })
-            .collect())
+        Ok(realized_views(&snaps, tensors, &becomes))
     }
 
     /// Gives this handle the graph `new` if it still stands for `old` (compare and swap: a
@@ -1335,6 +1317,25 @@ impl fmt::Display for TensorError {
 }
 
 impl std::error::Error for TensorError {}
+
+/// Each snapshot's realized view (what it became on its tensor's device), or the snapshot
+/// itself when it needed no realizing.
+fn realized_views(
+    snaps: &[UOp],
+    tensors: &[&Tensor],
+    becomes: &HashMap<(&str, UOp), UOp>,
+) -> Vec<UOp> {
+    snaps
+        .iter()
+        .zip(tensors)
+        .map(|(u, t)| {
+            becomes
+                .get(&(t.device(), u.clone()))
+                .cloned()
+                .unwrap_or_else(|| u.clone())
+        })
+        .collect()
+}
 
 /// A tensor to realize and the graph it stood for when read.
 type Pending<'a> = (&'a Tensor, &'a UOp);

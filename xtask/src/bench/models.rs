@@ -155,22 +155,39 @@ pub(super) fn bench_mnist(o: &Opts) -> Row {
     }
 }
 
+/// A batch of `bs` random images in [0, 1] and labels in 0..10 (the `jit_mnist` and
+/// `mnist_2dev` rows' input).
+fn mnist_batch(bs: usize) -> (Tensor, Tensor) {
+    let xv: Vec<f32> = rand_vec(bs * 28 * 28, 100)
+        .iter()
+        .map(|v| (v + 1.0) / 2.0)
+        .collect();
+    let yv: Vec<i32> = rand_vec(bs, 200)
+        .iter()
+        .map(|v| (((v + 1.0) * 5.0) as i32).clamp(0, 9))
+        .collect();
+    (input(&xv, &[bs, 1, 28, 28]), Tensor::from_slice(&yv, &[bs]))
+}
+
+/// One training step of `model` (forward, loss, backward, optimizer step): the loss.
+fn mnist_step(model: &MnistModel, opt: &mut dyn Optimizer, x: &Tensor, y: &Tensor) -> Tensor {
+    let _train = Tensor::train(true);
+    opt.zero_grad();
+    let loss = model
+        .forward(x)
+        .sparse_categorical_crossentropy(y, -1, 0.0, Reduction::Mean);
+    loss.backward();
+    opt.step_with(&[&loss]);
+    loss
+}
+
 /// The `mnist_2dev` row: [`bench_mnist`]'s step (without a Jit) data-parallel on two CPU
 /// devices and on one, two models from the same seed stepped alternately on the same batch.
 pub(super) fn bench_mnist_devices(o: &Opts) -> Row {
     const BS: usize = 512;
     const DEVICES: [&str; 2] = ["CPU", "CPU:1"];
     let steps = if o.quick { 2 } else { 10 };
-    let xv: Vec<f32> = rand_vec(BS * 28 * 28, 100)
-        .iter()
-        .map(|v| (v + 1.0) / 2.0)
-        .collect();
-    let yv: Vec<i32> = rand_vec(BS, 200)
-        .iter()
-        .map(|v| (((v + 1.0) * 5.0) as i32).clamp(0, 9))
-        .collect();
-    let x = input(&xv, &[BS, 1, 28, 28]);
-    let y = Tensor::from_slice(&yv, &[BS]);
+    let (x, y) = mnist_batch(BS);
     let (xs, ys) = (x.shard(&DEVICES, Some(0)), y.shard(&DEVICES, Some(0)));
     Tensor::try_realize_all(&[&xs, &ys]).expect("the batch splits");
     let make = |multi: bool| {
@@ -185,14 +202,7 @@ pub(super) fn bench_mnist_devices(o: &Opts) -> Row {
         (model, opt)
     };
     let step = |model: &MnistModel, opt: &mut dyn Optimizer, x: &Tensor, y: &Tensor| {
-        let _train = Tensor::train(true);
-        opt.zero_grad();
-        let loss = model
-            .forward(x)
-            .sparse_categorical_crossentropy(y, -1, 0.0, Reduction::Mean);
-        loss.backward();
-        opt.step_with(&[&loss]);
-        loss.item::<f32>()
+        mnist_step(model, opt, x, y).item::<f32>()
     };
     let (m_one, mut o_one) = make(false);
     let (m_two, mut o_two) = make(true);
@@ -256,32 +266,14 @@ pub(super) fn bench_mnist_devices(o: &Opts) -> Row {
 pub(super) fn bench_mnist_jit(o: &Opts) -> Row {
     const BS: usize = 512;
     let steps = if o.quick { 3 } else { 10 };
-    let xv: Vec<f32> = rand_vec(BS * 28 * 28, 100)
-        .iter()
-        .map(|v| (v + 1.0) / 2.0)
-        .collect();
-    let yv: Vec<i32> = rand_vec(BS, 200)
-        .iter()
-        .map(|v| (((v + 1.0) * 5.0) as i32).clamp(0, 9))
-        .collect();
-    let x = input(&xv, &[BS, 1, 28, 28]);
-    let y = Tensor::from_slice(&yv, &[BS]);
+    let (x, y) = mnist_batch(BS);
     let make = || {
         Tensor::manual_seed(42);
         let model = MnistModel::new();
         let opt = optim::adam(get_parameters(&model), 1e-3);
         (model, opt)
     };
-    let step = |model: &MnistModel, opt: &mut dyn Optimizer, x: &Tensor, y: &Tensor| {
-        let _train = Tensor::train(true);
-        opt.zero_grad();
-        let loss = model
-            .forward(x)
-            .sparse_categorical_crossentropy(y, -1, 0.0, Reduction::Mean);
-        loss.backward();
-        opt.step_with(&[&loss]);
-        loss
-    };
+    let step = mnist_step;
     let (m_plain, mut o_plain) = make();
     let (m_jit, mut o_jit) = make();
     let mut jit = Jit::new(|io: &[Tensor]| vec![step(&m_jit, &mut o_jit, &io[0], &io[1])]);
