@@ -9,7 +9,9 @@
 #   3. the CPU/REF/CUDA differential proptest (random graphs) with DEV=CUDA;
 #   3b. device memory: a 20-kernel graph and beautiful_mnist steps move only their inputs and
 #      results between host and GPU (transfer counters), to() between every pair of devices;
-#   4. every other tensor test with DEV=CUDA (tensors created without a device land on CUDA);
+#   4. every other tensor test with DEV=CUDA (tensors created without a device land on CUDA;
+#      tests/multi.rs's NCCL all-reduce runs where there are two GPUs and libnccl, and prints
+#      why it skipped otherwise);
 #   5. `cargo xtask bench` on CUDA (all its rows run on DEV; kernel-only GFLOP/s from DEBUG=2,
 #      timed with CUDA events), when this checkout has the bench.
 # Everything builds once, in release. Budget: under 8 minutes on a 16-core machine (each step

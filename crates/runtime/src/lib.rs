@@ -11,6 +11,7 @@
 //! - [`cpu`]: the Cranelift JIT device.
 //! - [`gemm`]: the CPU's GEMM path (packing kernels + AVX2/FMA micro-kernel + epilogue).
 //! - [`cuda`]: the `CUDA` device (PTX through the CUDA driver; cargo feature `cuda`).
+//! - [`nccl`]: all-reduce across CUDA GPUs through NVIDIA's NCCL, loaded at run time.
 //! - [`webgpu`]: the `WEBGPU` device (WGSL compute shaders through wgpu on Vulkan; cargo feature
 //!   `webgpu`, on by default).
 //! - [`reference`](mod@reference): `REF`, an interpreter of the linear program — the oracle for every backend.
@@ -31,6 +32,7 @@ pub mod cpu;
 pub mod cuda;
 pub mod device;
 pub mod gemm;
+pub mod nccl;
 pub mod realize;
 pub mod reference;
 pub mod row_reduce;

@@ -33,7 +33,8 @@
 //! - [`symbolic`]: [`Variable`] and bound variables ([`BoundVar`]) — symbolic sizes, kernels
 //!   compiled once for every value.
 //! - [`multi`]: tensors on several devices at once — `shard`, `shard_like`, `devices`: ops run
-//!   per shard, reductions over the sharded axis all-reduce through copies between devices.
+//!   per shard, reductions over the sharded axis all-reduce (`collective`: naive or ring
+//!   through copies between devices, or NCCL across CUDA GPUs).
 //! - [`jit`]: [`Jit`] — capturing the kernels of a function of tensors once and replaying them
 //!   on new inputs, with every replay checked against the capture.
 //! - [`nn`]: layers, `Module`/`Parameters` and state dicts, optimizers, safetensors files,
@@ -44,6 +45,7 @@
 
 pub mod assign;
 pub mod autograd;
+mod collective;
 pub mod display;
 pub mod einsum;
 pub mod element;

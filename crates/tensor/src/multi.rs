@@ -11,12 +11,14 @@
 //! another axis are gathered and split again, replicated ones are cut to each shard's range),
 //! movement ops keep or move the sharded axis (or refuse, naming it), a reduction over the
 //! sharded axis reduces each shard and then adds (or multiplies, or takes the maximum of) the
-//! partial results across devices — an all-reduce made of copies between the devices, in the
-//! same order on every device, so the replicated result is the same bits everywhere. Each
+//! partial results across devices — an all-reduce (`collective`: copies between the devices,
+//! naive or tinygrad's ring, or NCCL across CUDA GPUs), so the replicated result is the same
+//! bits everywhere. Each
 //! device's graph is then scheduled and run like any single-device graph, and the tensor
 //! becomes `Multi` of the shards' buffers. Reading data ([`Tensor::to_vec`]) or copying to one
 //! device ([`Tensor::to`]) gathers the shards.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 
 use tinygrad_runtime::DeviceError;
@@ -24,6 +26,7 @@ use tinygrad_schedule::is_buffer_view;
 use tinygrad_uop::{Arg, Ops, UOp};
 
 use crate::Tensor;
+use crate::collective::{self, Route, copy_between};
 
 /// The name of the multi-device "device" made of `devices`: `(CPU, CPU:1)`.
 pub(crate) fn multi_name(devices: &[String]) -> String {
@@ -78,6 +81,12 @@ enum Val {
 pub(crate) struct Resolver<'a> {
     devices: &'a [String],
     memo: HashMap<UOp, Val>,
+    /// Realized results, for the collectives that run while resolving (NCCL's all-reduce);
+    /// `None` when only the graphs' structure is wanted (`shard_axis`): NCCL's all-reduces are
+    /// then built as naive ones, with the same shapes.
+    known: Option<RefCell<&'a mut HashMap<UOp, UOp>>>,
+    /// The first collective that failed (what `resolve_output` returns).
+    failure: RefCell<Option<DeviceError>>,
 }
 
 fn unsupported(op: &str, what: impl std::fmt::Display) -> ! {
@@ -94,18 +103,26 @@ fn shrink_axis(u: &UOp, axis: usize, range: (usize, usize)) -> UOp {
     UOp::new(Ops::Shrink, u.dtype(), vec![u.clone()], Arg::pairs(&pairs))
 }
 
-fn copy_between(u: &UOp, from: &str, to: &str) -> UOp {
-    if from == to {
-        return u.clone();
-    }
-    UOp::new(Ops::Copy, u.dtype(), vec![u.clone()], Arg::copy(from, to))
-}
-
 impl<'a> Resolver<'a> {
+    /// A resolver that only builds graphs (nothing runs).
     pub(crate) fn new(devices: &'a [String]) -> Resolver<'a> {
         Resolver {
             devices,
             memo: HashMap::new(),
+            known: None,
+            failure: RefCell::new(None),
+        }
+    }
+
+    /// A resolver that runs the collectives that need their inputs realized (NCCL), with and
+    /// into the realized results `known`.
+    pub(crate) fn realizing(
+        devices: &'a [String],
+        known: &'a mut HashMap<UOp, UOp>,
+    ) -> Resolver<'a> {
+        Resolver {
+            known: Some(RefCell::new(known)),
+            ..Resolver::new(devices)
         }
     }
 
@@ -115,18 +132,27 @@ impl<'a> Resolver<'a> {
 
     /// `u` (a graph of the multi-device tensor's devices) as one graph per device, and the
     /// axis they split.
-    pub(crate) fn resolve_output(&mut self, u: &UOp) -> (Vec<UOp>, Option<usize>) {
+    ///
+    /// # Errors
+    /// When a collective run while resolving (NCCL) fails.
+    pub(crate) fn resolve_output(
+        &mut self,
+        u: &UOp,
+    ) -> Result<(Vec<UOp>, Option<usize>), DeviceError> {
         // (not into a Multi's shards: they are other devices' graphs, maybe of another count)
         for node in u.toposort_filtered(|n| n.op() != Ops::Multi) {
             if !self.memo.contains_key(&node) {
                 let v = self.resolve_node(&node);
+                if let Some(e) = self.failure.borrow_mut().take() {
+                    return Err(e);
+                }
                 self.memo.insert(node, v);
             }
         }
-        match self.memo[u].clone() {
+        Ok(match self.memo[u].clone() {
             Val::Plain(p) => (vec![p; self.n()], None),
             Val::Multi(s) => (s.shards, s.axis),
-        }
+        })
     }
 
     /// Each shard's range along a sharded axis of size `size`.
@@ -174,21 +200,39 @@ impl<'a> Resolver<'a> {
         }
     }
 
-    /// The partial results `parts` (one per device) combined with `op` across the devices:
-    /// every device adds the same terms in the same order.
+    /// The partial results `parts` (one per device) combined with `op` across the devices, the
+    /// same bits on every device, by the route [`collective::route`] picks.
     fn all_reduce(&self, op: Ops, parts: &[UOp]) -> Vec<UOp> {
         let parts: Vec<UOp> = parts.iter().map(contiguous).collect();
-        (0..self.n())
-            .map(|j| {
-                let terms = parts
-                    .iter()
-                    .enumerate()
-                    .map(|(i, p)| copy_between(p, &self.devices[i], &self.devices[j]));
-                terms
-                    .reduce(|acc, t| UOp::new(op, acc.dtype(), vec![acc, t], Arg::None))
-                    .expect("a multi-device tensor has devices")
-            })
-            .collect()
+        let numel: usize = parts[0].shape_vec().iter().product();
+        let route = collective::route(self.devices, numel, parts[0].dtype());
+        if tinygrad_runtime::debug_level() >= 2 {
+            let name = match route {
+                Route::Naive => "NAIVE",
+                Route::Ring => "RING",
+                Route::Nccl => "NCCL",
+            };
+            println!(
+                "{name} ALLREDUCE {}x{numel} | {}",
+                self.n(),
+                parts[0].dtype()
+            );
+        }
+        match route {
+            Route::Ring => collective::ring(op, &parts, self.devices),
+            Route::Nccl if self.known.is_some() => {
+                let known = self.known.as_ref().expect("checked");
+                match collective::through_nccl(op, &parts, self.devices, &mut known.borrow_mut()) {
+                    Ok(reduced) => reduced,
+                    Err(e) => {
+                        // (reported by resolve_output before anything uses this graph)
+                        self.failure.borrow_mut().get_or_insert(e);
+                        collective::naive(op, &parts, self.devices)
+                    }
+                }
+            }
+            Route::Nccl | Route::Naive => collective::naive(op, &parts, self.devices),
+        }
     }
 
     fn resolve_node(&self, u: &UOp) -> Val {
@@ -499,7 +543,7 @@ pub(crate) fn realize_multi(
     let mut layout: Vec<(usize, Option<usize>, usize)> = Vec::new(); // (first temp, axis, count)
     for &(t, u) in todo {
         let devices = parse_multi(t.device()).expect("a multi-device tensor's device names them");
-        let (shards, axis) = Resolver::new(&devices).resolve_output(u);
+        let (shards, axis) = Resolver::realizing(&devices, known).resolve_output(u)?;
         layout.push((temps.len(), axis, shards.len()));
         for (sh, d) in shards.into_iter().zip(&devices) {
             temps.push(Tensor::from_uop(sh, d));
@@ -719,6 +763,9 @@ impl Tensor {
         if u.op() == Ops::Multi {
             return axis_of_multi(&u);
         }
-        Resolver::new(&devices).resolve_output(&u).1
+        Resolver::new(&devices)
+            .resolve_output(&u)
+            .expect("a resolver that runs nothing does not fail")
+            .1
     }
 }

@@ -141,6 +141,79 @@ fn reductions_over_the_sharded_axis_all_reduce() {
     );
 }
 
+/// Over more than two devices and more than 256,000 elements the all-reduce takes tinygrad's
+/// ring (reduce-scatter, then all-gather: `collective.rs` checks the route and the bytes it
+/// copies); its result is the one device's, and the same bits on every device.
+#[test]
+fn large_all_reduces_over_three_devices_take_the_ring() {
+    // 262,147 elements per partial: odd, so chunks of 87,383, 87,382 and 87,382
+    let t = tensor(&[3, 262_147], 20);
+    let s = t.shard(&THREE, Some(0));
+    for (got, want, what) in [
+        (s.sum(0isize), t.sum(0isize), "sum"),
+        (s.max(0isize), t.max(0isize), "max"),
+        (
+            (&s * 2.0).sum(0isize) + 1.0,
+            (&t * 2.0).sum(0isize) + 1.0,
+            "2x summed, plus 1",
+        ),
+    ] {
+        let got = got.realize().clone();
+        assert_eq!(got.shard_axis(), None, "{what}: replicated");
+        assert_close(&got, &want, what);
+        let per_device: Vec<Vec<f32>> = THREE.iter().map(|d| got.to(d).to_vec::<f32>()).collect();
+        assert!(
+            per_device.windows(2).all(|w| w[0] == w[1]),
+            "{what}: the replicas differ"
+        );
+    }
+}
+
+/// Across CUDA GPUs the all-reduce is NCCL's: sums, maxima and a gradient over a sharded batch
+/// equal one device's, the replicas the same bits; `NCCL=0` takes the copies instead. Skipped,
+/// with the reason printed, without two GPUs, or without the NCCL library (whose `Err` must
+/// then say so).
+#[test]
+fn nccl_all_reduces_across_cuda_gpus() {
+    const GPUS: [&str; 2] = ["CUDA", "CUDA:1"];
+    for d in GPUS {
+        if let Err(e) = tinygrad_tensor::get_device(d) {
+            println!("skipped: {e}");
+            return;
+        }
+    }
+    let t = tensor(&[4, 1000], 21);
+    let s = t.shard(&GPUS, Some(0));
+    let sum = s.sum(0isize);
+    if let Err(e) = sum.try_realize() {
+        let e = e.to_string();
+        assert!(
+            e.contains("NCCL"),
+            "an all-reduce on CUDA fails only for NCCL: {e}"
+        );
+        println!("skipped: {e}");
+        return;
+    }
+    assert_close(&sum, &t.sum(0isize), "sum through NCCL");
+    assert_close(&s.max(0isize), &t.max(0isize), "max through NCCL");
+    let per_device: Vec<Vec<f32>> = GPUS.iter().map(|d| sum.to(d).to_vec::<f32>()).collect();
+    assert_eq!(per_device[0], per_device[1], "the replicas differ");
+    // a data-parallel gradient: the weight's gradient all-reduced over the split batch
+    let w = tensor(&[1000, 3], 22);
+    let w1 = w.contiguous();
+    w1.requires_grad_();
+    let ws = w.shard(&GPUS, None);
+    ws.requires_grad_();
+    let loss = |x: &Tensor, w: &Tensor| x.matmul(w).relu().sum(None::<isize>);
+    loss(&t, &w1).backward();
+    loss(&s, &ws).backward();
+    let (g, gs) = (
+        w1.grad().expect("a gradient"),
+        ws.grad().expect("a gradient"),
+    );
+    assert_close(&gs, &g, "gradient through NCCL");
+}
+
 #[test]
 fn movement_ops_keep_or_move_the_axis() {
     let t = tensor(&[4, 6], 5);

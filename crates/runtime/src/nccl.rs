@@ -1,0 +1,315 @@
+//! All-reduce across CUDA GPUs through NVIDIA's NCCL (`libnccl.so`, loaded at run time through
+//! `cudarc`'s `nccl` bindings, like the driver: nothing NCCL is needed to build).
+//!
+//! [`all_reduce`] takes one buffer per GPU (every buffer on a different `CUDA:n` device, all of
+//! one dtype and size) and returns new buffers, one per GPU, each holding the elementwise
+//! combination of all of them. The collective is queued on each device's own stream, inside one
+//! NCCL group, so it is ordered after the kernels that wrote the inputs and before the ones that
+//! read the outputs, without the host waiting. Communicators are made once per set of GPUs
+//! (`ncclCommInitAll`) and kept.
+//!
+//! Without the cargo feature `cuda`, without the NCCL library, or for buffers that are not on
+//! distinct CUDA devices, [`all_reduce`] is an `Err` saying which; it never panics.
+
+use std::sync::Arc;
+
+use tinygrad_dtype::DType;
+
+use crate::buffer::Buffer;
+use crate::device::DeviceError;
+
+/// How [`all_reduce`] combines the buffers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CollectiveOp {
+    /// Elementwise sum.
+    Sum,
+    /// Elementwise product.
+    Prod,
+    /// Elementwise maximum.
+    Max,
+}
+
+/// Whether NCCL reduces elements of `dtype` (it has no 16-bit integers, no booleans for sums).
+pub fn supports(dtype: DType) -> bool {
+    nccl_type(dtype).is_some()
+}
+
+/// NCCL's name for `dtype`'s element type, for the types it has.
+fn nccl_type(dtype: DType) -> Option<&'static str> {
+    [
+        (DType::INT8, "int8"),
+        (DType::UINT8, "uint8"),
+        (DType::INT32, "int32"),
+        (DType::UINT32, "uint32"),
+        (DType::INT64, "int64"),
+        (DType::UINT64, "uint64"),
+        (DType::FLOAT16, "float16"),
+        (DType::BFLOAT16, "bfloat16"),
+        (DType::FLOAT32, "float32"),
+        (DType::FLOAT64, "float64"),
+    ]
+    .into_iter()
+    .find_map(|(d, name)| (d == dtype).then_some(name))
+}
+
+fn unavailable(device: &str, reason: String) -> DeviceError {
+    DeviceError::Unavailable {
+        name: device.to_string(),
+        reason,
+    }
+}
+
+/// Checks what NCCL needs of the inputs: at least one, each on a different `CUDA` device, one
+/// dtype NCCL has and one size.
+fn check_inputs(inputs: &[Arc<Buffer>]) -> Result<(), DeviceError> {
+    let Some(first) = inputs.first() else {
+        return Err(unavailable(
+            "CUDA",
+            "NCCL all-reduce of no buffers".to_string(),
+        ));
+    };
+    for (i, b) in inputs.iter().enumerate() {
+        if b.device.split(':').next() != Some("CUDA") {
+            return Err(unavailable(
+                &b.device,
+                format!("NCCL all-reduce needs CUDA buffers; buffer {i} is {b:?}"),
+            ));
+        }
+        if inputs[..i].iter().any(|o| o.device == b.device) {
+            return Err(unavailable(
+                &b.device,
+                format!(
+                    "NCCL all-reduce needs one buffer per GPU; {} has two",
+                    b.device
+                ),
+            ));
+        }
+        if b.dtype != first.dtype || b.size != first.size {
+            return Err(unavailable(
+                &b.device,
+                format!(
+                    "NCCL all-reduce of buffers that differ: {first:?} and {b:?} (one dtype and \
+                     size expected)"
+                ),
+            ));
+        }
+    }
+    if !supports(first.dtype) {
+        return Err(unavailable(
+            &first.device,
+            format!("NCCL has no {} elements", first.dtype),
+        ));
+    }
+    Ok(())
+}
+
+/// The elementwise `op` of `inputs` (one buffer per GPU), in a new buffer on each input's GPU.
+///
+/// # Errors
+/// [`DeviceError::Unavailable`] when this build has no CUDA support, the NCCL library is
+/// missing, or the inputs are not one buffer of one dtype and size on each of several CUDA
+/// devices; the error NCCL or the driver gives otherwise.
+pub fn all_reduce(
+    op: CollectiveOp,
+    inputs: &[Arc<Buffer>],
+) -> Result<Vec<Arc<Buffer>>, DeviceError> {
+    check_inputs(inputs)?;
+    #[cfg(feature = "cuda")]
+    {
+        imp::all_reduce(op, inputs)
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        let _ = op;
+        Err(unavailable(
+            &inputs[0].device,
+            "this build has no CUDA support (build with `--features cuda`), so no NCCL".into(),
+        ))
+    }
+}
+
+#[cfg(feature = "cuda")]
+mod imp {
+    use std::collections::HashMap;
+    use std::ffi::c_void;
+    use std::sync::{Arc, Mutex};
+
+    use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
+    use cudarc::nccl::{result, sys};
+
+    use super::{CollectiveOp, nccl_type, unavailable};
+    use crate::buffer::Buffer;
+    use crate::device::DeviceError;
+
+    /// NCCL communicators of one set of GPUs (rank `i` on the `i`-th), destroyed on drop.
+    struct Comms(Vec<sys::ncclComm_t>);
+
+    // SAFETY: an `ncclComm_t` is a handle NCCL lets any thread use, one call at a time; every
+    // use goes through the `COMMS` mutex, which serializes them.
+    unsafe impl Send for Comms {}
+
+    impl Drop for Comms {
+        fn drop(&mut self) {
+            for &c in &self.0 {
+                // SAFETY: `c` was made by `ncclCommInitAll` and is destroyed once, here.
+                let _ = unsafe { result::comm_destroy(c) };
+            }
+        }
+    }
+
+    /// The communicators made so far, by the GPUs' ordinals.
+    static COMMS: Mutex<Option<HashMap<Vec<i32>, Comms>>> = Mutex::new(None);
+
+    fn failed(device: &str, what: &str, e: impl std::fmt::Debug) -> DeviceError {
+        DeviceError::Transfer {
+            device: device.to_string(),
+            message: format!("NCCL {what}: {e:?}"),
+        }
+    }
+
+    fn data_type(name: &str) -> sys::ncclDataType_t {
+        use sys::ncclDataType_t as T;
+        match name {
+            "int8" => T::ncclInt8,
+            "uint8" => T::ncclUint8,
+            "int32" => T::ncclInt32,
+            "uint32" => T::ncclUint32,
+            "int64" => T::ncclInt64,
+            "uint64" => T::ncclUint64,
+            "float16" => T::ncclFloat16,
+            "bfloat16" => T::ncclBfloat16,
+            "float64" => T::ncclFloat64,
+            _ => T::ncclFloat32,
+        }
+    }
+
+    /// The stream a buffer's CUDA allocation belongs to (its device's one stream).
+    fn stream_of(b: &Buffer) -> Result<Arc<CudaStream>, DeviceError> {
+        b.with_device_mem(|m| {
+            m.raw()
+                .downcast_ref::<CudaSlice<u8>>()
+                .map(|s| s.stream().clone())
+        })?
+        .ok_or_else(|| unavailable(&b.device, format!("{b:?} is not a CUDA allocation")))
+    }
+
+    pub(super) fn all_reduce(
+        op: CollectiveOp,
+        inputs: &[Arc<Buffer>],
+    ) -> Result<Vec<Arc<Buffer>>, DeviceError> {
+        let device = inputs[0].device.to_string();
+        // SAFETY: `is_culib_present` only tries to load the NCCL library (dlopen) and reports
+        // whether that worked; it has no preconditions.
+        if !unsafe { sys::is_culib_present() } {
+            return Err(unavailable(
+                &device,
+                "the NCCL library (libnccl.so.2) was not found: install NVIDIA's NCCL (e.g. the \
+                 PyPI wheel nvidia-nccl-cu12, with its lib folder on LD_LIBRARY_PATH), or run \
+                 with NCCL=0 to all-reduce through copies between the GPUs"
+                    .into(),
+            ));
+        }
+        let streams: Vec<Arc<CudaStream>> = inputs
+            .iter()
+            .map(|b| stream_of(b))
+            .collect::<Result<_, _>>()?;
+        let outputs: Vec<Arc<Buffer>> = inputs
+            .iter()
+            .map(|b| Buffer::new(&b.device, b.dtype, b.size))
+            .collect();
+        for o in &outputs {
+            o.try_allocate(true)?;
+        }
+        let ordinals: Vec<i32> = streams
+            .iter()
+            .map(|s| s.context().ordinal() as i32)
+            .collect();
+        let dtype = data_type(nccl_type(inputs[0].dtype).expect("checked by check_inputs"));
+        let red = match op {
+            CollectiveOp::Sum => sys::ncclRedOp_t::ncclSum,
+            CollectiveOp::Prod => sys::ncclRedOp_t::ncclProd,
+            CollectiveOp::Max => sys::ncclRedOp_t::ncclMax,
+        };
+        let mut guard = COMMS.lock().unwrap_or_else(|e| e.into_inner());
+        let comms = guard.get_or_insert_with(HashMap::new);
+        if !comms.contains_key(&ordinals) {
+            let mut made = vec![std::ptr::null_mut(); ordinals.len()];
+            // SAFETY: `made` has room for one communicator per ordinal and `ordinals` holds
+            // `ordinals.len()` GPU ordinals (distinct: check_inputs refused two buffers of one
+            // device, and `CUDA:n` is GPU n); NCCL writes the communicators into `made`.
+            unsafe {
+                result::comm_init_all(made.as_mut_ptr(), ordinals.len() as i32, ordinals.as_ptr())
+            }
+            .map_err(|e| failed(&device, "communicator set-up (ncclCommInitAll)", e))?;
+            comms.insert(ordinals.clone(), Comms(made));
+        }
+        let comm = &comms[&ordinals];
+        result::group_start().map_err(|e| failed(&device, "group start", e))?;
+        let mut queued = Ok(());
+        for (i, ((input, output), stream)) in inputs.iter().zip(&outputs).zip(&streams).enumerate()
+        {
+            let issued = input.with_device_mem(|src| {
+                output.with_device_mem(|dst| {
+                    let (Some(src), Some(dst)) = (
+                        src.raw().downcast_ref::<CudaSlice<u8>>(),
+                        dst.raw().downcast_ref::<CudaSlice<u8>>(),
+                    ) else {
+                        return Err(unavailable(&input.device, "not a CUDA allocation".into()));
+                    };
+                    // (the guards record the reads and writes on `stream`: later work on other
+                    // streams waits for them)
+                    let (src_ptr, _read) = src.device_ptr(stream);
+                    let (dst_ptr, _write) = dst.device_ptr(stream);
+                    // SAFETY: both pointers are allocations of rank i's GPU (the device the
+                    // stream belongs to) of at least `size` elements of the dtype (the input is
+                    // that buffer's allocation, the output was allocated above with the same
+                    // dtype and size; CUDA allocations are never smaller than the buffer);
+                    // `comm.0[i]` is rank i's communicator for exactly these GPUs in this order,
+                    // and the call only queues work on `stream`, which both allocations outlive
+                    // (the buffers are owned by the caller and by `outputs`, and freed memory is
+                    // reused only by work queued later on the same stream).
+                    unsafe {
+                        result::all_reduce(
+                            src_ptr as *const c_void,
+                            dst_ptr as *mut c_void,
+                            input.size,
+                            dtype,
+                            red,
+                            comm.0[i],
+                            stream.cu_stream() as _,
+                        )
+                    }
+                    .map(|_| ())
+                    .map_err(|e| failed(&input.device, "all-reduce", e))
+                })
+            });
+            if let Err(e) = issued.and_then(|r| r).and_then(|r| r) {
+                queued = Err(e);
+                break;
+            }
+        }
+        // the group is always closed, also after a failed call inside it
+        let ended = result::group_end().map_err(|e| failed(&device, "group end", e));
+        queued?;
+        ended?;
+        Ok(outputs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_what_nccl_cannot_reduce() {
+        let cpu = Buffer::new("CPU", DType::FLOAT32, 4);
+        let err = all_reduce(CollectiveOp::Sum, &[cpu])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("needs CUDA buffers"), "{err}");
+        let err = all_reduce(CollectiveOp::Sum, &[]).unwrap_err().to_string();
+        assert!(err.contains("no buffers"), "{err}");
+        assert!(supports(DType::FLOAT32) && supports(DType::BFLOAT16));
+        assert!(!supports(DType::INT16) && !supports(DType::BOOL));
+    }
+}
