@@ -2,6 +2,8 @@
 //! committed `examples/data/mnist.gz`) lower the loss; the same training data-parallel on two
 //! devices gives the same losses.
 
+mod common;
+
 use std::io::Read;
 
 use tinygrad_tensor::nn::optim::{self, Optimizer};
@@ -209,4 +211,29 @@ fn data_parallel_training_matches_one_device_step_by_step() {
         err.to_string().contains("several devices (CPU, CPU:1)"),
         "{err}"
     );
+}
+
+/// The same data-parallel training on two WEBGPU devices (in CI two instances of the software
+/// Vulkan adapter): each batch split over `WEBGPU` and `WEBGPU:1`, the gradients all-reduced
+/// through copies between them, the losses those of one CPU device.
+#[test]
+fn data_parallel_training_on_two_webgpu_devices() {
+    common::on_webgpu("data_parallel_training_on_two_webgpu_devices", |_| {
+        if let Err(e) = tinygrad_tensor::get_device("WEBGPU:1") {
+            panic!("WEBGPU opens but WEBGPU:1 does not: {e}");
+        }
+        // (two steps: the first from the same weights, the second after an Adam update from
+        // the all-reduced gradients; each step costs seconds on the software adapter)
+        let steps = 2;
+        let one = train_losses(&["CPU"], steps, false);
+        let many = train_losses(&["WEBGPU", "WEBGPU:1"], steps, false);
+        for (s, (a, b)) in many.iter().zip(&one).enumerate() {
+            // (the tolerances of the CPU test above, for the same reasons)
+            let tol = if s == 0 { 1e-5 } else { 1e-3 };
+            assert!(
+                (a - b).abs() <= tol * b.abs().max(1.0),
+                "step {s}: loss {a} on WEBGPU, WEBGPU:1 vs {b} on CPU\n{many:?}\n{one:?}"
+            );
+        }
+    });
 }
