@@ -713,6 +713,10 @@ impl Tensor {
     /// As [`Tensor::shard`].
     pub fn shard_(&self, devices: &[&str], axis: Option<isize>) -> &Tensor {
         let sharded = self.shard(devices, axis);
+        // an accumulated gradient moves with the tensor (an optimizer adds the two)
+        if let Some(g) = self.grad() {
+            self.set_grad(Some(g.shard(devices, axis)));
+        }
         self.move_to(&sharded);
         self
     }

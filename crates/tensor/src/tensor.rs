@@ -1208,7 +1208,8 @@ impl Tensor {
     }
 
     /// Moves this tensor to `device` in place (tinygrad's `to_`): every handle sharing it
-    /// (a model's field and its optimizer's list, say) now reads the copy there.
+    /// (a model's field and its optimizer's list, say) now reads the copy there, and its
+    /// accumulated gradient, if any, moves along.
     ///
     /// ```
     /// use tinygrad_tensor::Tensor;
@@ -1222,6 +1223,10 @@ impl Tensor {
     /// If the device does not exist.
     pub fn to_(&self, device: &str) -> &Tensor {
         let moved = self.to(device);
+        // an accumulated gradient moves with the tensor, as in tinygrad's `to_`
+        if let Some(g) = self.grad() {
+            self.set_grad(Some(g.to(device)));
+        }
         self.move_to(&moved);
         self
     }

@@ -214,6 +214,37 @@ fn nccl_all_reduces_across_cuda_gpus() {
     assert_close(&gs, &g, "gradient through NCCL");
 }
 
+/// `to_` and `shard_` move an accumulated gradient along with the tensor (tinygrad's `to_`
+/// does), so a later optimizer step adds tensors of one device set.
+#[test]
+fn moving_in_place_moves_the_gradient() {
+    let w = tensor(&[4, 2], 23).contiguous();
+    w.requires_grad_();
+    (&w * &w).sum(None::<isize>).backward();
+    let want = w.grad().expect("a gradient").to_vec::<f32>();
+    w.to_("CPU:1");
+    let g = w.grad().expect("still a gradient");
+    assert_eq!((g.device(), g.to_vec::<f32>()), ("CPU:1", want.clone()));
+    w.shard_(&THREE[..2], Some(0));
+    let g = w.grad().expect("still a gradient");
+    assert_eq!((g.devices(), g.shard_axis()), (w.devices(), Some(0)));
+    assert_eq!(g.to_vec::<f32>(), want);
+    let mut opt = optim::sgd(vec![w.clone()], 0.5);
+    let _train = Tensor::train(true);
+    opt.step();
+    let stepped: Vec<f32> = tensor(&[4, 2], 23)
+        .to_vec::<f32>()
+        .iter()
+        .zip(&want)
+        .map(|(x, g)| x - 0.5 * g)
+        .collect();
+    assert_close(
+        &w,
+        &Tensor::from_slice(&stepped, &[4, 2]),
+        "SGD step after moving",
+    );
+}
+
 #[test]
 fn movement_ops_keep_or_move_the_axis() {
     let t = tensor(&[4, 6], 5);
