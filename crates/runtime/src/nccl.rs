@@ -29,27 +29,43 @@ pub enum CollectiveOp {
     Max,
 }
 
-/// Whether NCCL reduces elements of `dtype` (it has no 16-bit integers, no booleans for sums).
+/// Whether NCCL reduces elements of `dtype` (it has no bool, int16 or uint16 elements, nor
+/// fp8 ones).
 pub fn supports(dtype: DType) -> bool {
     nccl_type(dtype).is_some()
 }
 
-/// NCCL's name for `dtype`'s element type, for the types it has.
-fn nccl_type(dtype: DType) -> Option<&'static str> {
+/// NCCL's element types (`ncclDataType_t`), the ones a tensor's dtype can map to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum NcclType {
+    Int8,
+    Uint8,
+    Int32,
+    Uint32,
+    Int64,
+    Uint64,
+    Float16,
+    Bfloat16,
+    Float32,
+    Float64,
+}
+
+/// NCCL's element type for `dtype`, for the types it has (the same size as `dtype`'s).
+fn nccl_type(dtype: DType) -> Option<NcclType> {
     [
-        (DType::INT8, "int8"),
-        (DType::UINT8, "uint8"),
-        (DType::INT32, "int32"),
-        (DType::UINT32, "uint32"),
-        (DType::INT64, "int64"),
-        (DType::UINT64, "uint64"),
-        (DType::FLOAT16, "float16"),
-        (DType::BFLOAT16, "bfloat16"),
-        (DType::FLOAT32, "float32"),
-        (DType::FLOAT64, "float64"),
+        (DType::INT8, NcclType::Int8),
+        (DType::UINT8, NcclType::Uint8),
+        (DType::INT32, NcclType::Int32),
+        (DType::UINT32, NcclType::Uint32),
+        (DType::INT64, NcclType::Int64),
+        (DType::UINT64, NcclType::Uint64),
+        (DType::FLOAT16, NcclType::Float16),
+        (DType::BFLOAT16, NcclType::Bfloat16),
+        (DType::FLOAT32, NcclType::Float32),
+        (DType::FLOAT64, NcclType::Float64),
     ]
     .into_iter()
-    .find_map(|(d, name)| (d == dtype).then_some(name))
+    .find_map(|(d, t)| (d == dtype).then_some(t))
 }
 
 fn unavailable(device: &str, reason: String) -> DeviceError {
@@ -137,7 +153,7 @@ mod imp {
     use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
     use cudarc::nccl::{result, sys};
 
-    use super::{CollectiveOp, nccl_type, unavailable};
+    use super::{CollectiveOp, NcclType, nccl_type, unavailable};
     use crate::buffer::Buffer;
     use crate::device::DeviceError;
 
@@ -160,27 +176,38 @@ mod imp {
     /// The communicators made so far, by the GPUs' ordinals.
     static COMMS: Mutex<Option<HashMap<Vec<i32>, Comms>>> = Mutex::new(None);
 
-    fn failed(device: &str, what: &str, e: impl std::fmt::Debug) -> DeviceError {
+    fn failed(device: &str, what: &str, e: result::NcclError) -> DeviceError {
         DeviceError::Transfer {
             device: device.to_string(),
-            message: format!("NCCL {what}: {e:?}"),
+            // (the code: cudarc's `NcclError` prints no more than its name)
+            message: format!("NCCL {what}: {:?}", e.0),
         }
     }
 
-    fn data_type(name: &str) -> sys::ncclDataType_t {
+    fn data_type(t: NcclType) -> sys::ncclDataType_t {
         use sys::ncclDataType_t as T;
-        match name {
-            "int8" => T::ncclInt8,
-            "uint8" => T::ncclUint8,
-            "int32" => T::ncclInt32,
-            "uint32" => T::ncclUint32,
-            "int64" => T::ncclInt64,
-            "uint64" => T::ncclUint64,
-            "float16" => T::ncclFloat16,
-            "bfloat16" => T::ncclBfloat16,
-            "float64" => T::ncclFloat64,
-            _ => T::ncclFloat32,
+        match t {
+            NcclType::Int8 => T::ncclInt8,
+            NcclType::Uint8 => T::ncclUint8,
+            NcclType::Int32 => T::ncclInt32,
+            NcclType::Uint32 => T::ncclUint32,
+            NcclType::Int64 => T::ncclInt64,
+            NcclType::Uint64 => T::ncclUint64,
+            NcclType::Float16 => T::ncclFloat16,
+            NcclType::Bfloat16 => T::ncclBfloat16,
+            NcclType::Float32 => T::ncclFloat32,
+            NcclType::Float64 => T::ncclFloat64,
         }
+    }
+
+    /// The device pointer of a buffer's CUDA allocation.
+    fn device_ptr(b: &Buffer, stream: &CudaStream) -> Result<u64, DeviceError> {
+        b.with_device_mem(|m| {
+            m.raw()
+                .downcast_ref::<CudaSlice<u8>>()
+                .map(|s| s.device_ptr(stream).0)
+        })?
+        .ok_or_else(|| unavailable(&b.device, format!("{b:?} is not a CUDA allocation")))
     }
 
     /// The stream a buffer's CUDA allocation belongs to (its device's one stream).
@@ -203,8 +230,9 @@ mod imp {
         if !unsafe { sys::is_culib_present() } {
             return Err(unavailable(
                 &device,
-                "the NCCL library (libnccl.so.2) was not found: install NVIDIA's NCCL (e.g. the \
-                 PyPI wheel nvidia-nccl-cu12, with its lib folder on LD_LIBRARY_PATH), or run \
+                "the NCCL library was not found: it is loaded as `libnccl.so` (Debian's \
+                 libnccl-dev, or a `libnccl.so -> libnccl.so.2` link in a folder on \
+                 LD_LIBRARY_PATH, e.g. next to the PyPI wheel nvidia-nccl-cu12's lib), or run \
                  with NCCL=0 to all-reduce through copies between the GPUs"
                     .into(),
             ));
@@ -219,6 +247,12 @@ mod imp {
             .collect();
         for o in &outputs {
             o.try_allocate(true)?;
+        }
+        // Every pointer is found before the NCCL group opens: a failure inside the group after
+        // some ranks were queued would launch a collective missing a rank, which never ends.
+        let mut ptrs = Vec::with_capacity(inputs.len());
+        for ((input, output), stream) in inputs.iter().zip(&outputs).zip(&streams) {
+            ptrs.push((device_ptr(input, stream)?, device_ptr(output, stream)?));
         }
         let ordinals: Vec<i32> = streams
             .iter()
@@ -246,49 +280,35 @@ mod imp {
         let comm = &comms[&ordinals];
         result::group_start().map_err(|e| failed(&device, "group start", e))?;
         let mut queued = Ok(());
-        for (i, ((input, output), stream)) in inputs.iter().zip(&outputs).zip(&streams).enumerate()
+        for (i, ((input, stream), &(src, dst))) in
+            inputs.iter().zip(&streams).zip(&ptrs).enumerate()
         {
-            let issued = input.with_device_mem(|src| {
-                output.with_device_mem(|dst| {
-                    let (Some(src), Some(dst)) = (
-                        src.raw().downcast_ref::<CudaSlice<u8>>(),
-                        dst.raw().downcast_ref::<CudaSlice<u8>>(),
-                    ) else {
-                        return Err(unavailable(&input.device, "not a CUDA allocation".into()));
-                    };
-                    // (the guards record the reads and writes on `stream`: later work on other
-                    // streams waits for them)
-                    let (src_ptr, _read) = src.device_ptr(stream);
-                    let (dst_ptr, _write) = dst.device_ptr(stream);
-                    // SAFETY: both pointers are allocations of rank i's GPU (the device the
-                    // stream belongs to) of at least `size` elements of the dtype (the input is
-                    // that buffer's allocation, the output was allocated above with the same
-                    // dtype and size; CUDA allocations are never smaller than the buffer);
-                    // `comm.0[i]` is rank i's communicator for exactly these GPUs in this order,
-                    // and the call only queues work on `stream`, which both allocations outlive
-                    // (the buffers are owned by the caller and by `outputs`, and freed memory is
-                    // reused only by work queued later on the same stream).
-                    unsafe {
-                        result::all_reduce(
-                            src_ptr as *const c_void,
-                            dst_ptr as *mut c_void,
-                            input.size,
-                            dtype,
-                            red,
-                            comm.0[i],
-                            stream.cu_stream() as _,
-                        )
-                    }
-                    .map(|_| ())
-                    .map_err(|e| failed(&input.device, "all-reduce", e))
-                })
-            });
-            if let Err(e) = issued.and_then(|r| r).and_then(|r| r) {
-                queued = Err(e);
+            // SAFETY: `src` and `dst` are device pointers of allocations of rank i's GPU (the
+            // device `stream` belongs to): the input's, and the output's allocated above with
+            // the same dtype and size, each of at least `size` elements of a type NCCL's
+            // `dtype` matches in size (`nccl_type`; CUDA allocations are never smaller than the
+            // buffer). `comm.0[i]` is rank i's communicator for exactly these GPUs in this
+            // order. The call queues work on `stream`, the one stream of that device, so it
+            // runs after the kernels that wrote the input and before any later work on either
+            // buffer; both allocations outlive it (the caller owns the inputs, `outputs` the
+            // outputs, and freed memory is reused only by work queued later on that stream).
+            let issued = unsafe {
+                result::all_reduce(
+                    src as *const c_void,
+                    dst as *mut c_void,
+                    input.size,
+                    dtype,
+                    red,
+                    comm.0[i],
+                    stream.cu_stream() as _,
+                )
+            };
+            if let Err(e) = issued {
+                // (NCCL then launches nothing of the group: its error is sticky to it)
+                queued = Err(failed(&input.device, "all-reduce", e));
                 break;
             }
         }
-        // the group is always closed, also after a failed call inside it
         let ended = result::group_end().map_err(|e| failed(&device, "group end", e));
         queued?;
         ended?;

@@ -11,12 +11,14 @@
 //!   side (all-gather): `2 * (n - 1)` whole-size copies in all. Used for more than two devices
 //!   and more than `RING_ALLREDUCE_THRESHOLD` (256,000) elements, or always with `RING=2`;
 //!   never with `RING=0`.
-//! - **NCCL** — when every device is a CUDA GPU (and `NCCL` is not `0`), the partials are
+//! - **NCCL** — when the devices are distinct CUDA GPUs, the tensor is not empty, its dtype is
+//!   one NCCL has, and `NCCL` is not `0` (this route comes before `RING`), the partials are
 //!   realized and handed to NVIDIA's NCCL ([`tinygrad_runtime::nccl`]); a missing NCCL library
 //!   is an `Err` naming it.
 //!
-//! In the copy routes each element is combined once, on one device, and copied to the others,
-//! so every replica holds the same bits.
+//! Every replica holds the same bits: in the naive route every device adds the same terms in
+//! the same order, in the ring each element is combined once, on one device, and copied to the
+//! others, and NCCL gives every rank the same result.
 
 use std::collections::HashMap;
 
@@ -53,7 +55,18 @@ pub(crate) fn ring_wanted(n: usize, numel: usize) -> bool {
 /// The route for an all-reduce of `dtype` partials over `devices`.
 pub(crate) fn route(devices: &[String], numel: usize, dtype: tinygrad_dtype::DType) -> Route {
     let all_cuda = devices.iter().all(|d| d.split(':').next() == Some("CUDA"));
-    if all_cuda && devices.len() > 1 && env_usize("NCCL", 1) != 0 && nccl::supports(dtype) {
+    // (NCCL takes each GPU once: a tuple naming one twice takes the copies)
+    let distinct = devices
+        .iter()
+        .enumerate()
+        .all(|(i, d)| !devices[..i].contains(d));
+    if all_cuda
+        && distinct
+        && devices.len() > 1
+        && numel > 0
+        && env_usize("NCCL", 1) != 0
+        && nccl::supports(dtype)
+    {
         Route::Nccl
     } else if ring_wanted(devices.len(), numel) {
         Route::Ring
@@ -230,6 +243,8 @@ mod tests {
         // NCCL has no 16-bit integers: copies instead
         assert_eq!(route(&gpus, 10, tinygrad_dtype::DType::INT16), Route::Naive);
         assert_eq!(route(&names(&["CUDA", "CPU"]), 10, f32), Route::Naive);
+        assert_eq!(route(&names(&["CUDA", "CUDA"]), 10, f32), Route::Naive);
+        assert_eq!(route(&gpus, 0, f32), Route::Naive);
     }
 
     #[test]

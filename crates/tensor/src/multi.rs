@@ -205,8 +205,13 @@ impl<'a> Resolver<'a> {
     fn all_reduce(&self, op: Ops, parts: &[UOp]) -> Vec<UOp> {
         let parts: Vec<UOp> = parts.iter().map(contiguous).collect();
         let numel: usize = parts[0].shape_vec().iter().product();
-        let route = collective::route(self.devices, numel, parts[0].dtype());
-        if tinygrad_runtime::debug_level() >= 2 {
+        let route = match collective::route(self.devices, numel, parts[0].dtype()) {
+            // (a resolver that only builds graphs stands in the naive form for NCCL's)
+            Route::Nccl if self.known.is_none() => Route::Naive,
+            r => r,
+        };
+        // (printed when the all-reduce is built to run, as tinygrad prints it)
+        if tinygrad_runtime::debug_level() >= 2 && self.known.is_some() {
             let name = match route {
                 Route::Naive => "NAIVE",
                 Route::Ring => "RING",
@@ -220,8 +225,8 @@ impl<'a> Resolver<'a> {
         }
         match route {
             Route::Ring => collective::ring(op, &parts, self.devices),
-            Route::Nccl if self.known.is_some() => {
-                let known = self.known.as_ref().expect("checked");
+            Route::Nccl => {
+                let known = self.known.as_ref().expect("NCCL only when realizing");
                 match collective::through_nccl(op, &parts, self.devices, &mut known.borrow_mut()) {
                     Ok(reduced) => reduced,
                     Err(e) => {
@@ -231,7 +236,7 @@ impl<'a> Resolver<'a> {
                     }
                 }
             }
-            Route::Nccl | Route::Naive => collective::naive(op, &parts, self.devices),
+            Route::Naive => collective::naive(op, &parts, self.devices),
         }
     }
 
@@ -699,7 +704,8 @@ impl Tensor {
     }
 
     /// [`Tensor::shard`] in place (tinygrad's `shard_`): this tensor, and every handle sharing
-    /// it (a model's field and its optimizer's list), becomes the sharded tensor.
+    /// it (a model's field and its optimizer's list), becomes the sharded tensor; an
+    /// accumulated gradient is sharded alike.
     ///
     /// ```
     /// use tinygrad_tensor::Tensor;

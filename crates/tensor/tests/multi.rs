@@ -170,9 +170,8 @@ fn large_all_reduces_over_three_devices_take_the_ring() {
 }
 
 /// Across CUDA GPUs the all-reduce is NCCL's: sums, maxima and a gradient over a sharded batch
-/// equal one device's, the replicas the same bits; `NCCL=0` takes the copies instead. Skipped,
-/// with the reason printed, without two GPUs, or without the NCCL library (whose `Err` must
-/// then say so).
+/// equal one device's, the replicas the same bits. Skipped, with the reason printed, without
+/// two GPUs, or without the NCCL library (whose `Err` must then say so).
 #[test]
 fn nccl_all_reduces_across_cuda_gpus() {
     const GPUS: [&str; 2] = ["CUDA", "CUDA:1"];
@@ -186,10 +185,11 @@ fn nccl_all_reduces_across_cuda_gpus() {
     let s = t.shard(&GPUS, Some(0));
     let sum = s.sum(0isize);
     if let Err(e) = sum.try_realize() {
+        // only a missing library skips; any other failure of NCCL is one
         let e = e.to_string();
         assert!(
-            e.contains("NCCL"),
-            "an all-reduce on CUDA fails only for NCCL: {e}"
+            e.contains("the NCCL library was not found"),
+            "the all-reduce through NCCL failed: {e}"
         );
         println!("skipped: {e}");
         return;
