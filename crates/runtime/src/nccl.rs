@@ -329,6 +329,40 @@ mod tests {
         assert!(err.contains("needs CUDA buffers"), "{err}");
         let err = all_reduce(CollectiveOp::Sum, &[]).unwrap_err().to_string();
         assert!(err.contains("no buffers"), "{err}");
+        // (buffers named for GPUs are never allocated by these checks: no GPU needed)
+        let gpu = |d: &str, dt: DType, n: usize| Buffer::new(d, dt, n);
+        let twice = [
+            gpu("CUDA", DType::FLOAT32, 4),
+            gpu("CUDA", DType::FLOAT32, 4),
+        ];
+        let err = all_reduce(CollectiveOp::Sum, &twice)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("one buffer per GPU; CUDA has two"), "{err}");
+        let mixed = [
+            gpu("CUDA", DType::FLOAT32, 4),
+            gpu("CUDA:1", DType::FLOAT64, 4),
+        ];
+        let err = all_reduce(CollectiveOp::Max, &mixed)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("buffers that differ") && err.contains("float64"),
+            "{err}"
+        );
+        let sizes = [
+            gpu("CUDA", DType::FLOAT32, 4),
+            gpu("CUDA:1", DType::FLOAT32, 5),
+        ];
+        let err = all_reduce(CollectiveOp::Sum, &sizes)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("buffers that differ"), "{err}");
+        let shorts = [gpu("CUDA", DType::INT16, 4), gpu("CUDA:1", DType::INT16, 4)];
+        let err = all_reduce(CollectiveOp::Sum, &shorts)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("NCCL has no int16 elements"), "{err}");
         assert!(supports(DType::FLOAT32) && supports(DType::BFLOAT16));
         assert!(!supports(DType::INT16) && !supports(DType::BOOL));
     }

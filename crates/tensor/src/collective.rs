@@ -22,11 +22,12 @@
 
 use std::collections::HashMap;
 
+use tinygrad_runtime::DeviceError;
 use tinygrad_runtime::nccl::{self, CollectiveOp};
-use tinygrad_runtime::{Buffer, DeviceError};
 use tinygrad_uop::{Arg, Ops, UOp};
 
 use crate::Tensor;
+use crate::tensor::view_buffer;
 
 /// How an all-reduce moves its data (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -204,13 +205,7 @@ pub(crate) fn through_nccl(
     let views = Tensor::realize_snapshots_with(&refs, known)?;
     let buffers: Vec<_> = views
         .iter()
-        .map(|v| {
-            let mut b = v.clone();
-            while b.op() == Ops::Reshape {
-                b = b.s(0).clone();
-            }
-            Buffer::of(&b).expect("a realized snapshot is a buffer view")
-        })
+        .map(|v| view_buffer(v).expect("a realized snapshot is a buffer view"))
         .collect();
     let reduced = nccl::all_reduce(op, &buffers)?;
     Ok(reduced

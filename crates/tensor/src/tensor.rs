@@ -1355,13 +1355,18 @@ fn device_bound(u: &UOp) -> bool {
 
 /// The bytes of the buffer a realized view (a buffer, or reshapes of one) shows.
 pub(crate) fn view_bytes(view: &UOp) -> Result<Vec<u8>, DeviceError> {
-    let mut b = view.clone();
-    while b.op() == Ops::Reshape {
-        b = b.s(0).clone();
-    }
-    Buffer::of(&b)
+    view_buffer(view)
         .expect("a realized snapshot is a buffer view")
         .try_to_bytes()
+}
+
+/// The buffer under a buffer view (a `Buffer` UOp under reshapes), if `u` is one.
+pub(crate) fn view_buffer(u: &UOp) -> Option<Arc<Buffer>> {
+    let mut b = u;
+    while b.op() == Ops::Reshape {
+        b = b.s(0);
+    }
+    (b.op() == Ops::Buffer).then(|| Buffer::of(b)).flatten()
 }
 
 /// `outs` with every `Copy` whose source is not yet a buffer made to copy a buffer instead:

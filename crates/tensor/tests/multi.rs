@@ -38,6 +38,15 @@ fn assert_close(got: &Tensor, want: &Tensor, what: &str) {
     }
 }
 
+/// Every device of `devices` holds the same bits of the replicated `t`.
+fn assert_replicas_equal(t: &Tensor, devices: &[&str], what: &str) {
+    let per_device: Vec<Vec<f32>> = devices.iter().map(|d| t.to(d).to_vec::<f32>()).collect();
+    assert!(
+        per_device.windows(2).all(|w| w[0] == w[1]),
+        "{what}: the replicas differ: {per_device:?}"
+    );
+}
+
 fn panic_text(f: impl FnOnce()) -> String {
     common::install_quiet_hook();
     let e = catch_unwind(AssertUnwindSafe(f)).expect_err("should panic");
@@ -134,11 +143,7 @@ fn reductions_over_the_sharded_axis_all_reduce() {
     }
     // every device holds the same bits after the all-reduce
     let s = t.shard(&THREE, Some(0)).sum(0isize).realize().clone();
-    let per_device: Vec<Vec<f32>> = THREE.iter().map(|d| s.to(d).to_vec::<f32>()).collect();
-    assert!(
-        per_device.windows(2).all(|w| w[0] == w[1]),
-        "{per_device:?}"
-    );
+    assert_replicas_equal(&s, &THREE, "sum over three devices");
 }
 
 /// Over more than two devices and more than 256,000 elements the all-reduce takes tinygrad's
@@ -161,11 +166,7 @@ fn large_all_reduces_over_three_devices_take_the_ring() {
         let got = got.realize().clone();
         assert_eq!(got.shard_axis(), None, "{what}: replicated");
         assert_close(&got, &want, what);
-        let per_device: Vec<Vec<f32>> = THREE.iter().map(|d| got.to(d).to_vec::<f32>()).collect();
-        assert!(
-            per_device.windows(2).all(|w| w[0] == w[1]),
-            "{what}: the replicas differ"
-        );
+        assert_replicas_equal(&got, &THREE, what);
     }
 }
 
@@ -196,8 +197,7 @@ fn nccl_all_reduces_across_cuda_gpus() {
     }
     assert_close(&sum, &t.sum(0isize), "sum through NCCL");
     assert_close(&s.max(0isize), &t.max(0isize), "max through NCCL");
-    let per_device: Vec<Vec<f32>> = GPUS.iter().map(|d| sum.to(d).to_vec::<f32>()).collect();
-    assert_eq!(per_device[0], per_device[1], "the replicas differ");
+    assert_replicas_equal(&sum, &GPUS, "sum through NCCL");
     // a data-parallel gradient: the weight's gradient all-reduced over the split batch
     let w = tensor(&[1000, 3], 22);
     let w1 = w.contiguous();
@@ -222,6 +222,8 @@ fn moving_in_place_moves_the_gradient() {
     w.requires_grad_();
     (&w * &w).sum(None::<isize>).backward();
     let want = w.grad().expect("a gradient").to_vec::<f32>();
+    let twice: Vec<f32> = data(8, 23).iter().map(|x| 2.0 * x).collect();
+    assert_eq!(want, twice, "d(sum w^2)/dw = 2w");
     w.to_("CPU:1");
     let g = w.grad().expect("still a gradient");
     assert_eq!((g.device(), g.to_vec::<f32>()), ("CPU:1", want.clone()));

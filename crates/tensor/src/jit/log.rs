@@ -6,13 +6,12 @@ use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 
-use tinygrad_runtime::Buffer;
 use tinygrad_runtime::capture::{self, Recording};
 use tinygrad_schedule::is_buffer_view;
-use tinygrad_uop::{Ops, UOp};
+use tinygrad_uop::UOp;
 
 use crate::Tensor;
-use crate::tensor::{Inner, next_handle_id};
+use crate::tensor::{Inner, next_handle_id, view_buffer};
 
 use super::plan::Target;
 
@@ -58,15 +57,6 @@ thread_local! {
 
 pub(super) fn key(inner: &Arc<Inner>) -> usize {
     Arc::as_ptr(inner) as usize
-}
-
-/// The buffer a realized view (reshapes of a buffer) reads.
-pub(super) fn view_buffer(u: &UOp) -> Option<Arc<Buffer>> {
-    let mut b = u;
-    while b.op() == Ops::Reshape {
-        b = b.s(0);
-    }
-    (b.op() == Ops::Buffer).then(|| Buffer::of(b)).flatten()
 }
 
 /// `Tensor::uop` read a handle.

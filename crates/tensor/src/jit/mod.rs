@@ -64,7 +64,8 @@ use tinygrad_uop::UOp;
 use crate::{BoundVar, Tensor};
 use tinygrad_schedule::vars::VarVals;
 
-use log::{Recorder, view_buffer};
+use crate::tensor::view_buffer;
+use log::Recorder;
 use plan::{InputSig, Plan, Recorded, Signature, analyze, first_difference, input_buffers};
 
 pub(crate) use log::{note_grad, note_graph, note_rand_key, note_read, note_write};

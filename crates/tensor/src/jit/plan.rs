@@ -17,7 +17,8 @@ use crate::tensor::Inner;
 
 use super::JitError;
 use super::StateSnapshot;
-use super::log::{Log, view_buffer};
+use super::log::Log;
+use crate::tensor::view_buffer;
 
 /// Where a replay takes a buffer from.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
