@@ -468,10 +468,8 @@ pub(crate) fn zeroed_words(words: usize, buf: &Buffer) -> HostMem {
 
 /// `words` zeroed 8-byte words, or the allocator's error.
 fn try_zeroed_words(words: usize) -> Result<HostMem, String> {
-    let mut v: HostMem = Vec::new();
-    v.try_reserve_exact(words).map_err(|e| e.to_string())?;
-    v.resize(words, 0);
-    Ok(v)
+    // (large ones backed by huge pages: see `huge_pages`)
+    crate::huge_pages::try_zeroed(words)
 }
 
 impl Opaque for BufferRef {

@@ -6,6 +6,7 @@
 //! - [`buffer`]: [`Buffer`], a typed array on a device (host memory, or the device's own), and its
 //!   handle inside `Buffer` UOps.
 //! - [`buffer_pool`]: reuse of freed large host allocations (no page faults for new outputs).
+//! - [`huge_pages`]: transparent huge pages for large host allocations (faster streams).
 //! - [`device`]: the [`Device`]/[`Kernel`] traits, the registry (`CPU`, `REF`, `CUDA`, `WEBGPU`,
 //!   each with an optional index: `CPU:1`; `DEV=`), `DEBUG`.
 //! - [`cpu`]: the Cranelift JIT device.
@@ -32,6 +33,7 @@ pub mod cpu;
 pub mod cuda;
 pub mod device;
 pub mod gemm;
+pub mod huge_pages;
 pub mod nccl;
 pub mod realize;
 pub mod reference;

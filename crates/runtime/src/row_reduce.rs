@@ -416,9 +416,11 @@ fn max_portable(xs: &[f32]) -> f32 {
 mod x86 {
     use std::arch::x86_64::*;
 
-    /// How far ahead of the loads the loops prefetch: 4 KiB, a page. The hardware prefetchers
-    /// alone left a 2-thread sum of an L3-resident 64 MiB buffer at 27-41 GB/s; prefetching
-    /// every cache line a page ahead gave 44-50 (median of 30, same run).
+    /// How far ahead of the loads the AVX-512 loops prefetch: 4 KiB, a page. The hardware
+    /// prefetchers alone left a 2-thread sum of an L3-resident 64 MiB buffer at 27-41 GB/s on
+    /// a Xeon; prefetching every cache line a page ahead gave 44-50 (median of 30, same run).
+    /// The AVX2 loops do not prefetch: on an AVX2-only AMD EPYC (Zen) the same prefetches cost
+    /// 8% (a 2-thread sum of 64 MiB in huge pages: 22.7 GB/s with them, 24.7 without).
     const PREFETCH_FLOATS: usize = 1024;
 
     /// Prefetches the `lines` cache lines that start `PREFETCH_FLOATS` past element `i`.
@@ -523,7 +525,6 @@ mod x86 {
         let mut acc = [_mm256_set1_ps(-0.0); 4];
         let mut i = 0;
         while i + 32 <= k {
-            prefetch_ahead(p, i, 2);
             for (j, a) in acc.iter_mut().enumerate() {
                 // SAFETY: `i + 8 * j + 8 <= i + 32 <= k`: inside `xs`.
                 *a = _mm256_add_ps(*a, unsafe { _mm256_loadu_ps(p.add(i + 8 * j)) });
@@ -555,7 +556,6 @@ mod x86 {
         let mut nan = _mm256_setzero_ps();
         let mut i = 0;
         while i + 32 <= k {
-            prefetch_ahead(p, i, 2);
             for (j, a) in acc.iter_mut().enumerate() {
                 // SAFETY: inside `xs`, as in `sum_avx2`.
                 let v = unsafe { _mm256_loadu_ps(p.add(i + 8 * j)) };
