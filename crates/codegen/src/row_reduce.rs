@@ -204,12 +204,25 @@ pub fn plan_row_reduce(ast: &UOp) -> Option<RowReducePlan> {
                 .map(|t| (i, t))
         })?;
         let col = outs.remove(pos);
+        let mut cols = col.1;
+        let mut zeroed = vec![r.clone(), col.2];
+        // Output ranges that continue the columns in both the input and the output (a weight
+        // gradient's `[co, ci, kh, kw]` over partials `[div, co, ci, kh, kw]`: `kw` alone is 3
+        // columns, all four 18,432) join them, innermost first.
+        while let Some(next) = outs.iter().rposition(|o| {
+            let c = cols as i64;
+            coeff(&in_index, &o.2) == Some(c) && coeff(&out_index, &o.2) == Some(c * out_stride)
+        }) {
+            let o = outs.remove(next);
+            cols = cols.checked_mul(o.1)?;
+            zeroed.push(o.2);
+        }
         let layout = Layout::Columns {
-            cols: col.1,
+            cols,
             stride,
             out_stride,
         };
-        (layout, vec![r.clone(), col.2])
+        (layout, zeroed)
     };
     let groups = outs.iter().try_fold(1usize, |n, o| n.checked_mul(o.1))?;
     let cols = match layout {

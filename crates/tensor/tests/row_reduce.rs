@@ -221,6 +221,59 @@ fn full_reductions_split_into_row_stages() {
 }
 
 #[test]
+fn columns_spread_over_several_output_axes_are_one_column_block() {
+    let _serial = serial();
+    // sum(axis=0) of [128, 64, 32, 3, 3]: the output's four axes continue each other in the
+    // input and the output, so they are 18,432 columns (the last axis alone is 3, too narrow
+    // for the path): a weight gradient's second split stage
+    let x = Tensor::from_slice(&data(128 * 18432, 11), &[128, 64, 32, 3, 3]);
+    check("sum(0) of [128,64,32,3,3]", &x, |t| t.sum(0), 1e-4, true);
+    // permuted outputs continue each other in the input but not in the output: they must not
+    // join (whichever kernel runs, the values stay right)
+    let f = |t: &Tensor| t.sum(0).permute(&[1, 0, 3, 2]).contiguous();
+    let (got, want) = (f(&x).to_vec::<f32>(), f(&x.to("REF")).to_vec::<f32>());
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert!(
+            (g - w).abs() <= 1e-4 * (1.0 + w.abs()),
+            "permuted: element {i}: {g} vs {w}"
+        );
+    }
+}
+
+#[test]
+fn large_sums_of_products_split_with_their_partials_outermost() {
+    let _serial = serial();
+    // a weight gradient's shape: 128 x 32 outputs, each a sum of 32,768 products, split in two
+    // stages with the partials [div, 128, 32]; every output against a sum in f64 (REF's
+    // interpreter would take minutes over 134M products in a debug build)
+    let (m, n, k) = (128, 32, 32768);
+    let (av, bv) = (data(m * k, 12), data(k * n, 13));
+    let a = Tensor::from_slice(&av, &[m, k]);
+    let b = Tensor::from_slice(&bv, &[k, n]);
+    let before = row_reduce::launch_count();
+    let got = a.matmul(&b).to_vec::<f32>();
+    if row_reduce::enabled() {
+        // the second stage sums the partials' columns on the path
+        assert!(
+            row_reduce::launch_count() > before,
+            "the second stage ran generic"
+        );
+    }
+    let mut exact = vec![0f64; m * n];
+    for i in 0..m {
+        for p in 0..k {
+            let x = f64::from(av[i * k + p]);
+            for j in 0..n {
+                exact[i * n + j] += x * f64::from(bv[p * n + j]);
+            }
+        }
+    }
+    for (i, (g, w)) in got.iter().zip(&exact).enumerate() {
+        assert!((f64::from(*g) - w).abs() < 1e-2, "element {i}: {g} vs {w}");
+    }
+}
+
+#[test]
 fn special_values_follow_the_ir() {
     let _serial = serial();
     let (rows, k) = (256, 70);
