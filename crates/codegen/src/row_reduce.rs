@@ -210,8 +210,9 @@ pub fn plan_row_reduce(ast: &UOp) -> Option<RowReducePlan> {
         // gradient's `[co, ci, kh, kw]` over partials `[div, co, ci, kh, kw]`: `kw` alone is 3
         // columns, all four 18,432) join them, innermost first.
         while let Some(next) = outs.iter().rposition(|o| {
-            let c = cols as i64;
-            coeff(&in_index, &o.2) == Some(c) && coeff(&out_index, &o.2) == Some(c * out_stride)
+            let c = i64::try_from(cols).ok();
+            let out_c = c.and_then(|c| c.checked_mul(out_stride));
+            c.is_some() && coeff(&in_index, &o.2) == c && coeff(&out_index, &o.2) == out_c
         }) {
             let o = outs.remove(next);
             cols = cols.checked_mul(o.1)?;

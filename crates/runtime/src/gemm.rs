@@ -781,7 +781,7 @@ fn even_part(n: usize, parts: usize, i: usize) -> std::ops::Range<usize> {
 
 fn resize(v: &mut Vec<f32>, n: usize) {
     if v.len() < n {
-        *v = crate::huge_pages::zeroed(n, "GEMM scratch");
+        *v = crate::huge_pages::zeroed_f32(n);
     }
 }
 

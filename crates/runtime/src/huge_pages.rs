@@ -7,9 +7,15 @@
 //! 21.1 to 24.7 GB/s, PyTorch's rate there (PyTorch and numpy ask for huge pages the same way).
 //!
 //! So every fresh host allocation of at least [`MIN_BYTES`] is advised `MADV_HUGEPAGE` before
-//! its first touch (buffers, the GEMM path's scratch). The advice covers the 2 MiB-aligned part
+//! it is written (buffers, the GEMM path's scratch). The advice covers the 2 MiB-aligned part
 //! of the allocation; it changes how the kernel backs page faults, never the contents.
 //! `CPU_HUGE_PAGES=0` turns it off; on other systems it does nothing.
+//!
+//! Best effort: memory the allocator hands out again (glibc serves allocations below its
+//! dynamic mmap threshold, up to 32 MiB, from its heap) may already be backed by small pages,
+//! which the advice then only lets the kernel's background `khugepaged` merge; and the advice
+//! stays on that heap range for whatever is allocated there later (more resident memory at
+//! worst, never other contents).
 
 use std::sync::OnceLock;
 
@@ -38,7 +44,7 @@ fn aligned_part(addr: usize, len: usize) -> (usize, usize) {
 /// Advises the kernel to back `mem` (memory this process owns, not yet touched for best
 /// effect) with huge pages. Best effort: errors (an old kernel, THP disabled) are ignored, as
 /// the advice changes nothing but speed.
-pub fn advise<T>(mem: &mut [std::mem::MaybeUninit<T>]) {
+pub fn advise<T>(mem: &mut [T]) {
     let bytes = std::mem::size_of_val(mem);
     if bytes < MIN_BYTES || !enabled() {
         return;
@@ -73,17 +79,16 @@ pub fn try_zeroed<T: Copy + Default>(n: usize) -> Result<Vec<T>, String> {
     Ok(v)
 }
 
-/// [`try_zeroed`] for scratch memory, panicking with the size when it cannot be allocated.
+/// `n` zeroed `f32` for scratch memory, advised for huge pages. Allocated zeroed by the
+/// allocator: a fresh mapping from the OS is zero without being written, so there the advice
+/// comes before the first touch (memory reused from the allocator's heap is zeroed by it).
 ///
 /// # Panics
-/// If the memory cannot be allocated.
-pub fn zeroed<T: Copy + Default>(n: usize, what: &str) -> Vec<T> {
-    try_zeroed(n).unwrap_or_else(|e| {
-        panic!(
-            "{what}: cannot allocate {} bytes: {e}",
-            n * std::mem::size_of::<T>()
-        )
-    })
+/// If the memory cannot be allocated (Rust's allocation failure).
+pub fn zeroed_f32(n: usize) -> Vec<f32> {
+    let mut v = vec![0.0f32; n];
+    advise(&mut v);
+    v
 }
 
 #[cfg(test)]

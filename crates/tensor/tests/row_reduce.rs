@@ -6,6 +6,7 @@
 use std::sync::Mutex;
 
 use proptest::prelude::*;
+use tinygrad_codegen::row_reduce::{Layout, plan_row_reduce};
 use tinygrad_runtime::row_reduce;
 use tinygrad_tensor::{Axis, Tensor};
 
@@ -227,6 +228,18 @@ fn columns_spread_over_several_output_axes_are_one_column_block() {
     // input and the output, so they are 18,432 columns (the last axis alone is 3, too narrow
     // for the path): a weight gradient's second split stage
     let x = Tensor::from_slice(&data(128 * 18432, 11), &[128, 64, 32, 3, 3]);
+    // the kernel keeps four output ranges; the planner joins them
+    let items = Tensor::schedule(&[&x.sum(0)]);
+    assert_eq!(items.len(), 1);
+    let plan = plan_row_reduce(&items[0].ast).expect("a column reduction");
+    assert_eq!(
+        plan.layout,
+        Layout::Columns {
+            cols: 18432,
+            stride: 18432,
+            out_stride: 1
+        }
+    );
     check("sum(0) of [128,64,32,3,3]", &x, |t| t.sum(0), 1e-4, true);
     // permuted outputs continue each other in the input but not in the output: they must not
     // join (whichever kernel runs, the values stay right)
@@ -250,6 +263,23 @@ fn large_sums_of_products_split_with_their_partials_outermost() {
     let (av, bv) = (data(m * k, 12), data(k * n, 13));
     let a = Tensor::from_slice(&av, &[m, k]);
     let b = Tensor::from_slice(&bv, &[k, n]);
+    // two stages; the second sums the partials' columns: [div, 128 x 32], div outermost (with
+    // tinygrad's [128 x 32, div] it would sum rows)
+    let items = Tensor::schedule(&[&a.matmul(&b)]);
+    assert_eq!(items.len(), 2, "the reduction is split");
+    let plan = plan_row_reduce(&items[1].ast).expect("the second stage is a column reduction");
+    assert!(
+        matches!(
+            plan.layout,
+            Layout::Columns {
+                cols: 4096,
+                stride: 4096,
+                out_stride: 1
+            }
+        ),
+        "{:?}",
+        plan.layout
+    );
     let before = row_reduce::launch_count();
     let got = a.matmul(&b).to_vec::<f32>();
     if row_reduce::enabled() {
