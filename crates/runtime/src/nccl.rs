@@ -322,46 +322,37 @@ mod tests {
 
     #[test]
     fn refuses_what_nccl_cannot_reduce() {
-        let cpu = Buffer::new("CPU", DType::FLOAT32, 4);
-        let err = all_reduce(CollectiveOp::Sum, &[cpu])
-            .unwrap_err()
-            .to_string();
+        // the error message of an all-reduce that must be refused
+        let refusal =
+            |op: CollectiveOp, bufs: &[Arc<Buffer>]| all_reduce(op, bufs).unwrap_err().to_string();
+        let err = refusal(CollectiveOp::Sum, &[Buffer::new("CPU", DType::FLOAT32, 4)]);
         assert!(err.contains("needs CUDA buffers"), "{err}");
-        let err = all_reduce(CollectiveOp::Sum, &[]).unwrap_err().to_string();
+        let err = refusal(CollectiveOp::Sum, &[]);
         assert!(err.contains("no buffers"), "{err}");
         // (buffers named for GPUs are never allocated by these checks: no GPU needed)
-        let gpu = |d: &str, dt: DType, n: usize| Buffer::new(d, dt, n);
-        let twice = [
-            gpu("CUDA", DType::FLOAT32, 4),
-            gpu("CUDA", DType::FLOAT32, 4),
-        ];
-        let err = all_reduce(CollectiveOp::Sum, &twice)
-            .unwrap_err()
-            .to_string();
+        let pair = |(d0, t0, n0): (&str, DType, usize), (d1, t1, n1): (&str, DType, usize)| {
+            [Buffer::new(d0, t0, n0), Buffer::new(d1, t1, n1)]
+        };
+        let f32x4 = |d| (d, DType::FLOAT32, 4);
+        let err = refusal(CollectiveOp::Sum, &pair(f32x4("CUDA"), f32x4("CUDA")));
         assert!(err.contains("one buffer per GPU; CUDA has two"), "{err}");
-        let mixed = [
-            gpu("CUDA", DType::FLOAT32, 4),
-            gpu("CUDA:1", DType::FLOAT64, 4),
-        ];
-        let err = all_reduce(CollectiveOp::Max, &mixed)
-            .unwrap_err()
-            .to_string();
+        let err = refusal(
+            CollectiveOp::Max,
+            &pair(f32x4("CUDA"), ("CUDA:1", DType::FLOAT64, 4)),
+        );
         assert!(
             err.contains("buffers that differ") && err.contains("float64"),
             "{err}"
         );
-        let sizes = [
-            gpu("CUDA", DType::FLOAT32, 4),
-            gpu("CUDA:1", DType::FLOAT32, 5),
-        ];
-        let err = all_reduce(CollectiveOp::Sum, &sizes)
-            .unwrap_err()
-            .to_string();
+        let err = refusal(
+            CollectiveOp::Sum,
+            &pair(f32x4("CUDA"), ("CUDA:1", DType::FLOAT32, 5)),
+        );
         assert!(err.contains("buffers that differ"), "{err}");
-        let shorts = [gpu("CUDA", DType::INT16, 4), gpu("CUDA:1", DType::INT16, 4)];
-        let err = all_reduce(CollectiveOp::Sum, &shorts)
-            .unwrap_err()
-            .to_string();
+        let err = refusal(
+            CollectiveOp::Sum,
+            &pair(("CUDA", DType::INT16, 4), ("CUDA:1", DType::INT16, 4)),
+        );
         assert!(err.contains("NCCL has no int16 elements"), "{err}");
         assert!(supports(DType::FLOAT32) && supports(DType::BFLOAT16));
         assert!(!supports(DType::INT16) && !supports(DType::BOOL));
