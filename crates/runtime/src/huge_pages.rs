@@ -83,8 +83,8 @@ pub fn try_zeroed<T: Copy + Default>(n: usize) -> Result<Vec<T>, String> {
 /// allocator: a fresh mapping from the OS is zero without being written, so there the advice
 /// comes before the first touch (memory reused from the allocator's heap is zeroed by it).
 ///
-/// # Panics
-/// If the memory cannot be allocated (Rust's allocation failure).
+/// When the memory cannot be allocated the process aborts, as with `vec!` (the GEMM scratch's
+/// behaviour before huge pages; buffers use the fallible [`try_zeroed`]).
 pub fn zeroed_f32(n: usize) -> Vec<f32> {
     let mut v = vec![0.0f32; n];
     advise(&mut v);
