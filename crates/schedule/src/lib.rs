@@ -13,6 +13,10 @@
 //! - this file: [`create_schedule`] — which nodes become buffers (the realize decisions) and the
 //!   kernels that compute them, in dependency order.
 //!
+//! Before any decision the graph loses its gradient markers (`Detach`, `ContiguousBackward`:
+//! equal computations with and without them are one node) and its large reductions are split
+//! ([`split`]).
+//!
 //! Realize decisions, following tinygrad's fusion behaviour:
 //! - the requested outputs (unless they already are a buffer or a reshape of one);
 //! - `Contiguous` nodes;
@@ -108,7 +112,8 @@ pub fn create_schedule(
 
 fn schedule_uncached(outputs: &[UOp], new_buffer: &mut dyn FnMut(DType, usize) -> UOp) -> Schedule {
     let requested = outputs;
-    let split = split::split_reduces(outputs);
+    let (stripped, strip_map) = strip_grad_markers(outputs);
+    let split = split::split_reduces(&stripped);
     let outputs = &split[..];
     let sink = UOp::new(Ops::Sink, DType::VOID, outputs.to_vec(), Arg::None);
     let topo = sink.toposort();
@@ -212,14 +217,63 @@ fn schedule_uncached(outputs: &[UOp], new_buffer: &mut dyn FnMut(DType, usize) -
     sched.items = items;
     sched.becomes = becomes;
     // Outputs whose graph was rewritten (split reductions) become what their rewrite became.
-    for (o, s) in requested.iter().zip(outputs) {
+    for (o, s) in stripped.iter().zip(outputs) {
         if o != s
             && let Some(v) = sched.becomes.get(s).cloned()
         {
             sched.becomes.insert(o.clone(), v);
         }
     }
+    // Nodes of the graph as given (with their `Detach` markers) become what their stripped
+    // node became: the outputs, and the realized nodes the tensor layer may look up.
+    for (orig, s) in &strip_map {
+        if let Some(v) = sched.becomes.get(s).cloned() {
+            sched.becomes.insert(orig.clone(), v);
+        }
+    }
+    debug_assert!(requested.iter().all(|o| sched.becomes.contains_key(o)));
     sched
+}
+
+/// The graph below `outputs` without `Detach` and `ContiguousBackward`, which only steer
+/// gradients (tinygrad removes them first thing in its scheduler): `(x - m.detach()) @ w` and
+/// `(x - m) @ w` are one node, computed once; kept, they were two equal kernels. Returns the
+/// stripped outputs and, for every node that changed, its stripped node.
+///
+/// An output that strips down to a buffer (`x.detach()` of a realized `x`) stays a copy into
+/// a buffer of its own (`Contiguous`), as without stripping: the tensor keeps its own storage.
+fn strip_grad_markers(outputs: &[UOp]) -> (Vec<UOp>, HashMap<UOp, UOp>) {
+    let sink = UOp::new(Ops::Sink, DType::VOID, outputs.to_vec(), Arg::None);
+    let mut new: HashMap<UOp, UOp> = HashMap::new();
+    let mut changed: HashMap<UOp, UOp> = HashMap::new();
+    for n in sink.toposort() {
+        if n.op() == Ops::Sink {
+            continue;
+        }
+        let s = if matches!(n.op(), Ops::Detach | Ops::ContiguousBackward) {
+            new[n.s(0)].clone()
+        } else {
+            n.with_src(n.src().iter().map(|s| new[s].clone()).collect::<Vec<_>>())
+        };
+        if s != n {
+            changed.insert(n.clone(), s.clone());
+        }
+        new.insert(n, s);
+    }
+    let stripped = outputs
+        .iter()
+        .map(|o| {
+            let s = new[o].clone();
+            if !is_buffer_view(o) && is_buffer_view(&s) {
+                let c = UOp::new(Ops::Contiguous, s.dtype(), vec![s], Arg::None);
+                changed.insert(o.clone(), c.clone());
+                c
+            } else {
+                s
+            }
+        })
+        .collect();
+    (stripped, changed)
 }
 
 /// `buf` seen with `shape` (a reshape unless the shape is flat and not symbolic; with symbolic

@@ -35,6 +35,10 @@ fn enabled() -> bool {
 
 /// The graphs of `outputs` with every large reduction split in two (the same nodes when there is
 /// nothing to split).
+///
+/// The graph is rebuilt bottom-up, each reduction split after its sources were: a split
+/// reduction's input holds the split form of every reduction below it (a variance's input its
+/// split mean), so a node reached through two paths stays one node and is computed once.
 pub fn split_reduces(outputs: &[UOp]) -> Vec<UOp> {
     if !enabled() {
         return outputs.to_vec();
@@ -45,20 +49,18 @@ pub fn split_reduces(outputs: &[UOp]) -> Vec<UOp> {
         outputs.to_vec(),
         Arg::None,
     );
-    let mut map = HashMap::new();
+    let mut new: HashMap<UOp, UOp> = HashMap::new();
     for n in sink.toposort() {
+        let rebuilt = n.with_src(n.src().iter().map(|s| new[s].clone()).collect::<Vec<_>>());
         // (a reduction over a variable's range keeps its one loop)
-        if n.op() == Ops::ReduceAxis
-            && !n.has_sym()
-            && let Some(s) = split_one(&n)
-        {
-            map.insert(n, s);
-        }
+        let done = if rebuilt.op() == Ops::ReduceAxis && !rebuilt.has_sym() {
+            split_one(&rebuilt).unwrap_or(rebuilt)
+        } else {
+            rebuilt
+        };
+        new.insert(n, done);
     }
-    if map.is_empty() {
-        return outputs.to_vec();
-    }
-    sink.substitute(&map).src().to_vec()
+    new[&sink].src().to_vec()
 }
 
 fn split_one(r: &UOp) -> Option<UOp> {

@@ -3,7 +3,7 @@
 //! so later kernels load it instead of recomputing every earlier layer.
 
 use tinygrad_tensor::nn::{Embedding, LayerNorm, Linear, Module};
-use tinygrad_tensor::{Ops, Tensor};
+use tinygrad_tensor::{Axis, Ops, Tensor};
 
 /// A pre-norm residual MLP block, as in a transformer: `x + W2 relu(W1 LN(x))`, then a LayerNorm.
 struct Block {
@@ -160,4 +160,59 @@ fn sibling_reductions_get_a_kernel_each() {
     }
     let z = emb.forward(&ids) + q.matmul(&r);
     assert_eq!(reduces_per_kernel(&z), vec![1], "a gather and a matmul");
+}
+
+/// A large reduction inside another large reduction (a BatchNorm's variance around its mean)
+/// is split once and computed once: both split reductions read the same split mean. The
+/// variance's split used to keep the unsplit mean inside it, so the mean was computed twice —
+/// and everything after a training step's BatchNorm ran twice (beautiful_mnist: the last two
+/// convolutions, the second BatchNorm and the classifier, ~70 ms of a ~860 ms step).
+#[test]
+fn nested_split_reductions_are_computed_once() {
+    Tensor::manual_seed(5);
+    let x = Tensor::randn(&[64, 1024]);
+    x.realize();
+    let mean = x.mean(Axis::All);
+    let centered = &x - &mean;
+    let var = (&centered * &centered).mean(Axis::All);
+    // each split reduction is two kernels (partials, then their sum): 2 for the mean, 2 for the
+    // variance; the mean's output is reused by the variance
+    let kernels = Tensor::schedule(&[&mean, &var]);
+    assert_eq!(kernels.len(), 4, "mean and variance of 65,536 elements");
+    let xs: Vec<f64> = x.to_vec::<f32>().iter().map(|&v| v as f64).collect();
+    let m = xs.iter().sum::<f64>() / xs.len() as f64;
+    let v = xs.iter().map(|a| (a - m) * (a - m)).sum::<f64>() / xs.len() as f64;
+    Tensor::try_realize_all(&[&mean, &var]).expect("realize on the CPU");
+    let (gm, gv) = (mean.item::<f32>() as f64, var.item::<f32>() as f64);
+    assert!((gm - m).abs() < 1e-5, "mean {gm} vs {m}");
+    assert!(
+        (gv - v).abs() < 1e-5 * v.abs().max(1.0),
+        "variance {gv} vs {v}"
+    );
+}
+
+/// `Detach` only steers gradients: `(x - m.detach()) @ w` and `(x - m) @ w` are one computation
+/// and one kernel, as in tinygrad, whose scheduler drops `DETACH` first.
+#[test]
+fn a_detached_and_an_attached_copy_of_a_graph_are_one_kernel() {
+    Tensor::manual_seed(6);
+    let (x, w) = (Tensor::randn(&[48, 32]), Tensor::randn(&[32, 40]));
+    x.realize();
+    w.realize();
+    let m = x.mean_keepdim(0);
+    let a = (&x - &m.detach()).matmul(&w);
+    let b = (&x - &m).matmul(&w);
+    let reduces: usize = Tensor::schedule(&[&a, &b])
+        .iter()
+        .map(|k| {
+            k.ast
+                .toposort()
+                .iter()
+                .filter(|u| u.op() == Ops::Reduce)
+                .count()
+        })
+        .sum();
+    assert_eq!(reduces, 2, "the mean and one matmul");
+    Tensor::try_realize_all(&[&a, &b]).expect("realize on the CPU");
+    assert_eq!(a.to_vec::<f32>(), b.to_vec::<f32>());
 }
