@@ -668,6 +668,11 @@ impl GemmKernel {
     }
 }
 
+/// Bytes of `A` a task multiplies by every `B` panel before its next rows (see
+/// `BlockJob::task`): half of a 512 KiB L2 (the Zen cores measured; larger elsewhere), the rest
+/// for `B` and `C`.
+const A_L2_BYTES: usize = 256 << 10;
+
 /// Bytes of packed `A` per packing launch (see `GemmKernel::run`).
 const A_BLOCK_BYTES: usize = 1 << 20;
 
@@ -912,30 +917,37 @@ impl BlockJob {
             let kc = self
                 .in_place
                 .map_or(self.kb, |ip| self.kb.min(ip.k_left.saturating_sub(kk)));
-            for jn in ns.clone() {
-                let b = self.b + 4 * (jn * self.k_chunk * nr + kk * nr);
-                for im in ms.clone() {
-                    if let Some(ip) = self.in_place {
-                        let row0 = self.m0 + im * mr;
-                        let c = self.c + 4 * (row0 * self.np + jn * nr);
-                        // SAFETY: `rows` holds mp entries (row0 + mr <= mp), `ks` the chunk's
-                        // K - k0 from its start (kk + kc <= k_left), every table sum is inside
-                        // the operand (`InPlaceTables::fits` for all combinations); `b` is
-                        // panel jn of the packed B, `c` this task's mr x nr tile of the padded
-                        // C (tasks own disjoint panel ranges); the tile is the plan's, checked
-                        // by `GemmKernel::new`.
-                        unsafe { ip.panel(mr, nr, kc, kk, row0, b, c, self.np, accumulate) };
-                        continue;
+            // Row panels in blocks whose A fits in L2 with room to spare, each block multiplied
+            // by every B panel before the next: A comes from memory once per K block, not once
+            // per B panel (Goto's mc blocking).
+            let block_panels = (A_L2_BYTES / (4 * mr * kc.max(1))).max(1);
+            for ib in (ms.start..ms.end).step_by(block_panels) {
+                let ms = ib..(ib + block_panels).min(ms.end);
+                for jn in ns.clone() {
+                    let b = self.b + 4 * (jn * self.k_chunk * nr + kk * nr);
+                    for im in ms.clone() {
+                        if let Some(ip) = self.in_place {
+                            let row0 = self.m0 + im * mr;
+                            let c = self.c + 4 * (row0 * self.np + jn * nr);
+                            // SAFETY: `rows` holds mp entries (row0 + mr <= mp), `ks` the chunk's
+                            // K - k0 from its start (kk + kc <= k_left), every table sum is inside
+                            // the operand (`InPlaceTables::fits` for all combinations); `b` is
+                            // panel jn of the packed B, `c` this task's mr x nr tile of the padded
+                            // C (tasks own disjoint panel ranges); the tile is the plan's, checked
+                            // by `GemmKernel::new`.
+                            unsafe { ip.panel(mr, nr, kc, kk, row0, b, c, self.np, accumulate) };
+                            continue;
+                        }
+                        let a = self.a + 4 * (im * self.k_chunk * mr + kk * mr);
+                        let c = self.c + 4 * ((self.m0 + im * mr) * self.np + jn * nr);
+                        // SAFETY: `a` and `b` point at packed panels with `kb` rows of `mr` and
+                        // `nr` floats inside the scratch buffers (panel `im` < rows / mr of the A
+                        // chunk, `jn` < np / nr, kk + kb <= k_chunk); `c` at an mr x nr tile of the
+                        // padded C (rows m0 + im*mr + 0..mr <= mp, columns jn*nr + 0..nr <= np)
+                        // that no other task writes (tasks own disjoint panel ranges); `(mr, nr)`
+                        // is the plan's tile, which `GemmKernel::new` checked has a kernel here.
+                        unsafe { microkernel(mr, nr, self.kb, a, b, c, self.np, accumulate) };
                     }
-                    let a = self.a + 4 * (im * self.k_chunk * mr + kk * mr);
-                    let c = self.c + 4 * ((self.m0 + im * mr) * self.np + jn * nr);
-                    // SAFETY: `a` and `b` point at packed panels with `kb` rows of `mr` and
-                    // `nr` floats inside the scratch buffers (panel `im` < rows / mr of the A
-                    // chunk, `jn` < np / nr, kk + kb <= k_chunk); `c` at an mr x nr tile of the
-                    // padded C (rows m0 + im*mr + 0..mr <= mp, columns jn*nr + 0..nr <= np)
-                    // that no other task writes (tasks own disjoint panel ranges); `(mr, nr)`
-                    // is the plan's tile, which `GemmKernel::new` checked has a kernel here.
-                    unsafe { microkernel(mr, nr, self.kb, a, b, c, self.np, accumulate) };
                 }
             }
         }
