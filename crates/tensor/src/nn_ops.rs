@@ -1001,6 +1001,9 @@ impl Tensor {
             // tap, which would recompute whatever produced it (pool and norm backward) each time
             let gt = Tensor::from_uop(g.clone(), &dev).contiguous();
             let w = Tensor::from_uop(w.clone(), &dev);
+            if let Some(gx) = gt.conv_transpose_row_bands(&w, groups, &s, &d, &pads, &out_pad) {
+                return vec![Some(g.clone()), Some(gx.cast(x_dtype).uop())];
+            }
             let gx = gt.conv_transpose2d(
                 &w,
                 None,
@@ -1013,6 +1016,94 @@ impl Tensor {
             vec![Some(g.clone()), Some(gx.cast(x_dtype).uop())]
         });
         value.with_uop(node)
+    }
+
+    /// [`Tensor::conv_transpose2d`] (no bias) of a large 2-D gradient with stride and dilation
+    /// 1, computed in bands of output rows that each take only the kernel rows whose input row
+    /// exists: as one correlation over the zero-padded input, the rows near the top and bottom
+    /// edges multiply padding (beautiful_mnist's second convolution: 24 output rows, of which 8
+    /// reach 1-4 of the 5 kernel rows; 17% of the input gradient's flops, ~35 ms of a training
+    /// step). Each band is a correlation without row padding; the bands are concatenated. The
+    /// same sums in the same order per output, so the values are those of the unbanded form
+    /// up to the order of additions. `None` where it does not apply (other strides or
+    /// dilations, not 2-D, no rows of padding, or too small to pay for the extra kernels).
+    fn conv_transpose_row_bands(
+        &self,
+        weight: &Tensor,
+        groups: usize,
+        s: &[usize],
+        d: &[usize],
+        pads: &[(isize, isize)],
+        out_pad: &[usize],
+    ) -> Option<Tensor> {
+        let (xs, ws) = (self.shape(), weight.shape());
+        if ws.len() != 4 || xs.len() != 4 || s.iter().chain(d).any(|&v| v != 1) {
+            return None;
+        }
+        let (kh, kw) = (ws[2], ws[3]);
+        // the correlation's padding (see `conv_transpose2d`): rows (top, bottom), columns
+        let (top, bottom) = (
+            kh as isize - 1 - pads[0].0,
+            kh as isize - 1 - pads[0].1 + out_pad[0] as isize,
+        );
+        let cols = (
+            kw as isize - 1 - pads[1].0,
+            kw as isize - 1 - pads[1].1 + out_pad[1] as isize,
+        );
+        let (h, width) = (xs[2] as isize, xs[3] as isize);
+        let out_h = h + top + bottom - kh as isize + 1;
+        let out_w = width + cols.0 + cols.1 - kw as isize + 1;
+        let cout = ws[1] * groups;
+        let flops = 2.0
+            * (xs[0] * cout) as f64
+            * (out_h * out_w) as f64
+            * (xs[1] / groups) as f64
+            * (kh * kw) as f64;
+        if (top <= 0 && bottom <= 0) || out_h <= 0 || out_w <= 0 || flops < BAND_ROWS_FLOPS {
+            return None;
+        }
+        // (cin, cout/g, kh, kw) -> (cout, cin/g, kh, kw), flipped: as `conv_transpose2d`
+        let w = weight
+            .unflatten(0, &[groups as isize, -1])
+            .transpose(1, 2)
+            .flip(&[3, 4])
+            .flatten(0, 1);
+        // columns padded once, for every band (a buffer: each band reads it in place)
+        let x = self.pad_spatial(&[(0, 0), cols], 0).contiguous();
+        // output row y reads input rows y - top + ky: those that exist for ky in [lo, hi)
+        let taps = |y: isize| ((top - y).max(0), (h + top - y).min(kh as isize));
+        let mut bands: Vec<Tensor> = Vec::new();
+        let mut y0 = 0;
+        while y0 < out_h {
+            let (lo, hi) = taps(y0);
+            let mut y1 = y0 + 1;
+            while y1 < out_h && taps(y1) == (lo, hi) {
+                y1 += 1;
+            }
+            let band = if lo >= hi {
+                let shape = [xs[0], cout, (y1 - y0) as usize, out_w as usize];
+                Tensor::zeros_on(&shape, self.dtype(), self.device())
+            } else {
+                let mut rows: Vec<(usize, usize)> = x.shape().iter().map(|&v| (0, v)).collect();
+                rows[2] = ((y0 - top + lo) as usize, (y1 - 1 - top + hi) as usize);
+                let mut taps_kept: Vec<(usize, usize)> = ws.iter().map(|&v| (0, v)).collect();
+                taps_kept[0] = (0, cout);
+                taps_kept[1] = (0, xs[1] / groups);
+                taps_kept[2] = (lo as usize, hi as usize);
+                x.shrink(&rows).conv2d_view(
+                    &w.shrink(&taps_kept),
+                    None,
+                    groups,
+                    &[1, 1],
+                    &[1, 1],
+                    &[(0, 0), (0, 0)],
+                )
+            };
+            bands.push(band);
+            y0 = y1;
+        }
+        let refs: Vec<&Tensor> = bands.iter().collect();
+        Some(Tensor::cat(&refs, 2))
     }
 
     /// The convolution as tinygrad builds it (arguments already checked): a [`Tensor::pool`]
@@ -2452,12 +2543,18 @@ impl Tensor {
 /// windows are taken (the CPU's GEMM path starts at the same size).
 const REALIZE_CONV_INPUT_FLOPS: f64 = (1u64 << 22) as f64;
 
-/// Whether `u` is a buffer seen through movement ops (nothing to compute before reading it).
+/// The smallest transposed convolution (in flops) computed in row bands
+/// ([`Tensor::conv_transpose_row_bands`]): below it, the saved padding taps cost less than the
+/// extra kernels.
+const BAND_ROWS_FLOPS: f64 = (1u64 << 26) as f64;
+
+/// Whether `u` is a buffer seen through movement ops (nothing to compute before reading it):
+/// a `Contiguous` node always becomes one.
 fn is_moved_buffer(u: &UOp) -> bool {
     let mut u = u.clone();
     loop {
         match u.op() {
-            Ops::Buffer => return true,
+            Ops::Buffer | Ops::Contiguous => return true,
             op if op.is_movement() || matches!(op, Ops::Detach | Ops::ContiguousBackward) => {
                 u = u.s(0).clone();
             }

@@ -658,3 +658,79 @@ fn conv_input_gradient_is_a_transposed_convolution() {
     );
     // its values: the conv2d cases of tests/golden/grads.json (numpy finite differences)
 }
+
+/// A large convolution's input gradient is computed in bands of rows, each taking only the
+/// kernel rows whose input row exists (the rows near the edges skip the zero padding). Checked
+/// against sums in f64 over every (output, tap) pair, with groups, a non-square kernel, uneven
+/// padding on both axes and a non-square image; and it ran banded (several matmul kernels).
+#[test]
+fn large_conv_input_gradient_in_row_bands_matches_direct_sums() {
+    let (b, c, g, h, w, kh, kw) = (8usize, 32usize, 2usize, 30usize, 26usize, 5usize, 3usize);
+    let (pt, pb, pl, pr) = (1usize, 3usize, 2usize, 0usize);
+    let cg = c / g;
+    let xv: Vec<f32> = (0..b * c * h * w)
+        .map(|i| ((i * 37) % 101) as f32 / 50.0 - 1.0)
+        .collect();
+    let wv: Vec<f32> = (0..c * cg * kh * kw)
+        .map(|i| ((i * 53) % 89) as f32 / 44.0 - 1.0)
+        .collect();
+    let (oh, ow) = (h + pt + pb - kh + 1, w + pl + pr - kw + 1);
+    let rv: Vec<f32> = (0..b * c * oh * ow)
+        .map(|i| ((i * 29) % 97) as f32 / 48.0 - 1.0)
+        .collect();
+    let x = Tensor::from_slice(&xv, &[b, c, h, w]).requires_grad(true);
+    let wt = Tensor::from_slice(&wv, &[c, cg, kh, kw]);
+    let r = Tensor::from_slice(&rv, &[b, c, oh, ow]);
+    let pads = tinygrad_tensor::Padding::Pairs(vec![
+        (pt as isize, pb as isize),
+        (pl as isize, pr as isize),
+    ]);
+    let y = x.conv2d(&wt, None, g, 1, 1, pads);
+    assert_eq!(y.shape(), vec![b, c, oh, ow]);
+    let gx = (&y * &r).sum(Axis::All).gradient(&[&x]).remove(0);
+    let matmuls = Tensor::schedule(&[&gx])
+        .iter()
+        .filter(|k| k.ast.toposort().iter().any(|u| u.op() == Ops::Reduce))
+        .count();
+    assert!(
+        matmuls >= 3,
+        "{matmuls} reduce kernels: expected a band per edge row group"
+    );
+    let got = gx.to_vec::<f32>();
+    // d/dx[n, ci, iy, ix] = sum over the outputs reading it of r * w
+    let mut want = vec![0f64; b * c * h * w];
+    for n in 0..b {
+        for co in 0..c {
+            let grp = co / cg;
+            for oy in 0..oh {
+                for ox in 0..ow {
+                    let rr = rv[((n * c + co) * oh + oy) * ow + ox] as f64;
+                    for cl in 0..cg {
+                        let ci = grp * cg + cl;
+                        for ky in 0..kh {
+                            let iy = oy as isize - pt as isize + ky as isize;
+                            if iy < 0 || iy >= h as isize {
+                                continue;
+                            }
+                            for kx in 0..kw {
+                                let ix = ox as isize - pl as isize + kx as isize;
+                                if ix < 0 || ix >= w as isize {
+                                    continue;
+                                }
+                                let wgt = wv[((co * cg + cl) * kh + ky) * kw + kx] as f64;
+                                want[((n * c + ci) * h + iy as usize) * w + ix as usize] +=
+                                    rr * wgt;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for (i, (p, q)) in got.iter().zip(&want).enumerate() {
+        assert!(
+            (*p as f64 - q).abs() <= 1e-4 + 1e-4 * q.abs(),
+            "element {i}: {p} vs {q}"
+        );
+    }
+}
