@@ -452,3 +452,37 @@ fn convolutions() {
             .max_pool2d(2, Dims::default(), 1, 0, false)
     });
 }
+
+/// `A` read in place from rows 4 KiB apart (a row-major operand whose rows are 1024 floats)
+/// is multiplied in small row blocks that stay in cache despite the rows' slices sharing cache
+/// sets: several blocks per task and several K blocks, against `f64` sums.
+#[test]
+fn aliasing_rows_of_a_read_in_place() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !gemm::enabled() || !gemm::in_place_enabled() {
+        println!("skipped: the GEMM path or its in-place operands are off");
+        return;
+    }
+    gemm::set_min_flops(0.0);
+    let (m, k, n) = (60, 1024, 40);
+    let (x, w) = (rand(&[m, k], 70), rand(&[k, n], 71));
+    let before = gemm::aliased_launches();
+    let got = x.matmul(&w).to_vec::<f32>();
+    assert!(
+        gemm::aliased_launches() > before,
+        "A's rows 4 KiB apart were not read as aliasing"
+    );
+    let (xv, wv) = (x.to_vec::<f32>(), w.to_vec::<f32>());
+    for i in 0..m {
+        for j in 0..n {
+            let want: f64 = (0..k)
+                .map(|p| xv[i * k + p] as f64 * wv[p * n + j] as f64)
+                .sum();
+            let g = got[i * n + j] as f64;
+            assert!(
+                (g - want).abs() <= 1e-4 + 1e-4 * want.abs(),
+                "element ({i}, {j}): {g} vs {want}"
+            );
+        }
+    }
+}
