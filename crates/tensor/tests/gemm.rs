@@ -217,6 +217,17 @@ fn tall_operands_pack_rows_per_task() {
     }
 }
 
+/// The serial lock, or `None` (after saying why the test is skipped) where the GEMM path or
+/// its in-place operands are off.
+fn serial_in_place() -> Option<std::sync::MutexGuard<'static, ()>> {
+    let guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !gemm::enabled() || !gemm::in_place_enabled() {
+        println!("skipped: the GEMM path or its in-place operands are off");
+        return None;
+    }
+    Some(guard)
+}
+
 /// `A` read in place (its index is a row part plus a k part): plain, transposed and batched
 /// operands, an elementwise producer applied first, a large padded convolution of a computed
 /// input, and K not a multiple of the block, where the micro-kernel must stop at K. (With the
@@ -224,11 +235,9 @@ fn tall_operands_pack_rows_per_task() {
 /// the ones read in place there.)
 #[test]
 fn operands_read_in_place() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if !gemm::enabled() || !gemm::in_place_enabled() {
-        println!("skipped: the GEMM path or its in-place operands are off");
+    let Some(_serial) = serial_in_place() else {
         return;
-    }
+    };
     let before = gemm::in_place_launches();
     let (a, b) = (rand(&[37, 13], 40), rand(&[13, 19], 41));
     check("matmul 37x13x19", &[a, b], |t| t[0].matmul(&t[1]));
@@ -453,30 +462,33 @@ fn convolutions() {
     });
 }
 
-/// `A` read in place from rows 4 KiB apart (a row-major operand whose rows are 1024 floats)
-/// is multiplied in small row blocks that stay in cache despite the rows' slices sharing cache
-/// sets: several blocks per task and several K blocks, against `f64` sums.
+/// `A` read in place from rows 8 KiB apart (every other element of rows of 2048 floats: not
+/// contiguous along K, so read in place with every micro-kernel) is multiplied in small row
+/// blocks that stay in cache although the rows' slices share cache sets: several blocks per
+/// task and several K blocks, against `f64` sums.
 #[test]
 fn aliasing_rows_of_a_read_in_place() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if !gemm::enabled() || !gemm::in_place_enabled() {
-        println!("skipped: the GEMM path or its in-place operands are off");
+    let Some(_serial) = serial_in_place() else {
         return;
-    }
+    };
     gemm::set_min_flops(0.0);
     let (m, k, n) = (60, 1024, 40);
-    let (x, w) = (rand(&[m, k], 70), rand(&[k, n], 71));
+    let (x, w) = (rand(&[m, 2 * k], 70), rand(&[k, n], 71));
+    let every_other = x
+        .reshape(&[m as isize, k as isize, 2])
+        .shrink(&[(0, m), (0, k), (0, 1)])
+        .reshape(&[m as isize, k as isize]);
     let before = gemm::aliased_launches();
-    let got = x.matmul(&w).to_vec::<f32>();
+    let got = every_other.matmul(&w).to_vec::<f32>();
     assert!(
         gemm::aliased_launches() > before,
-        "A's rows 4 KiB apart were not read as aliasing"
+        "A's rows 8 KiB apart were not read as aliasing"
     );
     let (xv, wv) = (x.to_vec::<f32>(), w.to_vec::<f32>());
     for i in 0..m {
         for j in 0..n {
             let want: f64 = (0..k)
-                .map(|p| xv[i * k + p] as f64 * wv[p * n + j] as f64)
+                .map(|p| xv[i * 2 * k + 2 * p] as f64 * wv[p * n + j] as f64)
                 .sum();
             let g = got[i * n + j] as f64;
             assert!(
