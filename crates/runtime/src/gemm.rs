@@ -324,8 +324,8 @@ impl InPlaceTables {
             };
         let rows_alias = plan.m >= 2 && {
             let d = rows[1] - rows[0];
-            (4 * d).unsigned_abs().is_multiple_of(ALIAS_BYTES as u64)
-                && d != 0
+            d != 0
+                && (4 * d).unsigned_abs().is_multiple_of(ALIAS_BYTES as u64)
                 && rows[..plan.m].windows(2).all(|w| w[1] - w[0] == d)
         };
         let batches = run_table(dev, &op.batches, plan.batch)?;
@@ -692,10 +692,12 @@ const A_L2_BYTES: usize = 256 << 10;
 /// Bytes of `A` per block instead of [`A_L2_BYTES`] when `A` is read in place from rows a
 /// multiple of [`ALIAS_BYTES`] apart. The 1 KiB slices of such rows (a K block of 256) all
 /// start at the same offset within 4 KiB, so they share 1/4 of L1's sets and, at 8 KiB apart,
-/// 1/8 of L2's: a 256 KiB block thrashes where a packed one would fit. Four row panels (24
-/// rows, 24 KiB) stay resident (matmul 1024 ~5% and 2048 ~3-6% faster, three alternating
-/// runs each on a 2-vCPU Zen 2; beautiful_mnist's GEMMs do not alias and keep the larger
-/// block).
+/// 1/8 of L2's: a 256 KiB block thrashes where a packed one would fit. 24 KiB (four 6-row
+/// panels at K blocks of 256; two at AVX-512's 384) stays resident. Measured on a 2-vCPU
+/// Zen 2 (AVX2), three alternating same-run comparisons against numpy: matmul 1024 from
+/// 0.77-0.88x to 0.87-0.95x, 2048 from 0.82-0.83x to 0.86-0.89x; not measured with AVX-512.
+/// beautiful_mnist's GEMMs do not alias and keep the larger block (taking 24 KiB for them too
+/// did not change its step).
 const A_ALIASED_BYTES: usize = 24 << 10;
 
 /// The distance between rows (in bytes) at which their slices alias in the caches: L1's
@@ -957,7 +959,8 @@ impl BlockJob {
             let kc = self
                 .in_place
                 .map_or(self.kb, |ip| self.kb.min(ip.k_left.saturating_sub(kk)));
-            // Row panels in blocks whose A fits in L2 with room to spare, each block multiplied
+            // Row panels in blocks whose A fits in L2 with room to spare (much smaller where
+            // in-place rows alias in the caches: see A_ALIASED_BYTES), each block multiplied
             // by every B panel before the next: A comes from memory once per K block, not once
             // per B panel (Goto's mc blocking).
             let a_bytes = match self.in_place {

@@ -464,15 +464,17 @@ fn convolutions() {
 
 /// `A` read in place from rows 8 KiB apart (every other element of rows of 2048 floats: not
 /// contiguous along K, so read in place with every micro-kernel) is multiplied in small row
-/// blocks that stay in cache although the rows' slices share cache sets: several blocks per
-/// task and several K blocks, against `f64` sums.
+/// blocks that stay in cache although the rows' slices share cache sets, against `f64` sums.
+/// 600 rows make tasks of ten row panels on 2 threads (see `task_grid`), so each task walks
+/// several blocks (four panels with the AVX2 kernel's K blocks of 256, two with AVX-512's
+/// 384), and K = 1024 is several K blocks.
 #[test]
 fn aliasing_rows_of_a_read_in_place() {
     let Some(_serial) = serial_in_place() else {
         return;
     };
     gemm::set_min_flops(0.0);
-    let (m, k, n) = (60, 1024, 40);
+    let (m, k, n) = (600, 1024, 40);
     let (x, w) = (rand(&[m, 2 * k], 70), rand(&[k, n], 71));
     let every_other = x
         .reshape(&[m as isize, k as isize, 2])
