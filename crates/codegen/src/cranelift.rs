@@ -360,7 +360,14 @@ impl<'a> Ctx<'a> {
             self.vals.insert(u.clone(), v);
             return Ok(());
         }
-        let ty = clif_type(u.dtype())?;
+        // A bool vector is 4 bytes in memory (0/1 each): loaded as one i32, widened to a lane
+        // mask after the (possibly gated) load.
+        let bool_vec = u.dtype().is_bool() && u.dtype().count() == 4;
+        let ty = if bool_vec {
+            types::I32
+        } else {
+            clif_type(u.dtype())?
+        };
         let addr = self.val(index)?;
         let flags = mem_flags(u.dtype());
         let offset = self.offsets.get(index).copied().unwrap_or(0);
@@ -382,6 +389,11 @@ impl<'a> Ctx<'a> {
         } else {
             self.b.ins().load(ty, flags, addr, offset)
         };
+        let v = if bool_vec {
+            bool_bytes_to_mask(&mut self.b, v)
+        } else {
+            v
+        };
         self.vals.insert(u.clone(), v);
         Ok(())
     }
@@ -395,9 +407,13 @@ impl<'a> Ctx<'a> {
         }
         let addr = self.val(index)?;
         let offset = self.offsets.get(index).copied().unwrap_or(0);
-        self.b
-            .ins()
-            .store(mem_flags(u.s(1).dtype()), value, addr, offset);
+        let dt = u.s(1).dtype();
+        let value = if dt.is_bool() && dt.count() == 4 {
+            mask_to_bool_bytes(&mut self.b, value)
+        } else {
+            value
+        };
+        self.b.ins().store(mem_flags(dt), value, addr, offset);
         Ok(())
     }
 
@@ -854,6 +870,30 @@ pub(crate) fn magic_reciprocal(c: u64, xmax: u64, bits: u32) -> Option<(u64, u32
         }
     }
     None
+}
+
+/// Four bool bytes (one `i32`, lane 0 in the low byte) as an `i32x4` lane mask: a byte that is
+/// not 0 is true, as the scalar path reads it.
+fn bool_bytes_to_mask(b: &mut FunctionBuilder<'_>, bytes: Value) -> Value {
+    let v = b.ins().scalar_to_vector(types::I32X4, bytes);
+    let v = b.ins().bitcast(types::I8X16, lane_flags(), v);
+    let v = b.ins().uwiden_low(v);
+    let v = b.ins().uwiden_low(v);
+    let zero = b.ins().iconst(types::I32, 0);
+    let zero = b.ins().splat(types::I32X4, zero);
+    b.ins().icmp(IntCC::NotEqual, v, zero)
+}
+
+/// An `i32x4` lane mask (each lane 0 or -1) as four bool bytes 0/1 in one `i32` (lane 0 in the
+/// low byte): saturating narrows keep -1 as 0xff, and the `and` with 1 makes it 1.
+fn mask_to_bool_bytes(b: &mut FunctionBuilder<'_>, mask: Value) -> Value {
+    let v = b.ins().snarrow(mask, mask);
+    let v = b.ins().snarrow(v, v);
+    let one = b.ins().iconst(types::I8, 1);
+    let one = b.ins().splat(types::I8X16, one);
+    let v = b.ins().band(v, one);
+    let v = b.ins().bitcast(types::I32X4, lane_flags(), v);
+    b.ins().extractlane(v, 0)
 }
 
 fn zero_of(b: &mut FunctionBuilder<'_>, ty: Type) -> Value {

@@ -179,9 +179,16 @@ pub fn vector_native(op: Ops, out: DType, srcs: &[DType], scalar_shift: bool) ->
     }
 }
 
-/// Whether a value of `dt` can be loaded and stored as a 4-lane vector.
+/// Whether a value of `dt` is computed in 4-lane vectors of 32-bit lanes (a reduction's
+/// accumulator).
 fn vector_memory(dt: DType) -> bool {
     dt.count() == 1 && matches!(dt.kind(), Scalar::Float32 | Scalar::Int32 | Scalar::UInt32)
+}
+
+/// Whether a buffer of `dt` is loaded and stored 4 elements at a time: the 32-bit types, and
+/// `bool` (4 bytes in memory, a lane mask in registers; ReLU's saved masks are bool buffers).
+fn vector_io(dt: DType) -> bool {
+    vector_memory(dt) || (dt.count() == 1 && dt.kind() == Scalar::Bool)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -275,7 +282,7 @@ pub fn heuristic(ast: &UOp) -> KernelOpts {
     let Some(red) = a.reduces.first() else {
         // Elementwise.
         if let Some(r) = inner
-            && vector_memory(store_dt)
+            && vector_io(store_dt)
             && size(&r) >= w
         {
             // Long arithmetic chains (erf's polynomials, GELU) are latency-bound with two
@@ -299,8 +306,8 @@ pub fn heuristic(ast: &UOp) -> KernelOpts {
         return opts;
     };
     let red_ranges: Vec<UOp> = red.src()[1..].to_vec();
-    let vec_dt_ok = vector_memory(store_dt) && vector_memory(red.dtype());
-    let all_vector_loads = a.loads.iter().all(|(_, dt)| vector_memory(*dt));
+    let vec_dt_ok = vector_io(store_dt) && vector_memory(red.dtype());
+    let all_vector_loads = a.loads.iter().all(|(_, dt)| vector_io(*dt));
     // A vector output axis: every load is contiguous or constant along it.
     if let Some(j) = inner.clone()
         && vec_dt_ok
@@ -365,7 +372,7 @@ pub fn heuristic(ast: &UOp) -> KernelOpts {
         })
         .cloned()
         && vector_memory(red.dtype())
-        && a.loads.iter().all(|(_, dt)| vector_memory(*dt))
+        && a.loads.iter().all(|(_, dt)| vector_io(*dt))
         && size(&k) >= w
     {
         if size(&k) <= SHORT_DOT {
@@ -1083,7 +1090,7 @@ impl Expander {
                 };
                 match (iv, gate_scalar) {
                     (Val::S(i), Some(gs)) => Val::S(mk_load(i, gs, dt)),
-                    (Val::L(ls), Some(gs)) if contiguous && vector_memory(dt) => {
+                    (Val::L(ls), Some(gs)) if contiguous && vector_io(dt) => {
                         Val::V(mk_load(&ls[0], gs, dt.vec(self.w())))
                     }
                     _ => {
@@ -1132,7 +1139,7 @@ impl Expander {
                         Val::S(st(i, gs.as_ref(), v.clone()))
                     }
                     (Val::L(ls), vv, None | Some(Val::S(_)))
-                        if contiguous && vector_memory(n.s(1).dtype()) =>
+                        if contiguous && vector_io(n.s(1).dtype()) =>
                     {
                         let gs = gv.map(|g| self.to_l(g)[0].clone());
                         Val::S(st(&ls[0], gs.as_ref(), self.to_v(vv)))
@@ -1297,6 +1304,61 @@ mod tests {
             Arg::None,
         );
         UOp::new(Ops::Sink, DType::VOID, vec![st], Arg::None)
+    }
+
+    /// `mask[i] = 0 < x[i]` (ReLU's saved mask), `y[i] = where(mask[i], x[i], 0)`: the bool
+    /// store and the bool load are 4-lane vector accesses, not four scalar bytes.
+    #[test]
+    fn bool_buffers_are_loaded_and_stored_as_vectors() {
+        let bool_global = |slot: i64| {
+            let ptr = DType::BOOL.ptr(tinygrad_dtype::AddrSpace::Global);
+            UOp::new(Ops::DefineGlobal, ptr, vec![], Arg::Int(slot))
+        };
+        let i = UOp::range(64i64, 0, AxisKind::Loop);
+        let x = UOp::new(
+            Ops::Load,
+            DType::FLOAT32,
+            vec![index(&global(1), i.clone())],
+            Arg::None,
+        );
+        let zero = UOp::cnst(DType::FLOAT32, 0.0);
+        let positive = UOp::new(
+            Ops::CmpLt,
+            DType::BOOL,
+            vec![zero.clone(), x.clone()],
+            Arg::None,
+        );
+        let store_mask = UOp::new(
+            Ops::Store,
+            DType::VOID,
+            vec![index(&bool_global(0), i.clone()), positive],
+            Arg::None,
+        );
+        let mask = UOp::new(
+            Ops::Load,
+            DType::BOOL,
+            vec![index(&bool_global(2), i.clone())],
+            Arg::None,
+        );
+        let selected = UOp::new(Ops::Where, DType::FLOAT32, vec![mask, x, zero], Arg::None);
+        let store_selected = UOp::new(
+            Ops::Store,
+            DType::VOID,
+            vec![index(&global(3), i.clone()), selected],
+            Arg::None,
+        );
+        for (what, st) in [("bool store", store_mask), ("bool load", store_selected)] {
+            let ast = UOp::new(Ops::Sink, DType::VOID, vec![st], Arg::None);
+            let opts = heuristic(&ast);
+            assert!(opts.splits.iter().any(|s| s.vector), "{what}: {opts}");
+            let applied = apply_opts(&ast, &opts).expect("the heuristic's opts apply");
+            let bool_vector_access = applied.toposort().iter().any(|n| match n.op() {
+                Ops::Load => n.dtype() == DType::BOOL.vec(4),
+                Ops::Store => n.s(1).dtype() == DType::BOOL.vec(4),
+                _ => false,
+            });
+            assert!(bool_vector_access, "{what}: no 4-lane bool access");
+        }
     }
 
     #[test]

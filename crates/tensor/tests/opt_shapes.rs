@@ -216,3 +216,39 @@ fn broadcast_and_gated_inputs() {
         check(&g(&a), &g(&ar), 1e-5, &format!("padded sum {r}x{c}"));
     }
 }
+
+/// Bool buffers (ReLU's saved masks) are stored and loaded 4 at a time on the CPU: masks of odd
+/// lengths, a mask read through padding (gated vector loads) and a mask selecting between two
+/// inputs agree with REF element for element.
+#[test]
+fn bool_masks_stored_and_loaded_as_vectors() {
+    for n in SIZES.iter().copied().chain([0, 4097]) {
+        let (a, ar) = both(&[n], 21);
+        let (b, br) = both(&[n], 22);
+        let mask = |x: &Tensor| x.gt(0.0).contiguous();
+        let (m, mr) = (mask(&a), mask(&ar));
+        m.realize();
+        mr.realize();
+        assert_eq!(m.to_vec::<bool>(), mr.to_vec::<bool>(), "stored mask n={n}");
+        let pick = |m: &Tensor, x: &Tensor, y: &Tensor| m.where_(x, y) * 2.0;
+        check(
+            &pick(&m, &a, &b),
+            &pick(&mr, &ar, &br),
+            0.0,
+            &format!("where n={n}"),
+        );
+        let padded = |m: &Tensor| m.pad(&[(3, 2)], false).cast(DType::FLOAT32) + 1.0;
+        check(
+            &padded(&m),
+            &padded(&mr),
+            0.0,
+            &format!("padded mask n={n}"),
+        );
+        let negated = |m: &Tensor| m.logical_not().contiguous();
+        assert_eq!(
+            negated(&m).to_vec::<bool>(),
+            negated(&mr).to_vec::<bool>(),
+            "negated mask n={n}"
+        );
+    }
+}
