@@ -249,7 +249,7 @@ fn analyze(ast: &UOp) -> Analysis {
 
 /// tinygrad's hand-coded optimizer, for a CPU with 4-lane 32-bit vectors:
 /// - elementwise: the innermost output axis (contiguous in the output) as vector lanes, two
-///   vectors per iteration;
+///   vectors per iteration; without one, the innermost short output axes unrolled;
 /// - a reduction whose inner output axis is contiguous or broadcast in every input (a matmul's
 ///   `j`, `x.sum(0)`'s columns): that axis upcast to 2 vectors, another output axis upcast by 4
 ///   (a 4x8 register tile, loads reused across it), and the reduce unrolled when the tile has
@@ -302,6 +302,24 @@ pub fn heuristic(ast: &UOp) -> KernelOpts {
                 lanes,
                 vector: true,
             });
+        } else {
+            // No vector axis (the contiguous output axis is shorter than a vector: a pooling
+            // gradient's 2x2 window, stored in window layout): the short innermost output
+            // axes unrolled, so each iteration computes a whole window instead of looping
+            // twice over two elements.
+            let mut unrolled = 1;
+            for r in a.out.iter().rev() {
+                let n = size(r);
+                if !(2..=SHORT_AXIS).contains(&n) || unrolled * n > SHORT_AXES_UNROLL {
+                    break;
+                }
+                unrolled *= n;
+                opts.splits.push(Split {
+                    axis: range_id(r),
+                    lanes: vec![n],
+                    vector: false,
+                });
+            }
         }
         return opts;
     };
@@ -447,6 +465,13 @@ pub fn heuristic(ast: &UOp) -> KernelOpts {
     }
     opts
 }
+
+/// Output axes up to this size count as short: an elementwise kernel without a vector axis
+/// unrolls its innermost short axes (see [`heuristic`]).
+const SHORT_AXIS: usize = 4;
+
+/// The most outputs those unrolled short axes compute per iteration.
+const SHORT_AXES_UNROLL: usize = 16;
 
 /// Contiguous reductions up to this length run as one vector accumulator (see [`heuristic`]).
 const SHORT_DOT: usize = 64;
@@ -1304,6 +1329,46 @@ mod tests {
             Arg::None,
         );
         UOp::new(Ops::Sink, DType::VOID, vec![st], Arg::None)
+    }
+
+    /// A pooling gradient in window layout, `out[i][j][ky][kx] = x[2i + ky][2j + kx] * g[i][j]`:
+    /// the contiguous output axis (kx) is shorter than a vector, so the window axes are unrolled
+    /// and no loop of two iterations is left.
+    #[test]
+    fn elementwise_short_inner_axes_unroll() {
+        let (i, j) = (
+            UOp::range(5i64, 0, AxisKind::Loop),
+            UOp::range(10i64, 1, AxisKind::Loop),
+        );
+        let (ky, kx) = (
+            UOp::range(2i64, 2, AxisKind::Loop),
+            UOp::range(2i64, 3, AxisKind::Loop),
+        );
+        let x = UOp::new(
+            Ops::Load,
+            DType::FLOAT32,
+            vec![index(&global(1), (&i * 2 + &ky) * 20 + &j * 2 + &kx)],
+            Arg::None,
+        );
+        let g = UOp::new(
+            Ops::Load,
+            DType::FLOAT32,
+            vec![index(&global(2), &i * 10 + &j)],
+            Arg::None,
+        );
+        let out = index(&global(0), &i * 40 + &j * 4 + &ky * 2 + &kx);
+        let st = UOp::new(Ops::Store, DType::VOID, vec![out, &x * &g], Arg::None);
+        let ast = UOp::new(Ops::Sink, DType::VOID, vec![st], Arg::None);
+        let opts = heuristic(&ast);
+        let unrolled: Vec<usize> = opts.splits.iter().map(|s| s.axis).collect();
+        assert_eq!(unrolled, vec![3, 2], "{opts}");
+        let applied = apply_opts(&ast, &opts).expect("the heuristic's opts apply");
+        let short_loops = applied
+            .toposort()
+            .iter()
+            .filter(|n| n.op() == Ops::Range && range_size(n) == Some(2))
+            .count();
+        assert_eq!(short_loops, 0, "a loop of two iterations is left");
     }
 
     /// `mask[i] = 0 < x[i]` (ReLU's saved mask), `y[i] = where(mask[i], x[i], 0)`: the bool
