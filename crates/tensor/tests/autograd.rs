@@ -696,6 +696,24 @@ fn large_conv_input_gradient_in_row_bands_matches_direct_sums() {
         matmuls >= 3,
         "{matmuls} reduce kernels: expected a band per edge row group"
     );
+    // the 3 single-row bands above the middle are concatenated first: the full-size
+    // concatenation reads 3 buffers (top group, middle band, bottom band), not 5
+    let widest = Tensor::schedule(&[&gx])
+        .iter()
+        .filter(|k| k.ast.toposort().iter().all(|u| u.op() != Ops::Reduce))
+        .map(|k| {
+            k.ast
+                .toposort()
+                .iter()
+                .filter(|u| u.op() == Ops::DefineGlobal)
+                .count()
+        })
+        .max()
+        .unwrap_or(0);
+    assert_eq!(
+        widest, 4,
+        "the widest elementwise kernel has {widest} buffers: output and 3 sources expected"
+    );
     let got = gx.to_vec::<f32>();
     // d/dx[n, ci, iy, ix] = sum over the outputs reading it of r * w
     let mut want = vec![0f64; b * c * h * w];
