@@ -679,15 +679,25 @@ fn large_conv_input_gradient_in_row_bands_matches_direct_sums() {
         .map(|i| ((i * 29) % 97) as f32 / 48.0 - 1.0)
         .collect();
     let x = Tensor::from_slice(&xv, &[b, c, h, w]).requires_grad(true);
-    let wt = Tensor::from_slice(&wv, &[c, cg, kh, kw]);
+    let wt = Tensor::from_slice(&wv, &[c, cg, kh, kw]).requires_grad(true);
+    let bias = Tensor::from_slice(&vec![0.25f32; c], &[c]).requires_grad(true);
     let r = Tensor::from_slice(&rv, &[b, c, oh, ow]);
     let pads = tinygrad_tensor::Padding::Pairs(vec![
         (pt as isize, pb as isize),
         (pl as isize, pr as isize),
     ]);
-    let y = x.conv2d(&wt, None, g, 1, 1, pads);
+    let y = x.conv2d(&wt, Some(&bias), g, 1, 1, pads);
     assert_eq!(y.shape(), vec![b, c, oh, ow]);
-    let gx = (&y * &r).sum(Axis::All).gradient(&[&x]).remove(0);
+    // the output gradient is computed (r * 2), as a training step's is
+    let mut grads = (&y * &r * 2.0)
+        .sum(Axis::All)
+        .gradient(&[&x, &wt, &bias])
+        .into_iter();
+    let (gx, gw, gb) = (
+        grads.next().unwrap(),
+        grads.next().unwrap(),
+        grads.next().unwrap(),
+    );
     let matmuls = Tensor::schedule(&[&gx])
         .iter()
         .filter(|k| k.ast.toposort().iter().any(|u| u.op() == Ops::Reduce))
@@ -715,14 +725,18 @@ fn large_conv_input_gradient_in_row_bands_matches_direct_sums() {
         "the widest elementwise kernel has {widest} buffers: output and 3 sources expected"
     );
     let got = gx.to_vec::<f32>();
-    // d/dx[n, ci, iy, ix] = sum over the outputs reading it of r * w
+    // d/dx[n, ci, iy, ix] = sum over the outputs reading it of 2r * w; the weight and bias
+    // gradients (which read the output gradient from the bands' padded buffer) likewise
     let mut want = vec![0f64; b * c * h * w];
+    let mut want_w = vec![0f64; c * cg * kh * kw];
+    let mut want_b = vec![0f64; c];
     for n in 0..b {
         for co in 0..c {
             let grp = co / cg;
             for oy in 0..oh {
                 for ox in 0..ow {
-                    let rr = rv[((n * c + co) * oh + oy) * ow + ox] as f64;
+                    let rr = 2.0 * rv[((n * c + co) * oh + oy) * ow + ox] as f64;
+                    want_b[co] += rr;
                     for cl in 0..cg {
                         let ci = grp * cg + cl;
                         for ky in 0..kh {
@@ -735,9 +749,10 @@ fn large_conv_input_gradient_in_row_bands_matches_direct_sums() {
                                 if ix < 0 || ix >= w as isize {
                                     continue;
                                 }
-                                let wgt = wv[((co * cg + cl) * kh + ky) * kw + kx] as f64;
-                                want[((n * c + ci) * h + iy as usize) * w + ix as usize] +=
-                                    rr * wgt;
+                                let wi = ((co * cg + cl) * kh + ky) * kw + kx;
+                                let xi = ((n * c + ci) * h + iy as usize) * w + ix as usize;
+                                want[xi] += rr * wv[wi] as f64;
+                                want_w[wi] += rr * xv[xi] as f64;
                             }
                         }
                     }
@@ -750,5 +765,13 @@ fn large_conv_input_gradient_in_row_bands_matches_direct_sums() {
             (*p as f64 - q).abs() <= 1e-4 + 1e-4 * q.abs(),
             "element {i}: {p} vs {q}"
         );
+    }
+    for (what, got, want) in [("weight", gw, want_w), ("bias", gb, want_b)] {
+        for (i, (p, q)) in got.to_vec::<f32>().iter().zip(&want).enumerate() {
+            assert!(
+                (*p as f64 - q).abs() <= 1e-3 + 1e-4 * q.abs(),
+                "{what} gradient element {i}: {p} vs {q}"
+            );
+        }
     }
 }
