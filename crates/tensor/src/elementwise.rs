@@ -675,8 +675,27 @@ impl Tensor {
     /// assert_eq!(t.relu().to_vec::<f32>(), vec![0.0, 0.0, 0.0, 0.0, 1.0, 2.0, 3.0]);
     /// ```
     pub fn relu(&self) -> Tensor {
-        self.gt(0)
-            .where_(self, &self.const_like(0i64, self.dtype()))
+        let relu = |x: &Tensor| x.gt(0).where_(x, &x.const_like(0i64, x.dtype()));
+        if !self.dtype().is_float() || !Tensor::is_grad_enabled() {
+            return relu(self);
+        }
+        // The gradient is tinygrad's, `(x > 0).where(g, 0)`, with the mask read from the output
+        // (`relu(x) > 0` is `x > 0` for every x, NaN and -0.0 included). Derived from `x`, the
+        // backward pass kept `x` alive next to the output: a layer's pre-activation (a GEMM's
+        // result) was stored, then read again by a separate ReLU kernel (beautiful_mnist: four
+        // such kernels, ~6 ms per training step). With the output's mask, `x` has one reader
+        // and the ReLU fuses into whatever computes `x`.
+        let value = relu(&self.detach());
+        let (dev, out) = (self.device().to_string(), value.uop());
+        let node = custom_gradient(&value.uop(), &[self.uop()], "relu", move |g, _| {
+            let (g, out) = (
+                Tensor::from_uop(g.clone(), &dev),
+                Tensor::from_uop(out.clone(), &dev),
+            );
+            let zero = g.const_like(0i64, g.dtype());
+            vec![None, Some(out.gt(0).where_(&g, &zero).uop())]
+        });
+        value.with_uop(node)
     }
 
     /// `1 / (1 + e^-x)`.

@@ -775,3 +775,32 @@ fn large_conv_input_gradient_in_row_bands_matches_direct_sums() {
         }
     }
 }
+
+/// `relu`'s gradient is tinygrad's `(x > 0).where(g, 0)` at every edge value: 0 at -0.0, 0.0,
+/// negative numbers, -inf and NaN; `g` at positive numbers and inf (the mask is read from the
+/// output, which is positive exactly where `x` is).
+#[test]
+fn relu_gradient_at_edge_values() {
+    let xs = [
+        -1.5f32,
+        -0.0,
+        0.0,
+        2.0,
+        f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        1e-30,
+    ];
+    let x = Tensor::from_slice(&xs, &[xs.len()]).requires_grad(true);
+    let g = Tensor::from_slice(&[3.0f32; 8], &[8]);
+    let gx = (&x.relu() * &g).sum(Axis::All).gradient(&[&x]).remove(0);
+    assert_eq!(
+        gx.to_vec::<f32>(),
+        vec![0.0, 0.0, 0.0, 3.0, 0.0, 3.0, 0.0, 3.0]
+    );
+    // tinygrad's relu is `(x > 0).where(x, 0)`: NaN gives 0
+    assert_eq!(
+        x.relu().to_vec::<f32>(),
+        vec![0.0, 0.0, 0.0, 2.0, 0.0, f32::INFINITY, 0.0, 1e-30]
+    );
+}

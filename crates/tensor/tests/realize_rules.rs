@@ -244,3 +244,36 @@ fn split_weight_gradients_keep_long_partials() {
         );
     }
 }
+
+/// `relu`'s gradient masks with its output (`relu(x) > 0` is `x > 0`), so a layer's
+/// pre-activation has one reader and the ReLU fuses into the kernel that computes it. The same
+/// graph with the mask derived from the pre-activation (tinygrad's formula written out) keeps
+/// the pre-activation as a buffer and runs the ReLU as a kernel of its own. The gradients agree.
+#[test]
+fn relu_masks_with_its_output_and_fuses_into_its_producer() {
+    Tensor::manual_seed(8);
+    let x = Tensor::randn(&[64, 48]);
+    let w = Tensor::randn(&[48, 32]).requires_grad(true);
+    let w2 = Tensor::randn(&[32, 16]).requires_grad(true);
+    for t in [&x, &w, &w2] {
+        t.realize();
+    }
+    let grads = |act: &dyn Fn(&Tensor) -> Tensor| {
+        let loss = act(&x.matmul(&w)).matmul(&w2).square().sum(Axis::All);
+        loss.gradient(&[&w, &w2])
+    };
+    let with_relu = grads(&|p| p.relu());
+    let written_out = grads(&|p| p.gt(0.0).where_(p, 0.0));
+    let count = |g: &[Tensor]| Tensor::schedule(&g.iter().collect::<Vec<_>>()).len();
+    assert!(
+        count(&with_relu) < count(&written_out),
+        "relu: {} kernels, written out: {}",
+        count(&with_relu),
+        count(&written_out)
+    );
+    for (a, b) in with_relu.iter().zip(&written_out) {
+        for (p, q) in a.to_vec::<f32>().iter().zip(b.to_vec::<f32>()) {
+            assert!((p - q).abs() <= 1e-5 * q.abs().max(1.0), "{p} vs {q}");
+        }
+    }
+}
