@@ -174,7 +174,9 @@ unsafe fn store_tile_narrow(
 }
 
 /// [`microkernel`]'s 6-row tiles (`nr` 16: AVX2, 32: AVX-512) with `A` read in place:
-/// `A[p][i]` is the float at `base + 4 * (rows[i] + ks[p])`.
+/// `A[p][i]` is the float at `base + 4 * (rows[i] + ks[p])`. With `ahead`, at each `p` it also
+/// prefetches the float at `base + 4 * (ahead + ks[p])`: a row of a later panel (a hint only,
+/// any value is safe), so that panel's `A` is in cache when its turn comes.
 ///
 /// # Safety
 /// `rows` must be valid for 6 `i64`, `ks` for `kc`, every `base + 4 * (rows[i] + ks[p])` a
@@ -186,6 +188,7 @@ pub(super) unsafe fn microkernel_in_place(
     kc: usize,
     base: usize,
     rows: usize,
+    ahead: Option<i64>,
     ks: usize,
     b: usize,
     c: usize,
@@ -194,7 +197,7 @@ pub(super) unsafe fn microkernel_in_place(
 ) {
     #[cfg(not(target_arch = "x86_64"))]
     {
-        let _ = (nr, kc, base, rows, ks, b, c, ldc, accumulate);
+        let _ = (nr, kc, base, rows, ahead, ks, b, c, ldc, accumulate);
         unreachable!("the GEMM path is only enabled on x86_64 with AVX2 and FMA")
     }
     #[cfg(target_arch = "x86_64")]
@@ -204,11 +207,23 @@ pub(super) unsafe fn microkernel_in_place(
         let base = base as *const f32;
         let r: [*const f32; 6] = std::array::from_fn(|i| base.wrapping_offset(rows[i] as isize));
         let (ks, b, c) = (ks as *const i64, b as *const f32, c as *mut f32);
-        match nr {
-            // SAFETY: forwarded from the caller's contract, which includes AVX-512F for nr = 32.
-            32 => unsafe { microkernel_in_place_avx512(kc, &r, ks, b, c, ldc, accumulate) },
-            // SAFETY: forwarded from the caller's contract; AVX2+FMA checked by `enabled`.
-            16 => unsafe { microkernel_in_place_avx2(kc, &r, ks, b, c, ldc, accumulate) },
+        match (nr, ahead) {
+            // SAFETY (all four): forwarded from the caller's contract, which includes AVX-512F
+            // for nr = 32; AVX2+FMA checked by `enabled`.
+            (32, Some(row)) => unsafe {
+                let pf = base.wrapping_offset(row as isize);
+                microkernel_in_place_avx512::<true>(kc, &r, pf, ks, b, c, ldc, accumulate)
+            },
+            (32, None) => unsafe {
+                microkernel_in_place_avx512::<false>(kc, &r, base, ks, b, c, ldc, accumulate)
+            },
+            (16, Some(row)) => unsafe {
+                let pf = base.wrapping_offset(row as isize);
+                microkernel_in_place_avx2::<true>(kc, &r, pf, ks, b, c, ldc, accumulate)
+            },
+            (16, None) => unsafe {
+                microkernel_in_place_avx2::<false>(kc, &r, base, ks, b, c, ldc, accumulate)
+            },
             _ => unreachable!("GEMM micro-kernel: no kernel for nr = {nr}"),
         }
     }
@@ -270,9 +285,11 @@ macro_rules! six_row_kernels {
 
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = $feature)]
-        unsafe fn $in_place(
+        #[allow(clippy::too_many_arguments)]
+        unsafe fn $in_place<const PREFETCH: bool>(
             kc: usize,
             r: &[*const f32; 6],
+            pf: *const f32,
             ks: *const i64,
             b: *const f32,
             c: *mut f32,
@@ -288,6 +305,11 @@ macro_rules! six_row_kernels {
                 // every row pointer moved by a `ks` entry a float inside the operand.
                 unsafe {
                     let off = *ks.add(p) as isize;
+                    // a later panel's row at the same k: rows read in place from a big operand
+                    // (a convolution's input) miss in every cache at a block's first panel
+                    if PREFETCH {
+                        _mm_prefetch::<_MM_HINT_T0>(pf.wrapping_offset(off).cast::<i8>());
+                    }
                     let b0 = $load(b.add(p * NR));
                     let b1 = $load(b.add(p * NR + $lanes));
                     for (i, rp) in [r0, r1, r2, r3, r4, r5].into_iter().enumerate() {
