@@ -207,22 +207,24 @@ pub(super) unsafe fn microkernel_in_place(
         let base = base as *const f32;
         let r: [*const f32; 6] = std::array::from_fn(|i| base.wrapping_offset(rows[i] as isize));
         let (ks, b, c) = (ks as *const i64, b as *const f32, c as *mut f32);
-        match (nr, ahead) {
-            // SAFETY (all four): forwarded from the caller's contract, which includes AVX-512F
-            // for nr = 32; AVX2+FMA checked by `enabled`.
-            (32, Some(row)) => unsafe {
-                let pf = base.wrapping_offset(row as isize);
+        // (the prefetched address is only a hint: any value is safe)
+        let pf = base.wrapping_offset(ahead.unwrap_or(0) as isize);
+        match (nr, ahead.is_some()) {
+            // SAFETY: forwarded from the caller's contract, which includes AVX-512F for nr = 32.
+            (32, true) => unsafe {
                 microkernel_in_place_avx512::<true>(kc, &r, pf, ks, b, c, ldc, accumulate)
             },
-            (32, None) => unsafe {
-                microkernel_in_place_avx512::<false>(kc, &r, base, ks, b, c, ldc, accumulate)
+            // SAFETY: as above.
+            (32, false) => unsafe {
+                microkernel_in_place_avx512::<false>(kc, &r, pf, ks, b, c, ldc, accumulate)
             },
-            (16, Some(row)) => unsafe {
-                let pf = base.wrapping_offset(row as isize);
+            // SAFETY: forwarded from the caller's contract; AVX2+FMA checked by `enabled`.
+            (16, true) => unsafe {
                 microkernel_in_place_avx2::<true>(kc, &r, pf, ks, b, c, ldc, accumulate)
             },
-            (16, None) => unsafe {
-                microkernel_in_place_avx2::<false>(kc, &r, base, ks, b, c, ldc, accumulate)
+            // SAFETY: as above.
+            (16, false) => unsafe {
+                microkernel_in_place_avx2::<false>(kc, &r, pf, ks, b, c, ldc, accumulate)
             },
             _ => unreachable!("GEMM micro-kernel: no kernel for nr = {nr}"),
         }
