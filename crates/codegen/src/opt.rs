@@ -1308,16 +1308,20 @@ mod tests {
         UOp::new(Ops::Index, buf.dtype(), vec![buf.clone(), idx], Arg::None)
     }
 
+    /// Ranges 0..4 of a 2x2 window kernel: outputs `(i, j)` of sizes `outer`, then the window
+    /// `(ky, kx)` of kind `window` (reduced in pooling, output axes in a window-layout gradient).
+    fn window_ranges(outer: (i64, i64), window: AxisKind) -> (UOp, UOp, UOp, UOp) {
+        (
+            UOp::range(outer.0, 0, AxisKind::Loop),
+            UOp::range(outer.1, 1, AxisKind::Loop),
+            UOp::range(2i64, 2, window),
+            UOp::range(2i64, 3, window),
+        )
+    }
+
     /// `out[i][j] = op over (ry, rx) of x[2i + ry][2j + rx]`: 2x2 pooling of an 8x16 input.
     fn pooling_kernel(op: Ops) -> UOp {
-        let (i, j) = (
-            UOp::range(4i64, 0, AxisKind::Loop),
-            UOp::range(8i64, 1, AxisKind::Loop),
-        );
-        let (ry, rx) = (
-            UOp::range(2i64, 2, AxisKind::Reduce),
-            UOp::range(2i64, 3, AxisKind::Reduce),
-        );
+        let (i, j, ry, rx) = window_ranges((4, 8), AxisKind::Reduce);
         let (out, x) = (global(0), global(1));
         let xi = (&i * 2 + &ry) * 16 + &j * 2 + &rx;
         let v = UOp::new(Ops::Load, DType::FLOAT32, vec![index(&x, xi)], Arg::None);
@@ -1336,14 +1340,7 @@ mod tests {
     /// and no loop of two iterations is left.
     #[test]
     fn elementwise_short_inner_axes_unroll() {
-        let (i, j) = (
-            UOp::range(5i64, 0, AxisKind::Loop),
-            UOp::range(10i64, 1, AxisKind::Loop),
-        );
-        let (ky, kx) = (
-            UOp::range(2i64, 2, AxisKind::Loop),
-            UOp::range(2i64, 3, AxisKind::Loop),
-        );
+        let (i, j, ky, kx) = window_ranges((5, 10), AxisKind::Loop);
         let x = UOp::new(
             Ops::Load,
             DType::FLOAT32,
