@@ -4,8 +4,8 @@
 //! A reduction of `P` input elements into `Q` outputs with `P / Q >= 32768` has one reduced
 //! dimension `D` cut into `(div, D / div)`, `div` the largest of 256..=8 that divides `D` (fewer
 //! when the output is already large, and for a sum of products with many outputs few enough that
-//! each partial sums at least [`MIN_PRODUCT_PARTIAL_K`] products). The first kernel reduces the `D / div` part into `Q * div`
-//! partial results, the second reduces those `div` partials:
+//! each partial sums at least [`MIN_PRODUCT_PARTIAL_K`] products). The first kernel reduces the
+//! `D / div` part into `Q * div` partial results, the second reduces those `div` partials:
 //! `x.sum()` over 16M elements becomes 256 contiguous sums of 65536 elements, then a sum of 256.
 //! `SPLIT_REDUCEOP=0` turns this off.
 //!

@@ -683,7 +683,7 @@ impl Tensor {
         // (`relu(x) > 0` is `x > 0` for every x, NaN and -0.0 included). Derived from `x`, the
         // backward pass kept `x` alive next to the output: a layer's pre-activation (a GEMM's
         // result) was stored, then read again by a separate ReLU kernel (beautiful_mnist: four
-        // such kernels, ~6 ms per training step). With the output's mask, `x` has one reader
+        // such kernels, ~5 ms per training step). With the output's mask, `x` has one reader
         // and the ReLU fuses into whatever computes `x`.
         let value = relu(&self.detach());
         let (dev, out) = (self.device().to_string(), value.uop());
