@@ -110,7 +110,8 @@ use tinygrad_tensor::{Dims, Jit, Reduction, Tensor, compile_count, impl_paramete
 pub struct Opts {
     /// A small subset (without a filter) with smaller sizes and fewer repetitions: a smoke test.
     pub quick: bool,
-    /// Only rows whose key contains one of these (all when empty).
+    /// Only rows whose key contains one of these, or equals one written `=key` (all when
+    /// empty).
     pub filter: Vec<String>,
     /// Also write the rows as JSON to this file.
     pub json: Option<PathBuf>,
@@ -1429,7 +1430,10 @@ pub fn run(o: &Opts) -> Result<(), String> {
         if o.filter.is_empty() {
             quick || !o.quick
         } else {
-            o.filter.iter().any(|f| key.contains(f.as_str()))
+            o.filter.iter().any(|f| match f.strip_prefix('=') {
+                Some(exact) => key == exact,
+                None => key.contains(f.as_str()),
+            })
         }
     };
     let benches: Vec<_> = benches()

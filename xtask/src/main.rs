@@ -18,7 +18,7 @@ Commands:
            kernel and end-to-end performance table (medians of several runs), with ratios
            against references measured in the same run: numpy, PyTorch and tinygrad from the
            first Python that has each (`n/a` with the reason otherwise), Rust stream probes.
-           NAMEs select rows by substring of their keys:
+           NAMEs select rows by substring of their keys (`=KEY`: that key only):
            {KEYS}
            --quick: without NAMEs, a small subset (smaller sizes, fewer runs), a smoke test
            well under a minute; with NAMEs, those rows with fewer runs.

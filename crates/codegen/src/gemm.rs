@@ -288,6 +288,34 @@ fn pack_kernel(
     (store_kernel(DType::FLOAT32, out_idx, value), slots)
 }
 
+/// GEMMs with at least this many columns and this long a reduction take [`WIDE_B_PANEL_BYTES`]
+/// K blocks (see [`k_block_target`]).
+pub const WIDE_MIN_N: usize = 256;
+/// See [`WIDE_MIN_N`].
+pub const WIDE_MIN_K: usize = 1024;
+/// The packed `B` panel (`kc x nr` floats) of a wide GEMM's K block: a Zen 2 core's whole
+/// 32 KiB L1.
+pub const WIDE_B_PANEL_BYTES: usize = 32 << 10;
+
+/// The target K block of a GEMM with `n` columns and reduction length `k` on `tile`.
+///
+/// A large square-ish GEMM (at least [`WIDE_MIN_N`] columns, K at least [`WIDE_MIN_K`])
+/// takes K blocks whose packed `B` panel fills [`WIDE_B_PANEL_BYTES`] when that is longer
+/// than `tile.kc`: each K block costs every `C` tile a load and a store at the end of its
+/// micro-kernel call, and wide GEMMs have many. Measured on a 2-vCPU Zen 2 (AVX2, `kc` 256
+/// -> 512): matmul 1024 and 2048 from 161-166 to 168-176 GFLOP/s, alternating same-run
+/// comparisons. beautiful_mnist's GEMMs (at most 64 columns, or K at most 800) were mixed
+/// and 2-10% slower in its small-K weight-gradient pieces with 512, so they keep `tile.kc`.
+/// The AVX-512 tile's 32-column panel reaches 32 KiB at 256, below its `kc`: unchanged there.
+pub fn k_block_target(tile: GemmTile, n: usize, k: usize) -> usize {
+    if n >= WIDE_MIN_N && k >= WIDE_MIN_K {
+        let wide = (WIDE_B_PANEL_BYTES / (4 * tile.nr)) / A_K_GROUP * A_K_GROUP;
+        tile.kc.max(wide)
+    } else {
+        tile.kc
+    }
+}
+
 /// Splits `ast` per the module docs when it is a float32 matmul-shaped kernel with at least
 /// `min_flops` multiply-adds x 2 and both sides of at least 4; `None` otherwise.
 pub fn plan_gemm(ast: &UOp, tile: GemmTile, min_flops: f64) -> Option<GemmPlan> {
@@ -397,7 +425,7 @@ pub fn plan_gemm(ast: &UOp, tile: GemmTile, min_flops: f64) -> Option<GemmPlan> 
     // (1600 = 8 x 200 rather than 7 x 229): then no block runs past K, and the packing
     // kernels' `k < K` gate folds away.
     // Blocks are whole groups of A_K_GROUP.
-    let least = k.div_ceil(tile.kc);
+    let least = k.div_ceil(k_block_target(tile, n, k));
     let n_kb = (least..=2 * least)
         .find(|n| k.is_multiple_of(n * A_K_GROUP))
         .unwrap_or(least);

@@ -111,6 +111,51 @@ fn matmuls() {
     });
 }
 
+/// A GEMM with many columns and a long reduction takes K blocks whose `B` panel fills L1
+/// (`k_block_target`): 512 with the AVX2 tile, longer than its `kc`. K = 1030 is not a
+/// multiple of 4 blocks, so the last block is zero-padded; values against `f64` sums (the
+/// gradients' GEMMs have short reductions and take the usual blocks).
+#[test]
+fn wide_gemms_take_long_k_blocks() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    use tinygrad_codegen::gemm::{WIDE_MIN_K, WIDE_MIN_N, k_block_target};
+    gemm::set_min_flops(0.0);
+    if !gemm::enabled() {
+        println!("wide GEMMs: skipped, the GEMM path is off (CPU_GEMM=0 or no AVX2/FMA)");
+        return;
+    }
+    let (m, k, n) = (WIDE_MIN_N + 2, WIDE_MIN_K + 6, WIDE_MIN_N + 4);
+    let (a, b) = (rand(&[m, k], 20), rand(&[k, n], 21));
+    let out = a.matmul(&b);
+    let plan = only_gemm(&out, "wide matmul");
+    let tile = gemm::tile_for(plan.n);
+    let target = k_block_target(tile, plan.n, plan.k);
+    assert_eq!(target, tile.kc.max(32768 / (4 * tile.nr)), "wide target");
+    assert!(
+        plan.kb <= target + 4 && 2 * plan.kb > target,
+        "K block {} for K {} (target {target})",
+        plan.kb,
+        plan.k
+    );
+    if tile == gemm::TILE {
+        assert_eq!((plan.kb, plan.n_kb), (344, 3), "AVX2: K 1030 in 3 blocks of 344");
+    }
+    let before = gemm::launch_count();
+    let got = out.to_vec::<f32>();
+    assert!(gemm::launch_count() > before, "the wide matmul did not take the GEMM path");
+    let (av, bv) = (a.to_vec::<f32>(), b.to_vec::<f32>());
+    for i in 0..m {
+        for j in 0..n {
+            let want: f64 = (0..k).map(|p| av[i * k + p] as f64 * bv[p * n + j] as f64).sum();
+            let g = got[i * n + j] as f64;
+            assert!(
+                (g - want).abs() <= 1e-4 + 1e-4 * want.abs(),
+                "element ({i}, {j}): {g} vs {want}"
+            );
+        }
+    }
+}
+
 /// The GEMM plan (for this CPU's tile) of the one matmul-shaped kernel scheduled for `out`.
 fn only_gemm(out: &Tensor, label: &str) -> tinygrad_codegen::gemm::GemmPlan {
     let plans: Vec<_> = Tensor::schedule(&[out])
@@ -466,7 +511,7 @@ fn convolutions() {
 /// contiguous along K, so read in place with every micro-kernel) is multiplied in small row
 /// blocks that stay in cache although the rows' slices share cache sets, against `f64` sums.
 /// 600 rows make tasks of ten row panels on 2 threads (see `task_grid`), so each task walks
-/// several blocks (four panels with the AVX2 kernel's K blocks of 256, two with AVX-512's
+/// several blocks (eight panels with the AVX2 kernel's K blocks of 256, five with AVX-512's
 /// 384), and K = 1024 is several K blocks.
 #[test]
 fn aliasing_rows_of_a_read_in_place() {
