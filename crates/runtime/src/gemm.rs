@@ -145,6 +145,15 @@ pub fn fused_row_jobs() -> u64 {
     FUSED_ROW_JOBS.load(Ordering::Relaxed)
 }
 
+static BATCH_TASK_LAUNCHES: AtomicU64 = AtomicU64::new(0);
+
+/// How many batched GEMM launches ran one task per batch (`BatchTasksJob`: each task packs its
+/// batch's `B` and multiplies it by `A` read in place) in this process (lets tests check that
+/// they cover that path).
+pub fn batch_task_launches() -> u64 {
+    BATCH_TASK_LAUNCHES.load(Ordering::Relaxed)
+}
+
 /// How many GEMM-path kernels have been launched in this process (lets tests check that the
 /// path really ran).
 pub fn launch_count() -> u64 {
@@ -565,7 +574,63 @@ impl GemmKernel {
             v.push(params_addr);
             v
         };
-        for bi in 0..p.batch {
+        // Many batches with one K chunk each (a convolution's weight gradient, split along
+        // its long reduction): one task per batch. Per batch, packing B and multiplying its few
+        // tiles as two parallel launches cost a thread-pool round trip each, 256 of them for
+        // beautiful_mnist's first convolution.
+        let threads = global_pool().threads();
+        let mut ran_per_batch = false;
+        if let Some(t) = in_place
+            .filter(|_| k_chunk >= kp && p.batch >= BATCH_TASKS_PER_THREAD * threads && threads > 1)
+        {
+            BATCH_TASK_LAUNCHES.fetch_add(1, Ordering::Relaxed);
+            let job = BatchTasksJob {
+                pack_b: self.pack_b.entry(),
+                // (with one panel the packing kernel's outer loop is not the panel loop: see
+                // `run_panels`)
+                pack_b_len: if p.np == nr {
+                    self.pack_b.outer_len()
+                } else {
+                    p.np / nr
+                },
+                b_inputs: p.b_slots.iter().map(|&s| addrs[s]).collect(),
+                a_base,
+                batches: t.batches.as_ptr() as usize,
+                c: c_buf,
+                gemm: BlockJob {
+                    a: 0,
+                    b: 0,
+                    c: 0,
+                    rows: p.mp,
+                    m0: 0,
+                    np: p.np,
+                    kb,
+                    k_chunk,
+                    blocks: 0..p.n_kb,
+                    first_block: true,
+                    in_place: Some(InPlaceA {
+                        base: 0,
+                        rows: t.rows.as_ptr() as usize,
+                        ks: t.ks.as_ptr() as usize,
+                        k_left: p.k,
+                        stride: t.stride,
+                        m: p.m,
+                        mp: p.mp,
+                        rows_alias: t.rows_alias,
+                        k_contiguous: t.k_contiguous,
+                    }),
+                },
+                mp: p.mp,
+            };
+            // SAFETY: the inputs stay locked (`locked`) and the tables (`self.in_place`) and
+            // `c` (batch * mp * np floats) live until `run` returns, after every task.
+            unsafe { job.run(p.batch, mr, nr) };
+            lap(2);
+            ran_per_batch = true;
+        }
+        // (the batch loop below is for the other launches)
+        let batches_left = if ran_per_batch { 0 } else { p.batch };
+        for bi in 0..batches_left {
             for k0 in (0..kp).step_by(k_chunk) {
                 params[0] = k0 as i64;
                 params[1] = bi as i64;
@@ -800,6 +865,84 @@ impl FusedRowsJob {
                         ..job.gemm.clone()
                     };
                     gemm.task(mr, nr, 0..hi - lo, 0..job.gemm.np / nr);
+                });
+            }),
+        );
+    }
+}
+
+/// Batched GEMMs with at least this many batches per thread run one task per batch
+/// ([`BatchTasksJob`]).
+const BATCH_TASKS_PER_THREAD: usize = 4;
+
+thread_local! {
+    /// Each thread's packed `B` for [`BatchTasksJob`] tasks (kept between launches, as
+    /// [`FUSED_A`]).
+    static BATCH_B: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A batched GEMM whose `A` is read in place and whose K is one chunk, run as one task per
+/// batch: each task packs its batch's `B` into its thread's buffer (where it stays in that
+/// core's cache) and multiplies every tile of that batch.
+struct BatchTasksJob {
+    /// The packing kernel of `B` (panels as its outer loop).
+    pack_b: crate::cpu::KernelFn,
+    /// The range `0..pack_b_len` of `pack_b`'s outer loop packs every panel.
+    pack_b_len: usize,
+    /// The addresses of `pack_b`'s input slots `1..`.
+    b_inputs: Vec<usize>,
+    /// The in-place operand's buffer (the original or its prepared copy).
+    a_base: usize,
+    /// The address of the in-place batch table (`batch` int64 offsets).
+    batches: usize,
+    /// The address of `C` (`batch * mp * np` floats).
+    c: usize,
+    /// The micro-kernel loop of one batch; `b`, `c` and the in-place base are set per task.
+    gemm: BlockJob,
+    /// Padded rows of `C` per batch.
+    mp: usize,
+}
+
+impl BatchTasksJob {
+    /// # Safety
+    /// The inputs, the in-place tables and `C` must stay valid and otherwise unused until this
+    /// returns; the batch table must hold `batch` entries, and every row, K and batch table sum
+    /// must lie inside the in-place operand (`InPlaceTables::fits`).
+    unsafe fn run(self, batch: usize, mr: usize, nr: usize) {
+        let job = Arc::new(self);
+        global_pool().run(
+            batch,
+            Box::new(move |bi| {
+                let g = &job.gemm;
+                let n_panels = g.np / nr;
+                BATCH_B.with(|buf| {
+                    let mut buf = buf.borrow_mut();
+                    resize(&mut buf, g.np * g.k_chunk);
+                    let b = buf.as_mut_ptr() as usize;
+                    let params = [0i64, bi as i64];
+                    let mut addrs = vec![b];
+                    addrs.extend(&job.b_inputs);
+                    addrs.push(params.as_ptr() as usize);
+                    // SAFETY: slot 0 is this thread's buffer (np * k_chunk floats: every panel's
+                    // k_chunk x nr), the inputs are valid per `run`'s contract, `params` ([k0,
+                    // b]) lives on this frame; the kernel clamps or gates every index into its
+                    // operands.
+                    unsafe {
+                        (job.pack_b)(addrs.as_ptr().cast::<*mut u8>(), 0, job.pack_b_len as i64)
+                    };
+                    // SAFETY: bi < batch, the table's length per `run`'s contract.
+                    let offset = unsafe { *((job.batches + 8 * bi) as *const i64) };
+                    let in_place = g.in_place.map(|ip| InPlaceA {
+                        base: job.a_base.wrapping_add((offset as usize).wrapping_mul(4)),
+                        ..ip
+                    });
+                    let gemm = BlockJob {
+                        b,
+                        c: job.c + 4 * bi * job.mp * g.np,
+                        in_place,
+                        ..g.clone()
+                    };
+                    gemm.task(mr, nr, 0..g.rows / mr, 0..n_panels);
                 });
             }),
         );

@@ -138,15 +138,24 @@ fn wide_gemms_take_long_k_blocks() {
         plan.k
     );
     if tile == gemm::TILE {
-        assert_eq!((plan.kb, plan.n_kb), (344, 3), "AVX2: K 1030 in 3 blocks of 344");
+        assert_eq!(
+            (plan.kb, plan.n_kb),
+            (344, 3),
+            "AVX2: K 1030 in 3 blocks of 344"
+        );
     }
     let before = gemm::launch_count();
     let got = out.to_vec::<f32>();
-    assert!(gemm::launch_count() > before, "the wide matmul did not take the GEMM path");
+    assert!(
+        gemm::launch_count() > before,
+        "the wide matmul did not take the GEMM path"
+    );
     let (av, bv) = (a.to_vec::<f32>(), b.to_vec::<f32>());
     for i in 0..m {
         for j in 0..n {
-            let want: f64 = (0..k).map(|p| av[i * k + p] as f64 * bv[p * n + j] as f64).sum();
+            let want: f64 = (0..k)
+                .map(|p| av[i * k + p] as f64 * bv[p * n + j] as f64)
+                .sum();
             let g = got[i * n + j] as f64;
             assert!(
                 (g - want).abs() <= 1e-4 + 1e-4 * want.abs(),
@@ -342,6 +351,36 @@ fn operands_read_in_place() {
     assert!(
         gemm::in_place_launches() > after_plain,
         "the transposed A was packed"
+    );
+}
+
+/// Batched GEMMs whose `A` is read in place, with at least 4 batches per thread and K in one
+/// chunk (a convolution's weight gradient split along its reduction), run one task per batch
+/// (`BatchTasksJob`: each packs its batch's `B` itself). Against `REF`, forward and backward:
+/// `B` of one panel and of several, K past one block, an elementwise (prepared) operand.
+#[test]
+fn batches_run_one_task_each() {
+    let Some(_serial) = serial_in_place() else {
+        return;
+    };
+    let threads = tinygrad_runtime::thread_pool::global_pool().threads();
+    if threads < 2 {
+        println!("skipped: one thread, so batches are not run as tasks");
+        return;
+    }
+    let batch = 4 * threads;
+    let before = gemm::batch_task_launches();
+    let (a, b) = (rand(&[batch, 300, 30], 60), rand(&[batch, 300, 11], 61));
+    check("batched, B of one panel, K of two blocks", &[a, b], |t| {
+        t[0].transpose(1, 2).matmul(&t[1])
+    });
+    let (a, b) = (rand(&[batch, 40, 30], 62), rand(&[batch, 40, 37], 63));
+    check("batched, prepared A", &[a, b], |t| {
+        (&t[0] + 0.5).relu().transpose(1, 2).matmul(&t[1])
+    });
+    assert!(
+        gemm::batch_task_launches() > before,
+        "no batched GEMM ran one task per batch"
     );
 }
 
