@@ -762,6 +762,13 @@ impl GemmKernel {
 /// for `B` and `C`.
 const A_L2_BYTES: usize = 256 << 10;
 
+/// K blocks shorter than this (a convolution over one input channel: K = 25) run their tiles
+/// row panel by row panel over blocks of [`B_L2_BYTES`] of `B` (see `BlockJob::task`).
+const SHORT_K_BLOCK: usize = 64;
+
+/// Bytes of packed `B` per block of column panels of a short-K task.
+const B_L2_BYTES: usize = 128 << 10;
+
 /// How many panels ahead the in-place micro-kernel prefetches `A` (one row of that panel, at
 /// every `k`). A convolution's input read in place misses in every cache at the first panel of
 /// each image, and the hardware prefetcher does not follow its short strided runs.
@@ -1139,32 +1146,48 @@ impl BlockJob {
                 _ => A_L2_BYTES,
             };
             let block_panels = (a_bytes / (4 * mr * kc.max(1))).max(1);
-            for ib in (ms.start..ms.end).step_by(block_panels) {
-                let ms = ib..(ib + block_panels).min(ms.end);
-                for jn in ns.clone() {
-                    let b = self.b + 4 * (jn * self.k_chunk * nr + kk * nr);
+            let tile = |jn: usize, im: usize| {
+                let b = self.b + 4 * (jn * self.k_chunk * nr + kk * nr);
+                if let Some(ip) = self.in_place {
+                    let row0 = self.m0 + im * mr;
+                    let c = self.c + 4 * (row0 * self.np + jn * nr);
+                    // SAFETY: `rows` holds mp entries (row0 + mr <= mp), `ks` the chunk's
+                    // K - k0 from its start (kk + kc <= k_left), every table sum is inside
+                    // the operand (`InPlaceTables::fits` for all combinations); `b` is
+                    // panel jn of the packed B, `c` this task's mr x nr tile of the padded
+                    // C (tasks own disjoint panel ranges); the tile is the plan's, checked
+                    // by `GemmKernel::new`.
+                    unsafe { ip.panel(mr, nr, kc, kk, row0, b, c, self.np, accumulate) };
+                    return;
+                }
+                let a = self.a + 4 * (im * self.k_chunk * mr + kk * mr);
+                let c = self.c + 4 * ((self.m0 + im * mr) * self.np + jn * nr);
+                // SAFETY: `a` and `b` point at packed panels with `kb` rows of `mr` and
+                // `nr` floats inside the scratch buffers (panel `im` < rows / mr of the A
+                // chunk, `jn` < np / nr, kk + kb <= k_chunk); `c` at an mr x nr tile of the
+                // padded C (rows m0 + im*mr + 0..mr <= mp, columns jn*nr + 0..nr <= np)
+                // that no other task writes (tasks own disjoint panel ranges); `(mr, nr)`
+                // is the plan's tile, which `GemmKernel::new` checked has a kernel here.
+                unsafe { microkernel(mr, nr, self.kb, a, b, c, self.np, accumulate) };
+            };
+            if kc < SHORT_K_BLOCK {
+                // Short K: storing C dominates. Along a row panel, then the next, over a block
+                // of B panels that stays in L2: each C row is written in long runs (B panels
+                // first then rows wrote a tile column: mr rows per panel, far apart).
+                let b_block = (B_L2_BYTES / (4 * nr * kc.max(1))).max(1);
+                for jb in (ns.start..ns.end).step_by(b_block) {
                     for im in ms.clone() {
-                        if let Some(ip) = self.in_place {
-                            let row0 = self.m0 + im * mr;
-                            let c = self.c + 4 * (row0 * self.np + jn * nr);
-                            // SAFETY: `rows` holds mp entries (row0 + mr <= mp), `ks` the chunk's
-                            // K - k0 from its start (kk + kc <= k_left), every table sum is inside
-                            // the operand (`InPlaceTables::fits` for all combinations); `b` is
-                            // panel jn of the packed B, `c` this task's mr x nr tile of the padded
-                            // C (tasks own disjoint panel ranges); the tile is the plan's, checked
-                            // by `GemmKernel::new`.
-                            unsafe { ip.panel(mr, nr, kc, kk, row0, b, c, self.np, accumulate) };
-                            continue;
+                        for jn in jb..(jb + b_block).min(ns.end) {
+                            tile(jn, im);
                         }
-                        let a = self.a + 4 * (im * self.k_chunk * mr + kk * mr);
-                        let c = self.c + 4 * ((self.m0 + im * mr) * self.np + jn * nr);
-                        // SAFETY: `a` and `b` point at packed panels with `kb` rows of `mr` and
-                        // `nr` floats inside the scratch buffers (panel `im` < rows / mr of the A
-                        // chunk, `jn` < np / nr, kk + kb <= k_chunk); `c` at an mr x nr tile of the
-                        // padded C (rows m0 + im*mr + 0..mr <= mp, columns jn*nr + 0..nr <= np)
-                        // that no other task writes (tasks own disjoint panel ranges); `(mr, nr)`
-                        // is the plan's tile, which `GemmKernel::new` checked has a kernel here.
-                        unsafe { microkernel(mr, nr, self.kb, a, b, c, self.np, accumulate) };
+                    }
+                }
+                continue;
+            }
+            for ib in (ms.start..ms.end).step_by(block_panels) {
+                for jn in ns.clone() {
+                    for im in ib..(ib + block_panels).min(ms.end) {
+                        tile(jn, im);
                     }
                 }
             }

@@ -83,6 +83,9 @@ fn matmuls() {
         (64, 300, 17),
         (6, 600, 20),
         (5, 9, 33),
+        // a short K block (< 64: tiles run row panel by row panel) over more column panels
+        // than one L2 block of B (73 at K = 28)
+        (20, 25, 1300),
     ] {
         let (a, b) = (rand(&[m, k], 1), rand(&[k, n], 2));
         check(&format!("matmul {m}x{k}x{n}"), &[a, b], |t| {
