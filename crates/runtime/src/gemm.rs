@@ -33,7 +33,7 @@ use crate::thread_pool::global_pool;
 
 mod microkernel;
 
-use microkernel::{microkernel, microkernel_in_place, microkernel_strided};
+use microkernel::{Prefetch, microkernel, microkernel_in_place, microkernel_strided};
 
 /// The AVX2 micro-kernel's tile: 6 rows x 16 columns (two 8-lane vectors), K blocks of ~256.
 pub const TILE: GemmTile = GemmTile {
@@ -618,6 +618,7 @@ impl GemmKernel {
                         mp: p.mp,
                         rows_alias: t.rows_alias,
                         k_contiguous: t.k_contiguous,
+                        streamed: t.k_contiguous && p.np / nr <= STREAMED_COL_PANELS,
                     }),
                 },
                 mp: p.mp,
@@ -677,6 +678,7 @@ impl GemmKernel {
                             mp: p.mp,
                             rows_alias: t.rows_alias,
                             k_contiguous: t.k_contiguous,
+                            streamed: t.k_contiguous && p.np / nr <= STREAMED_COL_PANELS,
                         }),
                         ..chunk
                     };
@@ -768,6 +770,10 @@ const SHORT_K_BLOCK: usize = 64;
 
 /// Bytes of packed `B` per block of column panels of a short-K task.
 const B_L2_BYTES: usize = 128 << 10;
+
+/// An in-place `A` contiguous along K multiplied by at most this many column panels is read
+/// about once from memory: see `InPlaceA::streamed`.
+const STREAMED_COL_PANELS: usize = 2;
 
 /// How many panels ahead the in-place micro-kernel prefetches `A` (one row of that panel, at
 /// every `k`). A convolution's input read in place misses in every cache at the first panel of
@@ -1036,6 +1042,11 @@ struct InPlaceA {
     rows_alias: bool,
     /// [`InPlaceTables::k_contiguous`].
     k_contiguous: bool,
+    /// Whether each panel of `A` is read by at most [`STREAMED_COL_PANELS`] column panels and
+    /// runs contiguously along K: then `A` streams from memory about once, in short runs (a
+    /// row of K floats) far apart, and the micro-kernel prefetches every row of the next panel
+    /// ([`Prefetch::AllRows`]).
+    streamed: bool,
 }
 
 impl InPlaceA {
@@ -1068,10 +1079,21 @@ impl InPlaceA {
         // Through a K table with jumps (a convolution's input), the first row of the panel
         // PREFETCH_PANELS ahead is prefetched; rows contiguous along K (a matmul's operand) are
         // streams the hardware prefetcher follows (prefetching them cost matmul 2048 ~3%).
+        // A streamed once (contiguous along K, few column panels: a transformer's weight at
+        // batch 1) prefetches every row of the next panel instead.
         let ahead_row = row0 + PREFETCH_PANELS * mr;
-        let ahead = (!self.k_contiguous && ahead_row < self.mp)
+        let next = row0 + mr;
+        let ahead = if self.streamed && next + 6 <= self.mp {
+            // SAFETY: the row table holds mp entries from `self.rows`, and next + 6 <= mp.
+            Prefetch::AllRows(std::array::from_fn(|i| unsafe {
+                *((self.rows + 8 * (next + i)) as *const i64)
+            }))
+        } else if !self.k_contiguous && ahead_row < self.mp {
             // SAFETY: the row table holds mp entries from `self.rows`, and ahead_row < mp.
-            .then(|| unsafe { *((self.rows + 8 * ahead_row) as *const i64) });
+            Prefetch::OneRow(unsafe { *((self.rows + 8 * ahead_row) as *const i64) })
+        } else {
+            Prefetch::Off
+        };
         if mr == TILE_AVX512_NARROW.mr {
             if let Some(stride) = self.stride.filter(|_| row0 + mr <= self.m) {
                 // SAFETY: the caller guarantees `rows` has this panel's entries and `ks` kk's.
@@ -1131,8 +1153,38 @@ impl BlockJob {
     }
 
     fn task(&self, mr: usize, nr: usize, ms: std::ops::Range<usize>, ns: std::ops::Range<usize>) {
+        if self.in_place.is_some_and(|ip| ip.streamed) && self.blocks.len() > 1 {
+            // A streamed from memory once: each row panel's whole K, block after block, so
+            // its rows are read as long runs (by K block, a row was read in short pieces far
+            // apart in time).
+            for im in ms {
+                for jn in ns.clone() {
+                    for i in 0..self.blocks.len() {
+                        let job = BlockJob {
+                            blocks: self.blocks.start + i..self.blocks.start + i + 1,
+                            first_block: self.first_block && i == 0,
+                            ..self.clone()
+                        };
+                        job.task_blocks(mr, nr, i * self.kb, im..im + 1, jn..jn + 1);
+                    }
+                }
+            }
+            return;
+        }
+        self.task_blocks(mr, nr, 0, ms, ns);
+    }
+
+    /// [`BlockJob::task`] by K block, the first at `k_start` of the chunk.
+    fn task_blocks(
+        &self,
+        mr: usize,
+        nr: usize,
+        k_start: usize,
+        ms: std::ops::Range<usize>,
+        ns: std::ops::Range<usize>,
+    ) {
         for i in 0..self.blocks.len() {
-            let kk = i * self.kb;
+            let kk = k_start + i * self.kb;
             let accumulate = !(self.first_block && i == 0);
             let kc = self
                 .in_place

@@ -86,6 +86,9 @@ fn matmuls() {
         // a short K block (< 64: tiles run row panel by row panel) over more column panels
         // than one L2 block of B (73 at K = 28)
         (20, 25, 1300),
+        // A read in place, contiguous along K, with one column panel: streamed (each row
+        // panel's K blocks in turn, the next panel's rows prefetched), K of 3 blocks
+        (40, 700, 12),
     ] {
         let (a, b) = (rand(&[m, k], 1), rand(&[k, n], 2));
         check(&format!("matmul {m}x{k}x{n}"), &[a, b], |t| {

@@ -173,10 +173,24 @@ unsafe fn store_tile_narrow(
     }
 }
 
+/// Which later rows of `A` the in-place micro-kernel prefetches (hints only: any value is
+/// safe).
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Prefetch {
+    /// None.
+    Off,
+    /// At each `p`, the float at `base + 4 * (row + ks[p])`: one row of a later panel (a
+    /// convolution's window: the panel's rows are a few floats apart).
+    OneRow(i64),
+    /// At each `p`, the float at `base + 4 * (rows[p % 6] + ks[p])`, `rows` the 6 row-table
+    /// entries of a later panel: every cache line of its rows (each 16-float line holds some
+    /// `p` of every residue mod 6), for rows far apart that stream from memory once each.
+    AllRows([i64; 6]),
+}
+
 /// [`microkernel`]'s 6-row tiles (`nr` 16: AVX2, 32: AVX-512) with `A` read in place:
-/// `A[p][i]` is the float at `base + 4 * (rows[i] + ks[p])`. With `ahead`, at each `p` it also
-/// prefetches the float at `base + 4 * (ahead + ks[p])`: a row of a later panel (a hint only,
-/// any value is safe), so that panel's `A` is in cache when its turn comes.
+/// `A[p][i]` is the float at `base + 4 * (rows[i] + ks[p])`, prefetching later rows as
+/// `prefetch` says, so that a later panel's `A` is in cache when its turn comes.
 ///
 /// # Safety
 /// `rows` must be valid for 6 `i64`, `ks` for `kc`, every `base + 4 * (rows[i] + ks[p])` a
@@ -188,7 +202,7 @@ pub(super) unsafe fn microkernel_in_place(
     kc: usize,
     base: usize,
     rows: usize,
-    ahead: Option<i64>,
+    prefetch: Prefetch,
     ks: usize,
     b: usize,
     c: usize,
@@ -197,7 +211,7 @@ pub(super) unsafe fn microkernel_in_place(
 ) {
     #[cfg(not(target_arch = "x86_64"))]
     {
-        let _ = (nr, kc, base, rows, ahead, ks, b, c, ldc, accumulate);
+        let _ = (nr, kc, base, rows, prefetch, ks, b, c, ldc, accumulate);
         unreachable!("the GEMM path is only enabled on x86_64 with AVX2 and FMA")
     }
     #[cfg(target_arch = "x86_64")]
@@ -207,24 +221,37 @@ pub(super) unsafe fn microkernel_in_place(
         let base = base as *const f32;
         let r: [*const f32; 6] = std::array::from_fn(|i| base.wrapping_offset(rows[i] as isize));
         let (ks, b, c) = (ks as *const i64, b as *const f32, c as *mut f32);
-        // (the prefetched address is only a hint: any value is safe)
-        let pf = base.wrapping_offset(ahead.unwrap_or(0) as isize);
-        match (nr, ahead.is_some()) {
+        // (the prefetched addresses are only hints: any value is safe)
+        let (mode, pf_rows) = match prefetch {
+            Prefetch::Off => (0, [0; 6]),
+            Prefetch::OneRow(row) => (1, [row; 6]),
+            Prefetch::AllRows(rows) => (2, rows),
+        };
+        let pf: [*const f32; 6] = pf_rows.map(|row| base.wrapping_offset(row as isize));
+        match (nr, mode) {
             // SAFETY: forwarded from the caller's contract, which includes AVX-512F for nr = 32.
-            (32, true) => unsafe {
-                microkernel_in_place_avx512::<true>(kc, &r, pf, ks, b, c, ldc, accumulate)
+            (32, 0) => unsafe {
+                microkernel_in_place_avx512::<0>(kc, &r, &pf, ks, b, c, ldc, accumulate)
             },
             // SAFETY: as above.
-            (32, false) => unsafe {
-                microkernel_in_place_avx512::<false>(kc, &r, pf, ks, b, c, ldc, accumulate)
+            (32, 1) => unsafe {
+                microkernel_in_place_avx512::<1>(kc, &r, &pf, ks, b, c, ldc, accumulate)
+            },
+            // SAFETY: as above.
+            (32, _) => unsafe {
+                microkernel_in_place_avx512::<2>(kc, &r, &pf, ks, b, c, ldc, accumulate)
             },
             // SAFETY: forwarded from the caller's contract; AVX2+FMA checked by `enabled`.
-            (16, true) => unsafe {
-                microkernel_in_place_avx2::<true>(kc, &r, pf, ks, b, c, ldc, accumulate)
+            (16, 0) => unsafe {
+                microkernel_in_place_avx2::<0>(kc, &r, &pf, ks, b, c, ldc, accumulate)
             },
             // SAFETY: as above.
-            (16, false) => unsafe {
-                microkernel_in_place_avx2::<false>(kc, &r, pf, ks, b, c, ldc, accumulate)
+            (16, 1) => unsafe {
+                microkernel_in_place_avx2::<1>(kc, &r, &pf, ks, b, c, ldc, accumulate)
+            },
+            // SAFETY: as above.
+            (16, _) => unsafe {
+                microkernel_in_place_avx2::<2>(kc, &r, &pf, ks, b, c, ldc, accumulate)
             },
             _ => unreachable!("GEMM micro-kernel: no kernel for nr = {nr}"),
         }
@@ -288,10 +315,10 @@ macro_rules! six_row_kernels {
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = $feature)]
         #[allow(clippy::too_many_arguments)]
-        unsafe fn $in_place<const PREFETCH: bool>(
+        unsafe fn $in_place<const PREFETCH: u8>(
             kc: usize,
             r: &[*const f32; 6],
-            pf: *const f32,
+            pf: &[*const f32; 6],
             ks: *const i64,
             b: *const f32,
             c: *mut f32,
@@ -302,6 +329,8 @@ macro_rules! six_row_kernels {
             const NR: usize = 2 * $lanes;
             let mut acc = [[$zero(); 2]; 6];
             let [r0, r1, r2, r3, r4, r5] = *r;
+            // the row of the later panel whose line `p` falls in, for PREFETCH = 2 (p % 6)
+            let mut pf_row = 0;
             for p in 0..kc {
                 // SAFETY: the caller guarantees `ks` has kc entries, `b` NR*kc floats and
                 // every row pointer moved by a `ks` entry a float inside the operand.
@@ -309,8 +338,15 @@ macro_rules! six_row_kernels {
                     let off = *ks.add(p) as isize;
                     // a later panel's row at the same k: rows read in place from a big operand
                     // (a convolution's input) miss in every cache at a block's first panel
-                    if PREFETCH {
-                        _mm_prefetch::<_MM_HINT_T0>(pf.wrapping_offset(off).cast::<i8>());
+                    if PREFETCH == 1 {
+                        _mm_prefetch::<_MM_HINT_T0>(pf[0].wrapping_offset(off).cast::<i8>());
+                    }
+                    // every row of a later panel in turn: rows far apart streamed from memory
+                    // (a weight read once) are short streams the hardware prefetcher follows
+                    // too late
+                    if PREFETCH == 2 {
+                        _mm_prefetch::<_MM_HINT_T0>(pf[pf_row].wrapping_offset(off).cast::<i8>());
+                        pf_row = if pf_row == 5 { 0 } else { pf_row + 1 };
                     }
                     let b0 = $load(b.add(p * NR));
                     let b1 = $load(b.add(p * NR + $lanes));
