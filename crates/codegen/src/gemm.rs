@@ -293,22 +293,23 @@ fn pack_kernel(
 pub const WIDE_MIN_N: usize = 256;
 /// See [`WIDE_MIN_N`].
 pub const WIDE_MIN_K: usize = 1024;
-/// The packed `B` panel (`kc x nr` floats) of a wide GEMM's K block: a Zen 2 core's whole
-/// 32 KiB L1.
-pub const WIDE_B_PANEL_BYTES: usize = 32 << 10;
+/// The packed `B` panel (`kc x nr` floats) of a wide GEMM's K block: 64 KiB, in L2 (1024
+/// with 16-column panels).
+pub const WIDE_B_PANEL_BYTES: usize = 64 << 10;
 
 /// The target K block of a GEMM with `n` columns and reduction length `k` on `tile`.
 ///
-/// A large square-ish GEMM (at least [`WIDE_MIN_N`] columns, K at least [`WIDE_MIN_K`])
-/// takes K blocks whose packed `B` panel fills [`WIDE_B_PANEL_BYTES`] when that is longer
-/// than `tile.kc`: each K block costs every `C` tile a load and a store at the end of its
-/// micro-kernel call, and wide GEMMs have many. Measured on a 2-vCPU Zen 2 (AVX2, `kc` 256
-/// -> 512): matmul 1024 and 2048 from 161-166 to 168-176 GFLOP/s, alternating same-run
-/// comparisons. beautiful_mnist's GEMMs (at most 64 columns, or K at most 800) were mixed
-/// and 2-10% slower in its small-K weight-gradient pieces with 512, so they keep `tile.kc`.
-/// The AVX-512 tile's 32-column panel reaches 32 KiB at 256, below its `kc`: unchanged there.
+/// A large square-ish GEMM (at least [`WIDE_MIN_N`] columns, K at least [`WIDE_MIN_K`]) on a
+/// tile of 16-column panels (AVX2's) takes K blocks whose packed `B` panel fills
+/// [`WIDE_B_PANEL_BYTES`]: each K block costs every `C` tile a load and a store at the end of
+/// its micro-kernel call, and wide GEMMs have many. Measured on a 2-vCPU Zen 2 (AVX2),
+/// alternating same-run comparisons: `kc` 256 -> 512 took matmul 1024 and 2048 from 161-166 to
+/// 168-176 GFLOP/s; 512 -> 1024 gained about 5% more (matmul 2048's micro-kernel 107-132 ->
+/// 102-114 ms; 2048 was not clearly better than 1024). beautiful_mnist's GEMMs (at most 64
+/// columns, or K at most 800) were mixed and 2-10% slower in its small-K weight-gradient pieces
+/// with 512, so they keep `tile.kc`. The AVX-512 tiles keep theirs: not measured there.
 pub fn k_block_target(tile: GemmTile, n: usize, k: usize) -> usize {
-    if n >= WIDE_MIN_N && k >= WIDE_MIN_K {
+    if tile.nr == 16 && n >= WIDE_MIN_N && k >= WIDE_MIN_K {
         let wide = (WIDE_B_PANEL_BYTES / (4 * tile.nr)) / A_K_GROUP * A_K_GROUP;
         tile.kc.max(wide)
     } else {

@@ -783,13 +783,13 @@ const PREFETCH_PANELS: usize = 4;
 /// Bytes of `A` per block instead of [`A_L2_BYTES`] when `A` is read in place from rows a
 /// multiple of [`ALIAS_BYTES`] apart. The 1 KiB slices of such rows (a K block of 256) all
 /// start at the same offset within 4 KiB, so they share 1/4 of L1's sets and, at 8 KiB apart,
-/// 1/8 of L2's: a 256 KiB block thrashes where a packed one would fit. 48 KiB (four 6-row
-/// panels at the wide K blocks of 512 that such matmuls take, see
-/// [`tinygrad_codegen::gemm::k_block_target`]; eight at 256, two at AVX-512's 384) stays
+/// 1/8 of L2's: a 256 KiB block thrashes where a packed one would fit. 48 KiB (two 6-row
+/// panels at the wide K blocks of 1024 that such matmuls take, see
+/// [`tinygrad_codegen::gemm::k_block_target`]; eight at 256, five at AVX-512's 384) stays
 /// resident. Measured on a 2-vCPU Zen 2 (AVX2), alternating same-run comparisons against
 /// numpy: 24 KiB at K blocks of 256 took matmul 1024 from 0.77-0.88x to 0.87-0.95x and 2048
 /// from 0.82-0.83x to 0.86-0.89x; at K blocks of 512, 48 KiB ran matmul 2048 at 176 GFLOP/s
-/// against 171 with 24 KiB (two panels). Not measured with AVX-512. beautiful_mnist's GEMMs
+/// against 171 with 24 KiB. Not measured with AVX-512. beautiful_mnist's GEMMs
 /// do not alias and keep the larger block (taking 24 KiB for them too did not change its
 /// step).
 const A_ALIASED_BYTES: usize = 48 << 10;
