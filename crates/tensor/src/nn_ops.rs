@@ -578,16 +578,82 @@ impl Tensor {
         padding: impl Into<Padding>,
         ceil_mode: bool,
     ) -> Tensor {
-        let (windows, _) = self.max_pool_windows(
-            "max_pool2d",
+        let (kernel, stride, dilation, padding) = (
             kernel_size.into(),
             stride.into(),
             dilation.into(),
-            &padding.into(),
+            padding.into(),
+        );
+        let op = "max_pool2d";
+        let (windows, pads) = self.max_pool_windows(
+            op,
+            kernel.clone(),
+            stride.clone(),
+            dilation.clone(),
+            &padding,
             ceil_mode,
         );
         let n = windows.kernel.len() as isize;
-        windows.view.max((-n..0).collect::<Vec<isize>>())
+        let axes: Vec<isize> = (-n..0).collect();
+        let shape = self.shape();
+        let spatial = &shape[shape.len() - windows.kernel.len()..];
+        // Windows that tile the input exactly (stride = kernel, no dilation or padding): the
+        // gradient is computed in the input's own layout (see `max_pool_tiled_gradient`).
+        let tiles = windows.stride == windows.kernel
+            && windows.dilation.iter().all(|&d| d == 1)
+            && pads.iter().all(|&p| p == (0, 0))
+            && spatial.iter().zip(&windows.kernel).all(|(s, k)| s % k == 0);
+        if !tiles || !self.dtype().is_float() || !Tensor::is_grad_enabled() {
+            return windows.view.max(axes);
+        }
+        let (detached, _) = self
+            .detach()
+            .max_pool_windows(op, kernel, stride, dilation, &padding, ceil_mode);
+        let value = detached.view.max(axes);
+        self.max_pool_tiled_gradient(&value, &windows.kernel)
+    }
+
+    /// `value`, the max pool of `self` over windows `kernel` that tile its last dims exactly
+    /// (computed from `self` detached), with tinygrad's gradient of a window's `max` — `(x ==
+    /// max) / count * g`, `count` the window's elements equal to its max — computed in `self`'s
+    /// layout: each element compares with its window's max, `g` and `count` broadcast by
+    /// reshape and expand. The derived gradient is the same formula in the windows' layout
+    /// `(..., oy, ox, ky, kx)`: it was stored so (the mask, count and `g` make it several
+    /// readers' input), and every reader in the input's layout (a BatchNorm's backward before
+    /// the pool) then gathered from it. Same operations per element, so the same values.
+    fn max_pool_tiled_gradient(&self, value: &Tensor, kernel: &[usize]) -> Tensor {
+        let shape: Vec<isize> = self.shape().iter().map(|&d| d as isize).collect();
+        let lead = shape.len() - kernel.len();
+        let (mut split, mut ones, mut tiled) =
+            (shape[..lead].to_vec(), shape[..lead].to_vec(), vec![]);
+        for (j, &k) in kernel.iter().enumerate() {
+            let (o, k) = (shape[lead + j] / k as isize, k as isize);
+            split.extend([o, k]);
+            ones.extend([o, 1]);
+            tiled.push(lead + 2 * j + 1);
+        }
+        let (dev, dtype, out) = (self.device().to_string(), self.dtype(), value.uop());
+        let (x, window_axes) = (self.uop(), tiled);
+        let node = custom_gradient(&value.uop(), &[self.uop()], "max_pool2d", move |g, _| {
+            let (g, x, out) = (
+                Tensor::from_uop(g.clone(), &dev),
+                Tensor::from_uop(x.clone(), &dev),
+                Tensor::from_uop(out.clone(), &dev),
+            );
+            // a pooled tensor (`..., oy, ox`) broadcast over its windows, in `x`'s layout
+            let up = |t: &Tensor| t.reshape(&ones).expand(&split).reshape(&shape);
+            let axes: Vec<isize> = window_axes.iter().map(|&a| a as isize).collect();
+            let count = x
+                .reshape(&split)
+                .eq(&out.reshape(&ones))
+                .cast(g.dtype())
+                .sum(axes);
+            let mask = x.eq(&up(&out)).cast(g.dtype());
+            let grad = &mask / &up(&count) * up(&g);
+            debug_assert_eq!(grad.dtype(), dtype);
+            vec![None, Some(grad.uop())]
+        });
+        value.with_uop(node)
     }
 
     /// The windows of a max pool (padded with the dtype's minimum) and the resolved arguments,

@@ -10,7 +10,7 @@ mod common;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use serde_json::Value;
-use tinygrad_tensor::{Axis, DType, Tensor};
+use tinygrad_tensor::{Axis, DType, Dims, Tensor};
 use tinygrad_uop::Ops;
 
 /// tinygrad's tolerances for gradients.
@@ -803,4 +803,67 @@ fn relu_gradient_at_edge_values() {
         x.relu().to_vec::<f32>(),
         vec![0.0, 0.0, 0.0, 2.0, 0.0, f32::INFINITY, 0.0, 1e-30]
     );
+}
+
+/// A max pool whose windows tile the input (stride = kernel, no padding) has its gradient
+/// computed in the input's layout (`max_pool_tiled_gradient`); it equals, bit for bit, the
+/// derived gradient of the same `max` over a reshaped view (`(x == max) / count * g`): ties
+/// split evenly, a window with NaN gives NaN (no element equals its max), infinities compare
+/// equal. 2-d and 1-d kernels, the gradient through a later consumer, on CPU and REF.
+#[test]
+fn tiled_max_pool_gradient_matches_the_derived_one() {
+    let xs: Vec<f32> = (0..2 * 3 * 4 * 6)
+        .map(|i| match i % 23 {
+            5 => f32::NAN,
+            7 => f32::INFINITY,
+            9 => f32::NEG_INFINITY,
+            _ => ((i * 7) % 5) as f32 - 2.0,
+        })
+        .collect();
+    for dev in ["CPU", "REF"] {
+        let x = Tensor::from_slice(&xs, &[2, 3, 4, 6])
+            .to(dev)
+            .requires_grad(true);
+        let r = Tensor::from_slice(
+            &(0..2 * 3 * 2 * 3)
+                .map(|i| 0.5 + i as f32)
+                .collect::<Vec<_>>(),
+            &[2, 3, 2, 3],
+        )
+        .to(dev);
+        let pooled = x.max_pool2d(2, Dims::Default, 1, 0, false);
+        let derived = x.reshape(&[2, 3, 2, 2, 3, 2]).max(vec![3isize, 5]);
+        let bits = |t: &Tensor| {
+            t.to_vec::<f32>()
+                .iter()
+                .map(|v| v.to_bits())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(bits(&pooled), bits(&derived), "{dev}: values");
+        let g_pool = (&pooled.exp() * &r)
+            .sum(Axis::All)
+            .gradient(&[&x])
+            .remove(0);
+        let g_derived = (&derived.exp() * &r)
+            .sum(Axis::All)
+            .gradient(&[&x])
+            .remove(0);
+        assert_eq!(bits(&g_pool), bits(&g_derived), "{dev}: 2-d gradients");
+        // a 1-d kernel over the last dim
+        let p1 = x.max_pool2d(vec![3], Dims::Default, 1, 0, false);
+        let d1 = x.reshape(&[2, 3, 4, 2, 3]).max(vec![4isize]);
+        let g1 = (&p1 * 2.0).sum(Axis::All).gradient(&[&x]).remove(0);
+        let gd1 = (&d1 * 2.0).sum(Axis::All).gradient(&[&x]).remove(0);
+        assert_eq!(bits(&g1), bits(&gd1), "{dev}: 1-d gradients");
+        // ties split evenly: window (0, 0, 0, 0) of a constant input
+        let ones = Tensor::ones(&[1, 1, 2, 2], DType::FLOAT32)
+            .to(dev)
+            .requires_grad(true);
+        let g = ones
+            .max_pool2d(2, Dims::Default, 1, 0, false)
+            .sum(Axis::All)
+            .gradient(&[&ones])
+            .remove(0);
+        assert_eq!(g.to_vec::<f32>(), vec![0.25; 4], "{dev}: ties");
+    }
 }
