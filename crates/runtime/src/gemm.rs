@@ -377,6 +377,23 @@ impl InPlaceTables {
     /// Whether every index the tables form lies inside `buf` (in its elements): checked at
     /// each launch, so a table that disagreed with the buffer would fall back to packing
     /// rather than read out of bounds.
+    /// The in-place operand of a chunk from `k0` of the batch at `base` (the operand's buffer
+    /// moved by that batch's offset) of `plan`'s GEMM on its tile (`nr` columns per panel).
+    fn chunk(&self, plan: &GemmPlan, base: usize, k0: usize, nr: usize) -> InPlaceA {
+        InPlaceA {
+            base,
+            rows: self.rows.as_ptr() as usize,
+            ks: self.ks.as_ptr() as usize + 8 * k0,
+            k_left: plan.k - k0,
+            stride: self.stride,
+            m: plan.m,
+            mp: plan.mp,
+            rows_alias: self.rows_alias,
+            k_contiguous: self.k_contiguous,
+            streamed: self.k_contiguous && plan.np / nr <= STREAMED_COL_PANELS,
+        }
+    }
+
     fn fits(&self, buf: &Buffer) -> bool {
         let elems = buf.nbytes() / (buf.dtype.bitsize() as usize / 8).max(1);
         self.lo >= 0 && (self.hi as u64) < elems as u64
@@ -608,18 +625,8 @@ impl GemmKernel {
                     k_chunk,
                     blocks: 0..p.n_kb,
                     first_block: true,
-                    in_place: Some(InPlaceA {
-                        base: 0,
-                        rows: t.rows.as_ptr() as usize,
-                        ks: t.ks.as_ptr() as usize,
-                        k_left: p.k,
-                        stride: t.stride,
-                        m: p.m,
-                        mp: p.mp,
-                        rows_alias: t.rows_alias,
-                        k_contiguous: t.k_contiguous,
-                        streamed: t.k_contiguous && p.np / nr <= STREAMED_COL_PANELS,
-                    }),
+                    // (each task moves the base to its batch)
+                    in_place: Some(t.chunk(p, 0, 0, nr)),
                 },
                 mp: p.mp,
             };
@@ -668,18 +675,12 @@ impl GemmKernel {
                     // `A` read where it lies: every task multiplies its rows by its B panels.
                     let job = BlockJob {
                         rows: p.mp,
-                        in_place: Some(InPlaceA {
-                            base: a_base.wrapping_add((t.batches[bi] as usize).wrapping_mul(4)),
-                            rows: t.rows.as_ptr() as usize,
-                            ks: t.ks.as_ptr() as usize + 8 * k0,
-                            k_left: p.k - k0,
-                            stride: t.stride,
-                            m: p.m,
-                            mp: p.mp,
-                            rows_alias: t.rows_alias,
-                            k_contiguous: t.k_contiguous,
-                            streamed: t.k_contiguous && p.np / nr <= STREAMED_COL_PANELS,
-                        }),
+                        in_place: Some(t.chunk(
+                            p,
+                            a_base.wrapping_add((t.batches[bi] as usize).wrapping_mul(4)),
+                            k0,
+                            nr,
+                        )),
                         ..chunk
                     };
                     job.run(mr, nr);

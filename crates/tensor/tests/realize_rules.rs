@@ -231,16 +231,28 @@ fn split_weight_gradients_keep_long_partials() {
         .map(|range| range.s(0).as_int().expect("a constant range"))
         .product();
     assert!(partial_k >= 1024, "partials of {partial_k} products");
+    check_xt_y(
+        &x,
+        &y,
+        &g,
+        &[(0, 0), (7, 63), (71, 5), (40, 40)],
+        "K = 32768",
+    );
+}
+
+/// Checks elements `points` of `g = x^T y` (`x`: `[k, m]`, `y`: `[k, n]`) against `f64` sums.
+fn check_xt_y(x: &Tensor, y: &Tensor, g: &Tensor, points: &[(usize, usize)], label: &str) {
+    let (k, m, n) = (x.shape()[0], x.shape()[1], y.shape()[1]);
     let (xs, ys) = (x.to_vec::<f32>(), y.to_vec::<f32>());
     let got = g.to_vec::<f32>();
-    for (i, j) in [(0usize, 0usize), (7, 63), (71, 5), (40, 40)] {
+    for &(i, j) in points {
         let want: f64 = (0..k)
             .map(|p| xs[p * m + i] as f64 * ys[p * n + j] as f64)
             .sum();
         let v = got[i * n + j] as f64;
         assert!(
             (v - want).abs() < 1e-3 * want.abs().max(10.0),
-            "[{i}, {j}]: {v} vs {want}"
+            "{label}, [{i}, {j}]: {v} vs {want}"
         );
     }
 }
@@ -263,18 +275,7 @@ fn weight_gradients_split_from_16384_products() {
             kernels_want,
             "K = {k}: kernels"
         );
-        let (xs, ys) = (x.to_vec::<f32>(), y.to_vec::<f32>());
-        let got = g.to_vec::<f32>();
-        for (i, j) in [(0usize, 0usize), (7, 63), (71, 5)] {
-            let want: f64 = (0..k)
-                .map(|p| xs[p * m + i] as f64 * ys[p * n + j] as f64)
-                .sum();
-            let v = got[i * n + j] as f64;
-            assert!(
-                (v - want).abs() < 1e-3 * want.abs().max(10.0),
-                "K = {k}, [{i}, {j}]: {v} vs {want}"
-            );
-        }
+        check_xt_y(&x, &y, &g, &[(0, 0), (7, 63), (71, 5)], &format!("K = {k}"));
     }
 }
 
