@@ -1421,24 +1421,28 @@ pub fn keys() -> Vec<&'static str> {
     benches().into_iter().map(|(k, _, _)| k).collect()
 }
 
+/// Whether the row `key` (in the quick subset when `quick_row`) runs under `o`: without a
+/// filter, every row (the quick subset with `--quick`); with one, the rows whose key contains
+/// a filter, or equals one written `=key`.
+fn selected(o: &Opts, key: &str, quick_row: bool) -> bool {
+    if o.filter.is_empty() {
+        quick_row || !o.quick
+    } else {
+        o.filter.iter().any(|f| match f.strip_prefix('=') {
+            Some(exact) => key == exact,
+            None => key.contains(f.as_str()),
+        })
+    }
+}
+
 /// Runs the benchmarks selected by `o`, prints the table, and writes the JSON file if asked.
 ///
 /// # Errors
 /// A filter that selects nothing, or the JSON file can't be written.
 pub fn run(o: &Opts) -> Result<(), String> {
-    let selected = |key: &str, quick: bool| {
-        if o.filter.is_empty() {
-            quick || !o.quick
-        } else {
-            o.filter.iter().any(|f| match f.strip_prefix('=') {
-                Some(exact) => key == exact,
-                None => key.contains(f.as_str()),
-            })
-        }
-    };
     let benches: Vec<_> = benches()
         .into_iter()
-        .filter(|(k, q, _)| selected(k, *q))
+        .filter(|(k, q, _)| selected(o, k, *q))
         .collect();
     if benches.is_empty() {
         return Err(format!(
@@ -1478,4 +1482,33 @@ pub fn run(o: &Opts) -> Result<(), String> {
         println!("wrote {}", path.display());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Opts, selected};
+
+    fn opts(quick: bool, filter: &[&str]) -> Opts {
+        Opts {
+            quick,
+            filter: filter.iter().map(|f| f.to_string()).collect(),
+            json: None,
+        }
+    }
+
+    #[test]
+    fn rows_are_selected_by_substring_or_exact_key() {
+        let by_part = opts(false, &["mnist"]);
+        assert!(selected(&by_part, "mnist", false));
+        assert!(selected(&by_part, "jit_mnist", false));
+        assert!(!selected(&by_part, "matmul1024", true));
+        let exact = opts(false, &["=mnist"]);
+        assert!(selected(&exact, "mnist", false));
+        assert!(!selected(&exact, "jit_mnist", false));
+        assert!(!selected(&exact, "webgpu_mnist", true));
+        let none = opts(true, &[]);
+        assert!(selected(&none, "matmul256", true));
+        assert!(!selected(&none, "mnist", false));
+        assert!(selected(&opts(false, &[]), "mnist", false));
+    }
 }

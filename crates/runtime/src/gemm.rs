@@ -628,7 +628,6 @@ impl GemmKernel {
                     // (each task moves the base to its batch)
                     in_place: Some(t.chunk(p, 0, 0, nr)),
                 },
-                mp: p.mp,
             };
             // SAFETY: the inputs stay locked (`locked`) and the tables (`self.in_place`) and
             // `c` (batch * mp * np floats) live until `run` returns, after every task.
@@ -911,10 +910,9 @@ struct BatchTasksJob {
     batches: usize,
     /// The address of `C` (`batch * mp * np` floats).
     c: usize,
-    /// The micro-kernel loop of one batch; `b`, `c` and the in-place base are set per task.
+    /// The micro-kernel loop of one batch (`rows`: `C`'s padded rows per batch); `b`, `c` and
+    /// the in-place base are set per task.
     gemm: BlockJob,
-    /// Padded rows of `C` per batch.
-    mp: usize,
 }
 
 impl BatchTasksJob {
@@ -952,7 +950,7 @@ impl BatchTasksJob {
                     });
                     let gemm = BlockJob {
                         b,
-                        c: job.c + 4 * bi * job.mp * g.np,
+                        c: job.c + 4 * bi * g.rows * g.np,
                         in_place,
                         ..g.clone()
                     };
@@ -1081,7 +1079,8 @@ impl InPlaceA {
         // PREFETCH_PANELS ahead is prefetched; rows contiguous along K (a matmul's operand) are
         // streams the hardware prefetcher follows (prefetching them cost matmul 2048 ~3%).
         // A streamed once (contiguous along K, few column panels: a transformer's weight at
-        // batch 1) prefetches every row of the next panel instead.
+        // batch 1) prefetches every row of the next 6 (with the 12-row tile, whose in-place
+        // halves both get them: the first half of the next panel).
         let ahead_row = row0 + PREFETCH_PANELS * mr;
         let next = row0 + mr;
         let ahead = if self.streamed && next + 6 <= self.mp {
@@ -1161,31 +1160,27 @@ impl BlockJob {
             for im in ms {
                 for jn in ns.clone() {
                     for i in 0..self.blocks.len() {
-                        let job = BlockJob {
-                            blocks: self.blocks.start + i..self.blocks.start + i + 1,
-                            first_block: self.first_block && i == 0,
-                            ..self.clone()
-                        };
-                        job.task_blocks(mr, nr, i * self.kb, im..im + 1, jn..jn + 1);
+                        self.task_blocks(mr, nr, i..i + 1, im..im + 1, jn..jn + 1);
                     }
                 }
             }
             return;
         }
-        self.task_blocks(mr, nr, 0, ms, ns);
+        self.task_blocks(mr, nr, 0..self.blocks.len(), ms, ns);
     }
 
-    /// [`BlockJob::task`] by K block, the first at `k_start` of the chunk.
+    /// [`BlockJob::task`] over the chunk's K blocks `ks` (indices from the chunk's first block),
+    /// each over every tile of `ms x ns`.
     fn task_blocks(
         &self,
         mr: usize,
         nr: usize,
-        k_start: usize,
+        ks: std::ops::Range<usize>,
         ms: std::ops::Range<usize>,
         ns: std::ops::Range<usize>,
     ) {
-        for i in 0..self.blocks.len() {
-            let kk = k_start + i * self.kb;
+        for i in ks {
+            let kk = i * self.kb;
             let accumulate = !(self.first_block && i == 0);
             let kc = self
                 .in_place

@@ -606,6 +606,8 @@ impl Tensor {
         if !tiles || !self.dtype().is_float() || !Tensor::is_grad_enabled() {
             return windows.view.max(axes);
         }
+        // (the windows above were built to resolve the arguments; the value's are detached,
+        // so the gradient reaches `self` only through the custom rule)
         let (detached, _) = self
             .detach()
             .max_pool_windows(op, kernel, stride, dilation, &padding, ceil_mode);

@@ -329,7 +329,7 @@ macro_rules! six_row_kernels {
             const NR: usize = 2 * $lanes;
             let mut acc = [[$zero(); 2]; 6];
             let [r0, r1, r2, r3, r4, r5] = *r;
-            // the row of the later panel whose line `p` falls in, for PREFETCH = 2 (p % 6)
+            // the later panel's row prefetched at this `p` with PREFETCH = 2 (`p % 6`)
             let mut pf_row = 0;
             for p in 0..kc {
                 // SAFETY: the caller guarantees `ks` has kc entries, `b` NR*kc floats and
