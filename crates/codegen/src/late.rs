@@ -13,7 +13,7 @@
 
 use std::sync::LazyLock;
 
-use tinygrad_uop::{Ops, PatternMatcher, UOp, UPat, rules};
+use tinygrad_uop::{ConstValue, Ops, PatternMatcher, UOp, UPat, rules};
 
 /// The rewrites: `a + b*-1` (either order) -> `Sub(a, b)`, `x*-1` -> `Neg(x)`, for every
 /// non-bool value dtype.
@@ -53,9 +53,15 @@ fn as_mul_acc(add: &UOp) -> Option<UOp> {
     Some(m.s(0).alu(Ops::MulAcc, &[m.s(1).clone(), c.clone()]))
 }
 
-/// Whether `u` is the constant -1 (a scalar, a vector constant or a vector of -1s).
+/// Whether `u` is the constant -1 (a scalar, a vector constant or a vector of -1s). For an
+/// unsigned dtype that is the all-ones value (`UOp::neg` multiplies by -1, which wraps to it).
 fn is_minus_one(u: &UOp) -> bool {
     match u.op() {
+        Ops::Const if u.dtype().is_unsigned() => {
+            let all_ones = u64::MAX >> (64 - u.dtype().scalar().bitsize());
+            u.as_const()
+                .is_some_and(|c| matches!(c, ConstValue::UInt(v) if v == all_ones))
+        }
         Ops::Const => u.as_const().is_some_and(|c| c.as_f64() == -1.0),
         Ops::Vectorize => !u.src().is_empty() && u.src().iter().all(is_minus_one),
         _ => false,
@@ -124,7 +130,15 @@ mod tests {
 
     #[test]
     fn subtraction_and_negation_become_their_ops() {
-        for dt in [DType::FLOAT32, DType::INT32, DType::FLOAT64, DType::INDEX] {
+        for dt in [
+            DType::FLOAT32,
+            DType::INT32,
+            DType::FLOAT64,
+            DType::INDEX,
+            DType::UINT32,
+            DType::UINT8,
+            DType::UINT64,
+        ] {
             let (a, b) = (var(dt, "a"), var(dt, "b"));
             assert_eq!(
                 rewrite(&a.sub(&b)),
