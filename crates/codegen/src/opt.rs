@@ -414,6 +414,7 @@ pub fn heuristic(ast: &UOp) -> KernelOpts {
                     vector: false,
                 });
             }
+            opts.order = memory_order(&a);
             return opts;
         }
         let lanes = if size(&k) >= 4 * w {
@@ -426,6 +427,7 @@ pub fn heuristic(ast: &UOp) -> KernelOpts {
             lanes,
             vector: true,
         });
+        opts.order = memory_order(&a);
     } else if red_ranges.iter().map(size).product::<usize>() <= SMALL_REDUCE
         && red_ranges.iter().all(|k| size(k) >= 2)
     {
@@ -465,6 +467,38 @@ pub fn heuristic(ast: &UOp) -> KernelOpts {
     }
     opts
 }
+
+/// For a reduction along a contiguous axis with several output ranges: the output ranges
+/// nested in memory order (largest stride in the loads outermost) when the scheduled order is
+/// not, so that consecutive outputs read neighbouring rows. BatchNorm's per-channel partial sums
+/// over `(N, C, H, W)` are scheduled channel-major: each output row is a short run of `H*W`
+/// floats, the next one `C*H*W` further on, and a thread walks the whole tensor in short
+/// runs (measured: 2.8 -> 1.8 ms for 20 MB with 2 threads on a Zen 2). The new outermost range
+/// must be at least as large as [`MIN_OUTER_ON_REORDER`] (threads split it) or the old one.
+fn memory_order(a: &Analysis) -> Option<Vec<usize>> {
+    if a.out.len() < 2 {
+        return None;
+    }
+    let mut stride = Vec::with_capacity(a.out.len());
+    for r in &a.out {
+        let mut most = 0i64;
+        for (idx, _) in &a.loads {
+            most = most.max(affine_coeff(idx, r, &mut HashMap::new())?.abs());
+        }
+        stride.push(most);
+    }
+    let mut order: Vec<usize> = (0..a.out.len()).collect();
+    // stable: equal strides keep the scheduled order
+    order.sort_by_key(|&i| std::cmp::Reverse(stride[i]));
+    let first = |i: usize| range_size(&a.out[i]).unwrap_or(0);
+    if order[0] == 0 || first(order[0]) < first(0).min(MIN_OUTER_ON_REORDER) {
+        return None;
+    }
+    Some(order.iter().map(|&i| range_id(&a.out[i])).collect())
+}
+
+/// See [`memory_order`].
+const MIN_OUTER_ON_REORDER: usize = 64;
 
 /// Output axes up to this size count as short: an elementwise kernel without a vector axis
 /// unrolls its innermost short axes (see [`heuristic`]).
@@ -1449,6 +1483,66 @@ mod tests {
                 .any(|n| n.op() == Ops::Range && matches!(range_kind(n), AxisKind::Reduce)),
             "a window loop is left"
         );
+    }
+
+    /// Per-channel partial sums over an `(N, C, P)` tensor, as BatchNorm's are scheduled:
+    /// `out[c][j] = sum over (i, p) of x[(2j + i) * C * P + c * P + p]`, outputs `(c, j)` with
+    /// sizes `(channels, parts)`, P = `pixels` contiguous.
+    fn channel_sums(channels: i64, parts: i64, pixels: i64) -> UOp {
+        let c = UOp::range(channels, 0, AxisKind::Loop);
+        let j = UOp::range(parts, 1, AxisKind::Loop);
+        let i = UOp::range(2i64, 2, AxisKind::Reduce);
+        let p = UOp::range(pixels, 3, AxisKind::Reduce);
+        let (out, x) = (global(0), global(1));
+        let xi = (&j * 2 + &i) * (channels * pixels) + &c * pixels + &p;
+        let v = UOp::new(Ops::Load, DType::FLOAT32, vec![index(&x, xi)], Arg::None);
+        let red = UOp::new(
+            Ops::Reduce,
+            DType::FLOAT32,
+            vec![v, i, p],
+            Arg::Op(Ops::Add),
+        );
+        let st = UOp::new(
+            Ops::Store,
+            DType::VOID,
+            vec![index(&out, &c * parts + &j), red],
+            Arg::None,
+        );
+        UOp::new(Ops::Sink, DType::VOID, vec![st], Arg::None)
+    }
+
+    #[test]
+    fn contiguous_reductions_nest_their_outputs_in_memory_order() {
+        // long rows (the vector-accumulator branch) and short ones (the short-dot branch):
+        // the part axis, the larger stride, goes outermost
+        for pixels in [400, 16] {
+            let ast = channel_sums(32, 256, pixels);
+            let opts = heuristic(&ast);
+            assert_eq!(opts.order, Some(vec![1, 0]), "P = {pixels}: {opts}");
+            apply_opts(&ast, &opts).expect("the heuristic's opts apply");
+        }
+        // already in memory order: unchanged
+        let c = UOp::range(32i64, 0, AxisKind::Loop);
+        let j = UOp::range(256i64, 1, AxisKind::Loop);
+        let p = UOp::range(400i64, 2, AxisKind::Reduce);
+        let (out, x) = (global(0), global(1));
+        let v = UOp::new(
+            Ops::Load,
+            DType::FLOAT32,
+            vec![index(&x, &c * (256 * 400) + &j * 400 + &p)],
+            Arg::None,
+        );
+        let red = UOp::new(Ops::Reduce, DType::FLOAT32, vec![v, p], Arg::Op(Ops::Add));
+        let st = UOp::new(
+            Ops::Store,
+            DType::VOID,
+            vec![index(&out, &c * 256 + &j), red],
+            Arg::None,
+        );
+        let ast = UOp::new(Ops::Sink, DType::VOID, vec![st], Arg::None);
+        assert_eq!(heuristic(&ast).order, None);
+        // a new outermost range too short to split across threads: unchanged
+        assert_eq!(heuristic(&channel_sums(128, 8, 400)).order, None);
     }
 
     #[test]
