@@ -294,6 +294,9 @@ pub fn heuristic(ast: &UOp) -> KernelOpts {
             };
             let lanes = if size(&r) >= 4 * w {
                 vec![w, unroll]
+            } else if size(&r).is_multiple_of(w) && size(&r) / w >= 2 {
+                // a short row (8 or 12 floats: a 6x6 or 8x8 feature map's) as vectors whole
+                vec![w, size(&r) / w]
             } else {
                 vec![w]
             };
@@ -317,6 +320,24 @@ pub fn heuristic(ast: &UOp) -> KernelOpts {
                 opts.splits.push(Split {
                     axis: range_id(o),
                     lanes: vec![2],
+                    vector: false,
+                });
+            }
+            // Short rows (under 4 vectors: feature maps of 6x6 to 10x10) with nothing else
+            // unrolled: 4 rows (or 2) per iteration, so each loop iteration has 8 or more
+            // vectors to work on and loads broadcast along the rows (a channel's BatchNorm
+            // statistics) are shared (beautiful_mnist's BatchNorm kernels over 512x64x8x8:
+            // 1.67 -> 1.04 ms; found by BEAM, ~2.4 ms of its step in all).
+            if opts.splits.len() == 1
+                && size(&r) < 4 * w
+                && let Some(o) = a.out.iter().rev().find(|o| **o != r)
+                && let Some(f) = [4, 2]
+                    .into_iter()
+                    .find(|f| size(o) >= *f && size(o).is_multiple_of(*f))
+            {
+                opts.splits.push(Split {
+                    axis: range_id(o),
+                    lanes: vec![f],
                     vector: false,
                 });
             }
@@ -1454,6 +1475,47 @@ mod tests {
         let plain = heuristic(&kernel(load(2, &i * 16 + &j)));
         let splits: Vec<(usize, bool)> = plain.splits.iter().map(|s| (s.axis, s.vector)).collect();
         assert_eq!(splits, vec![(1, true)], "{plain}");
+    }
+
+    /// `out[i][j] = x[i][j] * s[i]` with rows of `cols` floats: short rows (8) are two vectors
+    /// whole with 4 rows per iteration; long ones (32) keep 2 vectors and no row unroll.
+    #[test]
+    fn short_rows_unroll_the_row_axis() {
+        let kernel = |cols: i64| {
+            let i = UOp::range(64i64, 0, AxisKind::Loop);
+            let j = UOp::range(cols, 1, AxisKind::Loop);
+            let load = |slot: i64, idx: UOp| {
+                UOp::new(
+                    Ops::Load,
+                    DType::FLOAT32,
+                    vec![index(&global(slot), idx)],
+                    Arg::None,
+                )
+            };
+            let v = &load(1, &i * cols + &j) * &load(2, i.clone());
+            let st = UOp::new(
+                Ops::Store,
+                DType::VOID,
+                vec![index(&global(0), &i * cols + &j), v],
+                Arg::None,
+            );
+            UOp::new(Ops::Sink, DType::VOID, vec![st], Arg::None)
+        };
+        let short = kernel(8);
+        let opts = heuristic(&short);
+        let splits: Vec<(usize, Vec<usize>, bool)> = opts
+            .splits
+            .iter()
+            .map(|s| (s.axis, s.lanes.clone(), s.vector))
+            .collect();
+        assert_eq!(
+            splits,
+            vec![(1, vec![4, 2], true), (0, vec![4], false)],
+            "{opts}"
+        );
+        apply_opts(&short, &opts).expect("the heuristic's opts apply");
+        let long = heuristic(&kernel(32));
+        assert_eq!(long.splits.len(), 1, "{long}");
     }
 
     /// `mask[i] = 0 < x[i]` (ReLU's saved mask), `y[i] = where(mask[i], x[i], 0)`: the bool
