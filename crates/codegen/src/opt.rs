@@ -1381,6 +1381,34 @@ mod tests {
         UOp::new(Ops::Index, buf.dtype(), vec![buf.clone(), idx], Arg::None)
     }
 
+    /// A float32 load of `global(slot)` at `idx`.
+    fn load_f32(slot: i64, idx: UOp) -> UOp {
+        UOp::new(
+            Ops::Load,
+            DType::FLOAT32,
+            vec![index(&global(slot), idx)],
+            Arg::None,
+        )
+    }
+
+    /// `v` reduced with `op` over `ranges`.
+    fn reduce_op(v: UOp, ranges: &[&UOp], op: Ops) -> UOp {
+        let mut src = vec![v];
+        src.extend(ranges.iter().map(|r| (*r).clone()));
+        UOp::new(Ops::Reduce, DType::FLOAT32, src, Arg::Op(op))
+    }
+
+    /// The kernel storing `v` into `global(0)` at `idx`.
+    fn store_sink(idx: UOp, v: UOp) -> UOp {
+        let st = UOp::new(
+            Ops::Store,
+            DType::VOID,
+            vec![index(&global(0), idx), v],
+            Arg::None,
+        );
+        UOp::new(Ops::Sink, DType::VOID, vec![st], Arg::None)
+    }
+
     /// Ranges 0..4 of a 2x2 window kernel: outputs `(i, j)` of sizes `outer`, then the window
     /// `(ky, kx)` of kind `window` (reduced in pooling, output axes in a window-layout gradient).
     fn window_ranges(outer: (i64, i64), window: AxisKind) -> (UOp, UOp, UOp, UOp) {
@@ -1448,58 +1476,26 @@ mod tests {
     fn loads_broadcast_over_windows_unroll_the_row_axis() {
         let i = UOp::range(8i64, 0, AxisKind::Loop);
         let j = UOp::range(16i64, 1, AxisKind::Loop);
-        let load = |slot: i64, idx: UOp| {
-            UOp::new(
-                Ops::Load,
-                DType::FLOAT32,
-                vec![index(&global(slot), idx)],
-                Arg::None,
-            )
-        };
-        let x = load(1, &i * 16 + &j);
-        let kernel = |y: UOp| {
-            let st = UOp::new(
-                Ops::Store,
-                DType::VOID,
-                vec![index(&global(0), &i * 16 + &j), &x * &y],
-                Arg::None,
-            );
-            UOp::new(Ops::Sink, DType::VOID, vec![st], Arg::None)
-        };
-        let pooled = kernel(load(2, i.idiv(2) * 8 + j.idiv(2)));
+        let x = load_f32(1, &i * 16 + &j);
+        let kernel = |y: UOp| store_sink(&i * 16 + &j, &x * &y);
+        let pooled = kernel(load_f32(2, i.idiv(2) * 8 + j.idiv(2)));
         let opts = heuristic(&pooled);
         let splits: Vec<(usize, bool)> = opts.splits.iter().map(|s| (s.axis, s.vector)).collect();
         assert_eq!(splits, vec![(1, true), (0, false)], "{opts}");
         assert_eq!(opts.splits[1].lanes, vec![2], "{opts}");
         apply_opts(&pooled, &opts).expect("the heuristic's opts apply");
-        let plain = heuristic(&kernel(load(2, &i * 16 + &j)));
+        let plain = heuristic(&kernel(load_f32(2, &i * 16 + &j)));
         let splits: Vec<(usize, bool)> = plain.splits.iter().map(|s| (s.axis, s.vector)).collect();
         assert_eq!(splits, vec![(1, true)], "{plain}");
     }
 
-    /// `out[i][j] = x[i][j] * s[i]` with rows of `cols` floats: short rows (8) are two vectors
-    /// whole with 4 rows per iteration; long ones (32) keep 2 vectors and no row unroll.
     #[test]
     fn short_rows_unroll_the_row_axis() {
         let kernel = |cols: i64| {
             let i = UOp::range(64i64, 0, AxisKind::Loop);
             let j = UOp::range(cols, 1, AxisKind::Loop);
-            let load = |slot: i64, idx: UOp| {
-                UOp::new(
-                    Ops::Load,
-                    DType::FLOAT32,
-                    vec![index(&global(slot), idx)],
-                    Arg::None,
-                )
-            };
-            let v = &load(1, &i * cols + &j) * &load(2, i.clone());
-            let st = UOp::new(
-                Ops::Store,
-                DType::VOID,
-                vec![index(&global(0), &i * cols + &j), v],
-                Arg::None,
-            );
-            UOp::new(Ops::Sink, DType::VOID, vec![st], Arg::None)
+            let v = &load_f32(1, &i * cols + &j) * &load_f32(2, i.clone());
+            store_sink(&i * cols + &j, v)
         };
         let short = kernel(8);
         let opts = heuristic(&short);
@@ -1609,22 +1605,9 @@ mod tests {
         let j = UOp::range(parts, 1, AxisKind::Loop);
         let i = UOp::range(2i64, 2, AxisKind::Reduce);
         let p = UOp::range(pixels, 3, AxisKind::Reduce);
-        let (out, x) = (global(0), global(1));
         let xi = (&j * 2 + &i) * (channels * pixels) + &c * pixels + &p;
-        let v = UOp::new(Ops::Load, DType::FLOAT32, vec![index(&x, xi)], Arg::None);
-        let red = UOp::new(
-            Ops::Reduce,
-            DType::FLOAT32,
-            vec![v, i, p],
-            Arg::Op(Ops::Add),
-        );
-        let st = UOp::new(
-            Ops::Store,
-            DType::VOID,
-            vec![index(&out, &c * parts + &j), red],
-            Arg::None,
-        );
-        UOp::new(Ops::Sink, DType::VOID, vec![st], Arg::None)
+        let red = reduce_op(load_f32(1, xi), &[&i, &p], Ops::Add);
+        store_sink(&c * parts + &j, red)
     }
 
     #[test]
@@ -1641,21 +1624,12 @@ mod tests {
         let c = UOp::range(32i64, 0, AxisKind::Loop);
         let j = UOp::range(256i64, 1, AxisKind::Loop);
         let p = UOp::range(400i64, 2, AxisKind::Reduce);
-        let (out, x) = (global(0), global(1));
-        let v = UOp::new(
-            Ops::Load,
-            DType::FLOAT32,
-            vec![index(&x, &c * (256 * 400) + &j * 400 + &p)],
-            Arg::None,
+        let red = reduce_op(
+            load_f32(1, &c * (256 * 400) + &j * 400 + &p),
+            &[&p],
+            Ops::Add,
         );
-        let red = UOp::new(Ops::Reduce, DType::FLOAT32, vec![v, p], Arg::Op(Ops::Add));
-        let st = UOp::new(
-            Ops::Store,
-            DType::VOID,
-            vec![index(&out, &c * 256 + &j), red],
-            Arg::None,
-        );
-        let ast = UOp::new(Ops::Sink, DType::VOID, vec![st], Arg::None);
+        let ast = store_sink(&c * 256 + &j, red);
         assert_eq!(heuristic(&ast).order, None);
         // a new outermost range too short to split across threads: unchanged
         assert_eq!(heuristic(&channel_sums(128, 8, 400)).order, None);
@@ -1672,26 +1646,8 @@ mod tests {
                 UOp::range(5i64, 2, AxisKind::Reduce),
                 UOp::range(6i64, 3, AxisKind::Reduce),
             );
-            let (out, x) = (global(0), global(1));
-            let v = UOp::new(
-                Ops::Load,
-                DType::FLOAT32,
-                vec![index(&x, &i * 30 + &ry * 6 + &rx)],
-                Arg::None,
-            );
-            let red = UOp::new(
-                Ops::Reduce,
-                DType::FLOAT32,
-                vec![v, ry, rx],
-                Arg::Op(Ops::Add),
-            );
-            let st = UOp::new(
-                Ops::Store,
-                DType::VOID,
-                vec![index(&out, i), red],
-                Arg::None,
-            );
-            UOp::new(Ops::Sink, DType::VOID, vec![st], Arg::None)
+            let red = reduce_op(load_f32(1, &i * 30 + &ry * 6 + &rx), &[&ry, &rx], Ops::Add);
+            store_sink(i, red)
         };
         // 5 = 2*2 + 1: a main part and a tail, which the second split would have to split alike
         let tail_then_split = KernelOpts::parse("s2:2 s3:3").expect("opts");
