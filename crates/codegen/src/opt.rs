@@ -312,6 +312,7 @@ pub fn heuristic(ast: &UOp) -> KernelOpts {
             // over 512x32x20x20: 4.2 -> 2.8 ms).
             if let Some(o) = a.out.iter().rev().find(|o| {
                 **o != r
+                    && size(o) >= 2
                     && size(o).is_multiple_of(2)
                     && a.loads
                         .iter()
@@ -1487,6 +1488,20 @@ mod tests {
         let plain = heuristic(&kernel(load_f32(2, &i * 16 + &j)));
         let splits: Vec<(usize, bool)> = plain.splits.iter().map(|s| (s.axis, s.vector)).collect();
         assert_eq!(splits, vec![(1, true)], "{plain}");
+        // rows of a symbolic count: not split (their size is unknown)
+        let n = UOp::new(
+            Ops::DefineVar,
+            DType::INDEX,
+            vec![],
+            Arg::Var("n".into(), 1, 64),
+        );
+        let rows = UOp::range(n, 0, AxisKind::Loop);
+        let x = load_f32(1, &rows * 16 + &j);
+        let g = load_f32(2, rows.idiv(2) * 8 + j.idiv(2));
+        let symbolic = heuristic(&store_sink(&rows * 16 + &j, &x * &g));
+        let splits: Vec<(usize, bool)> =
+            symbolic.splits.iter().map(|s| (s.axis, s.vector)).collect();
+        assert_eq!(splits, vec![(1, true)], "{symbolic}");
     }
 
     #[test]
