@@ -295,7 +295,7 @@ pub fn heuristic(ast: &UOp) -> KernelOpts {
             let lanes = if size(&r) >= 4 * w {
                 vec![w, unroll]
             } else if size(&r).is_multiple_of(w) && size(&r) / w >= 2 {
-                // a short row (8 or 12 floats: a 6x6 or 8x8 feature map's) as vectors whole
+                // a short row of whole vectors (8 or 12 floats: an 8x8 or 12x12 map's) taken whole
                 vec![w, size(&r) / w]
             } else {
                 vec![w]
@@ -309,7 +309,7 @@ pub fn heuristic(ast: &UOp) -> KernelOpts {
             // linearly (`x[h // 2][w // 2]`: a pooled tensor broadcast back over its windows,
             // as max_pool2d's gradient is computed): that other axis unrolled by 2, so two
             // neighbouring rows share the gathered loads (beautiful_mnist's pool gradient
-            // over 512x32x20x20: 4.2 -> 2.8 ms).
+            // over 512x32x20x20: 4.1 -> 2.6 ms).
             if let Some(o) = a.out.iter().rev().find(|o| {
                 **o != r
                     && size(o) >= 2
@@ -324,8 +324,8 @@ pub fn heuristic(ast: &UOp) -> KernelOpts {
                     vector: false,
                 });
             }
-            // Short rows (under 4 vectors: feature maps of 6x6 to 10x10) with nothing else
-            // unrolled: 4 rows (or 2) per iteration, so each loop iteration has 8 or more
+            // Short rows (under 4 vectors: feature maps of 4x4 to 15x15) with nothing else
+            // unrolled: 4 rows (or 2) per iteration, so each loop iteration has several
             // vectors to work on and loads broadcast along the rows (a channel's BatchNorm
             // statistics) are shared (beautiful_mnist's BatchNorm kernels over 512x64x8x8:
             // 1.67 -> 1.04 ms; found by BEAM, ~2.4 ms of its step in all).
@@ -513,7 +513,7 @@ pub fn heuristic(ast: &UOp) -> KernelOpts {
 /// not, so that consecutive outputs read neighbouring rows. BatchNorm's per-channel partial sums
 /// over `(N, C, H, W)` are scheduled channel-major: each output row is a short run of `H*W`
 /// floats, the next one `C*H*W` further on, and a thread walks the whole tensor in short
-/// runs (measured: 2.8 -> 1.8 ms for 20 MB with 2 threads on a Zen 2). The new outermost range
+/// runs (measured: 2.9 -> 1.6 ms for 20 MB with 2 threads on a Zen 2). The new outermost range
 /// must be at least as large as [`MIN_OUTER_ON_REORDER`] (threads split it) or the old one.
 fn memory_order(a: &Analysis) -> Option<Vec<usize>> {
     if a.out.len() < 2 {
