@@ -97,6 +97,11 @@ pub struct GemmPlan {
     /// `A` read in place (no packing) when its index is separable (see
     /// [`crate::gemm_in_place`]); `pack_a` still describes it, for launchers that pack.
     pub a_in_place: Option<InPlaceOperand>,
+    /// The output slot when the epilogue only copies `C` into a float32 output of `C`'s layout
+    /// without padding rows (`(b * m + row) * n + col`, `n == np`: a plain matmul): the
+    /// launcher may then write the whole row panels of `C` there and copy only the rows of the
+    /// last, partial panel, instead of running the epilogue over all of `C`.
+    pub direct_output: Option<usize>,
 }
 
 /// The sizes and ids of ranges.
@@ -483,9 +488,13 @@ pub fn plan_gemm(ast: &UOp, tile: GemmTile, min_flops: f64) -> Option<GemmPlan> 
     for g in &original_globals {
         globals[slot_of(g)] = g.dtype().base();
     }
+    let c_load = load(&c, cidx);
     let mut map = HashMap::new();
-    map.insert((*red).clone(), load(&c, cidx));
+    map.insert((*red).clone(), c_load.clone());
     let epilogue = ast.substitute(&map);
+    let direct_output = (n == np)
+        .then(|| copies_c_contiguously(&epilogue, &c_load, &[&batch, &mr_, &nr_]))
+        .flatten();
     Some(GemmPlan {
         tile,
         batch: nb,
@@ -512,5 +521,37 @@ pub fn plan_gemm(ast: &UOp, tile: GemmTile, min_flops: f64) -> Option<GemmPlan> 
         },
         globals,
         a_in_place,
+        direct_output,
     })
+}
+
+/// The output slot of `epilogue` when it only copies `C` (the load `c_load`) into a float32
+/// output laid out as `C` without its padding rows: `out[b][m][n]` at `(b * M + m) * N + n`,
+/// `ranges` being the batch, M and N ranges. Then the launcher can write `C`'s whole row panels
+/// straight into the output and skip the copy (see [`GemmPlan::direct_output`]). A layout this
+/// does not recognize (a transposed output, fused bias or activation) keeps the epilogue.
+fn copies_c_contiguously(epilogue: &UOp, c_load: &UOp, ranges: &[&[UOp]; 3]) -> Option<usize> {
+    let [store] = epilogue.src() else {
+        return None;
+    };
+    if store.op() != Ops::Store || store.s(1) != c_load {
+        return None;
+    }
+    let index = store.s(0);
+    let out = index.s(0);
+    if index.op() != Ops::Index
+        || out.op() != Ops::DefineGlobal
+        || out.dtype().base() != DType::FLOAT32
+    {
+        return None;
+    }
+    let [batch, m, n] = *ranges;
+    let size_of = |v: &[UOp]| v.iter().map(size).product::<usize>();
+    let (m_len, n_len) = (size_of(m), size_of(n));
+    let want = flatten(batch)
+        .mul((m_len * n_len) as i64)
+        .add(flatten(m).mul(n_len as i64))
+        .add(flatten(n));
+    let want = tinygrad_uop::graph_rewrite(&want, tinygrad_uop::sym(), &mut (), false);
+    (*index.s(1) == want).then(|| slot_of(out))
 }

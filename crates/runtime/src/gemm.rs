@@ -38,7 +38,7 @@ mod microkernel;
 pub use jobs::aliased_launches;
 use jobs::{
     A_BLOCK_BYTES, ALIAS_BYTES, ALIASED_LAUNCHES, BATCH_TASKS_PER_THREAD, BatchTasksJob, BlockJob,
-    FusedRowsJob, InPlaceA, STREAMED_COL_PANELS, fused_block_panels, resize,
+    DirectC, FusedRowsJob, InPlaceA, STREAMED_COL_PANELS, fused_block_panels, resize,
 };
 
 /// The AVX2 micro-kernel's tile: 6 rows x 16 columns (two 8-lane vectors), K blocks of ~256.
@@ -294,6 +294,15 @@ static IN_PLACE_LAUNCHES: AtomicU64 = AtomicU64::new(0);
 /// that path).
 pub fn in_place_launches() -> u64 {
     IN_PLACE_LAUNCHES.load(Ordering::Relaxed)
+}
+
+static DIRECT_LAUNCHES: AtomicU64 = AtomicU64::new(0);
+
+/// How many GEMM launches wrote their whole row panels straight into the output (no epilogue
+/// copy, see [`tinygrad_codegen::gemm::GemmPlan::direct_output`]) in this process (lets tests
+/// check that they cover that path and its fallbacks).
+pub fn direct_launches() -> u64 {
+    DIRECT_LAUNCHES.load(Ordering::Relaxed)
 }
 
 static STRIDED_LAUNCHES: AtomicU64 = AtomicU64::new(0);
@@ -588,6 +597,23 @@ impl GemmKernel {
                 a_base = prepared;
             }
         }
+        // Whole row panels of C go straight into the output when the epilogue would only copy
+        // them (`GemmPlan::direct_output`) and the output overlaps no input: the epilogue reads
+        // every input before writing, tiles written early must not change what later tiles read.
+        let direct_rows = p.m / mr * mr;
+        let direct_slot = p.direct_output.filter(|&o| {
+            let (lo, hi) = (addrs[o], addrs[o] + bufs[o].nbytes());
+            direct_rows > 0
+                && (0..bufs.len())
+                    .filter(|&s| s != o)
+                    .all(|s| addrs[s] + bufs[s].nbytes() <= lo || hi <= addrs[s])
+        });
+        let direct_at = |bi: usize| {
+            direct_slot.map(|o| DirectC {
+                out: addrs[o] + 4 * bi * p.m * p.np,
+                rows: direct_rows,
+            })
+        };
         let mut fused_any = false;
         let mut params = [0i64; 2];
         let params_addr = params.as_mut_ptr() as usize;
@@ -633,7 +659,10 @@ impl GemmKernel {
                     first_block: true,
                     // (each task moves the base to its batch)
                     in_place: Some(t.chunk(p, 0, 0, nr)),
+                    direct: None,
                 },
+                direct: direct_at(0),
+                rows_per_batch: p.m,
             };
             // SAFETY: the inputs stay locked (`locked`) and the tables (`self.in_place`) and
             // `c` (batch * mp * np floats) live until `run` returns, after every task.
@@ -675,6 +704,7 @@ impl GemmKernel {
                     blocks,
                     first_block: k0 == 0,
                     in_place: None,
+                    direct: direct_at(bi),
                 };
                 if let Some(t) = in_place {
                     // `A` read where it lies: every task multiplies its rows by its B panels.
@@ -734,15 +764,30 @@ impl GemmKernel {
                 }
             }
         }
-        let mut eaddrs = addrs.clone();
-        eaddrs.push(c_buf);
-        // SAFETY: the original buffers stay locked by `locked`; `c` holds batch * mp * np
-        // floats, every index the epilogue computes (`b*mp*np + m*np + n` within the
-        // unpadded sizes).
-        unsafe {
-            self.epilogue
-                .run_range(&eaddrs, 0, self.epilogue.outer_len())
-        };
+        if let Some(o) = direct_slot {
+            DIRECT_LAUNCHES.fetch_add(1, Ordering::Relaxed);
+            // The rows of each batch's last, partial panel, from the scratch C.
+            let tail = (p.m - direct_rows) * p.np;
+            for bi in (0..p.batch).filter(|_| tail > 0) {
+                let from = c_buf + 4 * (bi * p.mp + direct_rows) * p.np;
+                let to = addrs[o] + 4 * (bi * p.m + direct_rows) * p.np;
+                // SAFETY: `c` holds batch * mp * np floats and rows direct_rows..m < mp of
+                // batch bi lie inside it; the output (locked, overlapping no input nor the
+                // scratch) holds batch * m * n floats (`extents`, checked by `lock_buffers`),
+                // n == np, so rows direct_rows..m of batch bi lie inside it too.
+                unsafe { std::ptr::copy_nonoverlapping(from as *const f32, to as *mut f32, tail) };
+            }
+        } else {
+            let mut eaddrs = addrs.clone();
+            eaddrs.push(c_buf);
+            // SAFETY: the original buffers stay locked by `locked`; `c` holds batch * mp * np
+            // floats, every index the epilogue computes (`b*mp*np + m*np + n` within the
+            // unpadded sizes).
+            unsafe {
+                self.epilogue
+                    .run_range(&eaddrs, 0, self.epilogue.outer_len())
+            };
+        }
         lap(3);
         if profile {
             eprintln!(

@@ -595,3 +595,99 @@ fn aliasing_rows_of_a_read_in_place() {
         }
     }
 }
+
+/// A plain matmul's epilogue only copies `C`: its whole row panels are written straight into
+/// the output and the rows of the last, partial panel copied after (plain, batched with one
+/// task per batch, K in several blocks, operands read in place or packed); a fused activation
+/// or bias, columns that are not whole panels or a transposed output keep the epilogue. Each
+/// case against `REF`, and the launch counter says which way it ran.
+#[test]
+fn plain_matmuls_write_the_output_directly() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    gemm::set_min_flops(0.0);
+    if !gemm::enabled() {
+        println!("skipped: the GEMM path is off (CPU_GEMM=0 or no AVX2/FMA)");
+        return;
+    }
+    // (forward only: the gradients' matmuls would move the counter for every case)
+    let direct = |name: &str, inputs: &[Tensor], f: &dyn Fn(&[Tensor]) -> Tensor, want: bool| {
+        let refs: Vec<Tensor> = inputs.iter().map(|t| t.to("REF")).collect();
+        let (before, launches) = (gemm::direct_launches(), gemm::launch_count());
+        let got = f(inputs);
+        got.realize();
+        assert!(
+            gemm::launch_count() > launches,
+            "{name}: the GEMM path did not run"
+        );
+        let took = gemm::direct_launches() > before;
+        close(name, &got, &f(&refs));
+        assert_eq!(
+            took, want,
+            "{name}: written directly: {took}, expected {want}"
+        );
+    };
+    let (a, b) = (rand(&[50, 64], 1), rand(&[64, 48], 2));
+    direct(
+        "50 rows (2 in the last panel)",
+        &[a.clone(), b.clone()],
+        &|t| t[0].matmul(&t[1]),
+        true,
+    );
+    direct(
+        "48 rows (no partial panel)",
+        &[rand(&[48, 64], 3), b.clone()],
+        &|t| t[0].matmul(&t[1]),
+        true,
+    );
+    direct(
+        "transposed B",
+        &[a.clone(), rand(&[48, 64], 4)],
+        &|t| t[0].matmul(&t[1].t()),
+        true,
+    );
+    direct(
+        "K of 1100 (several blocks)",
+        &[rand(&[40, 1100], 5), rand(&[1100, 32], 6)],
+        &|t| t[0].matmul(&t[1]),
+        true,
+    );
+    direct(
+        "batched, 40 rows",
+        &[rand(&[9, 40, 64], 7), rand(&[9, 64, 16], 8)],
+        &|t| t[0].matmul(&t[1]),
+        true,
+    );
+    direct(
+        "with relu",
+        &[a.clone(), b.clone()],
+        &|t| t[0].matmul(&t[1]).relu(),
+        false,
+    );
+    direct(
+        "with bias",
+        &[a.clone(), b.clone(), rand(&[48], 9)],
+        &|t| t[0].matmul(&t[1]) + &t[2],
+        false,
+    );
+    direct(
+        "40 columns",
+        &[a.clone(), rand(&[64, 40], 10)],
+        &|t| t[0].matmul(&t[1]),
+        false,
+    );
+    direct(
+        "transposed output",
+        &[a.clone(), b.clone()],
+        &|t| t[0].matmul(&t[1]).t().contiguous(),
+        false,
+    );
+    // Assigned to its own operand (`a.assign(a @ b)`): tiles written early must not change the
+    // rows later tiles read (the schedule gives the product its own buffer; the launcher
+    // would keep the epilogue if the output overlapped an input).
+    let (a, b) = (rand(&[96, 96], 11), rand(&[96, 96], 12));
+    let want = a.to("REF").matmul(&b.to("REF"));
+    want.realize();
+    a.assign(&a.matmul(&b));
+    a.realize();
+    close("assigned to A", &a, &want);
+}

@@ -164,6 +164,11 @@ pub(super) struct BatchTasksJob {
     /// The micro-kernel loop of one batch (`rows`: `C`'s padded rows per batch); `b`, `c` and
     /// the in-place base are set per task.
     pub(super) gemm: BlockJob,
+    /// The output of batch 0 when whole row panels are written there (moved per batch by
+    /// `rows_per_batch` rows).
+    pub(super) direct: Option<DirectC>,
+    /// The output's rows per batch (without padding).
+    pub(super) rows_per_batch: usize,
 }
 
 impl BatchTasksJob {
@@ -203,6 +208,10 @@ impl BatchTasksJob {
                         b,
                         c: job.c + 4 * bi * g.rows * g.np,
                         in_place,
+                        direct: job.direct.map(|d| DirectC {
+                            out: d.out + 4 * bi * job.rows_per_batch * g.np,
+                            ..d
+                        }),
                         ..g.clone()
                     };
                     gemm.task(mr, nr, 0..g.rows / mr, 0..n_panels);
@@ -267,6 +276,19 @@ pub(super) struct BlockJob {
     pub(super) first_block: bool,
     /// `A` read in place rather than from the packed `a`.
     pub(super) in_place: Option<InPlaceA>,
+    /// Where the whole row panels of `C` go instead of `c`: the output itself.
+    pub(super) direct: Option<DirectC>,
+}
+
+/// The output that a GEMM's whole row panels are written to (`GemmPlan::direct_output`):
+/// `C`'s rows `0..rows` (all whole panels, from the batch's row 0) at `out + 4 * (row * np +
+/// col)`; the last, partial panel's rows stay in the scratch `C`, and the launcher copies them.
+#[derive(Clone, Copy)]
+pub(super) struct DirectC {
+    /// The address of the batch's output row 0.
+    pub(super) out: usize,
+    /// Rows written directly: a multiple of the tile's rows, at most the output's rows.
+    pub(super) rows: usize,
 }
 
 /// Where an in-place `A` chunk lies: element `(m, k0 + p)` at `base + 4 * (rows[m] + ks[p])`.
@@ -445,28 +467,38 @@ impl BlockJob {
                 _ => A_L2_BYTES,
             };
             let block_panels = (a_bytes / (4 * mr * kc.max(1))).max(1);
+            // The tile of C (panel im of this job, column panel jn): in the output where the
+            // whole panel lies in it, else in the scratch C.
+            let c_tile = |jn: usize, im: usize| {
+                let row0 = self.m0 + im * mr;
+                match self.direct {
+                    Some(d) if row0 + mr <= d.rows => d.out + 4 * (row0 * self.np + jn * nr),
+                    _ => self.c + 4 * (row0 * self.np + jn * nr),
+                }
+            };
             let tile = |jn: usize, im: usize| {
                 let b = self.b + 4 * (jn * self.k_chunk * nr + kk * nr);
+                let c = c_tile(jn, im);
                 if let Some(ip) = self.in_place {
                     let row0 = self.m0 + im * mr;
-                    let c = self.c + 4 * (row0 * self.np + jn * nr);
                     // SAFETY: `rows` holds mp entries (row0 + mr <= mp), `ks` the chunk's
                     // K - k0 from its start (kk + kc <= k_left), every table sum is inside
                     // the operand (`InPlaceTables::fits` for all combinations); `b` is
                     // panel jn of the packed B, `c` this task's mr x nr tile of the padded
-                    // C (tasks own disjoint panel ranges); the tile is the plan's, checked
-                    // by `GemmKernel::new`.
+                    // C or of the output (`c_tile`: a whole panel of its rows; tasks own
+                    // disjoint panel ranges); the tile is the plan's, checked by
+                    // `GemmKernel::new`.
                     unsafe { ip.panel(mr, nr, kc, kk, row0, b, c, self.np, accumulate) };
                     return;
                 }
                 let a = self.a + 4 * (im * self.k_chunk * mr + kk * mr);
-                let c = self.c + 4 * ((self.m0 + im * mr) * self.np + jn * nr);
                 // SAFETY: `a` and `b` point at packed panels with `kb` rows of `mr` and
                 // `nr` floats inside the scratch buffers (panel `im` < rows / mr of the A
                 // chunk, `jn` < np / nr, kk + kb <= k_chunk); `c` at an mr x nr tile of the
-                // padded C (rows m0 + im*mr + 0..mr <= mp, columns jn*nr + 0..nr <= np)
-                // that no other task writes (tasks own disjoint panel ranges); `(mr, nr)`
-                // is the plan's tile, which `GemmKernel::new` checked has a kernel here.
+                // padded C (rows m0 + im*mr + 0..mr <= mp, columns jn*nr + 0..nr <= np) or
+                // of the output (`c_tile`: rows below `DirectC::rows`) that no other task
+                // writes (tasks own disjoint panel ranges); `(mr, nr)` is the plan's tile,
+                // which `GemmKernel::new` checked has a kernel here.
                 unsafe { microkernel(mr, nr, self.kb, a, b, c, self.np, accumulate) };
             };
             if kc < SHORT_K_BLOCK {

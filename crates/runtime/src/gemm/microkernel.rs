@@ -173,6 +173,31 @@ unsafe fn store_tile_narrow(
     }
 }
 
+/// The shortest K block whose micro-kernel call prefetches its `C` tile ([`prefetch_tile`]):
+/// shorter multiplies end before the prefetch could arrive (a convolution over one input
+/// channel: K = 25).
+const PREFETCH_C_MIN_K: usize = 64;
+
+/// Prefetches the `rows x cols` tile of `C` at `c` (row stride `ldc`) into L1: a micro-kernel
+/// call ends by loading (accumulating) and storing its tile, which was last touched a whole K
+/// block ago and is usually in L3 or memory by then. Issued before the multiply, the misses
+/// overlap it instead of stalling the end of every call (the BLIS kernels do the same).
+/// Prefetching is a hint: any address is safe.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn prefetch_tile(c: *mut f32, ldc: usize, rows: usize, cols: usize) {
+    use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+    for i in 0..rows {
+        let row = c.wrapping_add(i * ldc);
+        // SAFETY: a prefetch never faults or reads memory architecturally; the addresses need
+        // not be valid.
+        unsafe {
+            _mm_prefetch::<_MM_HINT_T0>(row.cast::<i8>());
+            _mm_prefetch::<_MM_HINT_T0>(row.wrapping_add(cols - 1).cast::<i8>());
+        }
+    }
+}
+
 /// Which later rows of `A` the in-place micro-kernel prefetches (hints only: any value is
 /// safe).
 #[derive(Clone, Copy, Debug)]
@@ -292,6 +317,9 @@ macro_rules! six_row_kernels {
             use std::arch::x86_64::*;
             const NR: usize = 2 * $lanes;
             let mut acc = [[$zero(); 2]; 6];
+            if kc >= PREFETCH_C_MIN_K {
+                prefetch_tile(c, ldc, 6, NR);
+            }
             for g in 0..kc / A_K_GROUP {
                 for kk in 0..A_K_GROUP {
                     let p = g * A_K_GROUP + kk;
@@ -328,6 +356,9 @@ macro_rules! six_row_kernels {
             use std::arch::x86_64::*;
             const NR: usize = 2 * $lanes;
             let mut acc = [[$zero(); 2]; 6];
+            if kc >= PREFETCH_C_MIN_K {
+                prefetch_tile(c, ldc, 6, NR);
+            }
             let [r0, r1, r2, r3, r4, r5] = *r;
             // the later panel's row prefetched at this `p` with PREFETCH = 2 (`p % 6`)
             let mut pf_row = 0;
