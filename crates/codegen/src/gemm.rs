@@ -75,6 +75,8 @@ pub struct GemmPlan {
     pub k_chunk: usize,
     /// Packs `A` (slot 0: panels, then the inputs in `a_slots` order, then params).
     pub pack_a: UOp,
+    /// The id of the packing kernels' panel range (their outer loop).
+    pub pack_panel_axis: usize,
     /// The id of the packing kernels' row-in-panel range (the one to unroll).
     pub pack_row_axis: usize,
     /// The id of `pack_a`'s range over the `k` values of a group (the one to vectorize).
@@ -507,6 +509,7 @@ pub fn plan_gemm(ast: &UOp, tile: GemmTile, min_flops: f64) -> Option<GemmPlan> 
         n_kb,
         k_chunk,
         pack_a,
+        pack_panel_axis: first_id,
         pack_row_axis: first_id + 2,
         pack_a_group_axis: first_id + 3,
         a_slots,
