@@ -524,12 +524,20 @@ fn compile_pack_grouped(
 /// adjacent lines per row (measured packing a 2048 x 2048 `B` on one core: 4.9 -> 2.6 ms).
 const PACK_B_PANEL_GROUP: usize = 4;
 
+/// The shortest K chunk whose `B` packing takes [`PACK_B_PANEL_GROUP`] panels per iteration.
+/// Short strips gain nothing: beautiful_mnist's first convolution (K = 25, its `B` an im2col
+/// gather of nearby pixels) packed in 2.5 ms with groups of 4 against 2.0 without.
+const PACK_B_GROUP_MIN_K: usize = 256;
+
 /// [`compile_pack`] for `B`, taking [`PACK_B_PANEL_GROUP`] panels per iteration where they
-/// divide the panel count (the kernel's outer loop then runs over groups of panels: the
-/// launcher runs it whole, `0..outer_len()`).
+/// divide the panel count and K chunks are at least [`PACK_B_GROUP_MIN_K`] long (the kernel's
+/// outer loop then runs over groups of panels: the launcher runs it whole, `0..outer_len()`).
 fn compile_pack_b(dev: &CpuDevice, plan: &GemmPlan) -> Result<CpuKernel, DeviceError> {
     let panels = plan.np / plan.tile.nr;
-    let group = if panels > 1 && panels.is_multiple_of(PACK_B_PANEL_GROUP) {
+    let group = if panels > 1
+        && panels.is_multiple_of(PACK_B_PANEL_GROUP)
+        && plan.k_chunk >= PACK_B_GROUP_MIN_K
+    {
         PACK_B_PANEL_GROUP
     } else {
         1

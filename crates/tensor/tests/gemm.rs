@@ -598,7 +598,7 @@ fn aliasing_rows_of_a_read_in_place() {
 
 /// A plain matmul's epilogue only copies `C`: its whole row panels are written straight into
 /// the output and the rows of the last, partial panel copied after (plain, batched with one
-/// task per batch, K in several blocks, operands read in place or packed); a fused activation
+/// task per batch, K in several blocks, B packed several panels at a time); a fused activation
 /// or bias, columns that are not whole panels or a transposed output keep the epilogue. Each
 /// case against `REF`, and the launch counter says which way it ran.
 #[test]
@@ -654,6 +654,19 @@ fn plain_matmuls_write_the_output_directly() {
     direct(
         "batched, 40 rows",
         &[rand(&[9, 40, 64], 7), rand(&[9, 64, 16], 8)],
+        &|t| t[0].matmul(&t[1]),
+        true,
+    );
+    // (N of 64 and 128, K of 300: B is packed 4 panels per k, see `gemm::PACK_B_PANEL_GROUP`)
+    direct(
+        "B packed 4 panels at a time",
+        &[rand(&[70, 300], 13), rand(&[300, 128], 14)],
+        &|t| t[0].matmul(&t[1]),
+        true,
+    );
+    direct(
+        "batched, B packed 4 panels at a time",
+        &[rand(&[9, 80, 300], 15), rand(&[9, 300, 64], 16)],
         &|t| t[0].matmul(&t[1]),
         true,
     );
