@@ -313,16 +313,28 @@ pub const WIDE_B_PANEL_BYTES: usize = 64 << 10;
 /// alternating same-run comparisons: `kc` 256 -> 512 took matmul 1024 and 2048 from 161-166 to
 /// 168-176 GFLOP/s; 512 -> 1024 gained about 5% more (matmul 2048's micro-kernel 107-132 ->
 /// 102-114 ms; 2048 was not clearly better than 1024). beautiful_mnist's GEMMs (at most 64
-/// columns, or K at most 800) were mixed and 2-10% slower in its small-K weight-gradient pieces
-/// with 512, so they keep `tile.kc`. The AVX-512 tiles keep theirs: not measured there.
+/// columns, or K at most 1600) were mixed and 2-10% slower in its small-K weight-gradient
+/// pieces with 512 at first; since each micro-kernel call prefetches its `C` tile, K blocks
+/// of up to [`NARROW_K_BLOCK`] pay for GEMMs with fewer than [`WIDE_MIN_N`] columns on the AVX2
+/// tile (its step, same-run alternation, medians of 10 steps: 351-358 -> 326-340 ms; its three
+/// large convolution GEMMs 1.6-2.2 ms faster each; the MiniLM-shaped encoder and the conv
+/// forward bench unchanged). Matmul 2048 was slower with 2048 than 1024 (104-118 against
+/// 96-103 ms). The AVX-512 tiles keep theirs: not measured there.
 pub fn k_block_target(tile: GemmTile, n: usize, k: usize) -> usize {
-    if tile.nr == 16 && n >= WIDE_MIN_N && k >= WIDE_MIN_K {
+    let avx2 = tile.mr == 6 && tile.nr == 16;
+    if avx2 && n >= WIDE_MIN_N && k >= WIDE_MIN_K {
         let wide = (WIDE_B_PANEL_BYTES / (4 * tile.nr)) / A_K_GROUP * A_K_GROUP;
         tile.kc.max(wide)
+    } else if avx2 && n < WIDE_MIN_N {
+        tile.kc.max(NARROW_K_BLOCK)
     } else {
         tile.kc
     }
 }
+
+/// The target K block of a GEMM with fewer than [`WIDE_MIN_N`] columns on the AVX2 tile (see
+/// [`k_block_target`]): K up to this long is one block.
+pub const NARROW_K_BLOCK: usize = 2048;
 
 /// Splits `ast` per the module docs when it is a float32 matmul-shaped kernel with at least
 /// `min_flops` multiply-adds x 2 and both sides of at least 4; `None` otherwise.

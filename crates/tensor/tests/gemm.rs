@@ -120,7 +120,7 @@ fn matmuls() {
 /// A GEMM with many columns and a long reduction takes K blocks whose `B` panel fills 64 KiB
 /// (`k_block_target`): 1024 with the AVX2 tile, longer than its `kc` (AVX-512 tiles keep
 /// theirs). K = 1030 is not a multiple of 8, so the last block is zero-padded; values against
-/// `f64` sums.
+/// `f64` sums. With fewer columns, the AVX2 tile takes K blocks of up to `NARROW_K_BLOCK`.
 #[test]
 fn wide_gemms_take_long_k_blocks() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -154,6 +154,15 @@ fn wide_gemms_take_long_k_blocks() {
             (516, 2),
             "AVX2: K 1030 in 2 blocks of 516"
         );
+    }
+    // fewer columns: one block up to NARROW_K_BLOCK, equal blocks past it
+    use tinygrad_codegen::gemm::NARROW_K_BLOCK;
+    for (k, want) in [(1030, (1032, 1)), (2500, (1252, 2)), (2100, (700, 3))] {
+        let narrow = only_gemm(&rand(&[40, k], 22).matmul(&rand(&[k, 32], 23)), "narrow");
+        if gemm::tile_for(narrow.n) == gemm::TILE {
+            assert_eq!(NARROW_K_BLOCK, 2048);
+            assert_eq!((narrow.kb, narrow.n_kb), want, "K {k} with 32 columns");
+        }
     }
     let before = gemm::launch_count();
     let got = out.to_vec::<f32>();
@@ -381,8 +390,8 @@ fn batches_run_one_task_each() {
     }
     let batch = 4 * threads;
     let before = gemm::batch_task_launches();
-    let (a, b) = (rand(&[batch, 300, 30], 60), rand(&[batch, 300, 11], 61));
-    check("batched, B of one panel, K of two blocks", &[a, b], |t| {
+    let (a, b) = (rand(&[batch, 2100, 30], 60), rand(&[batch, 2100, 11], 61));
+    check("batched, B of one panel, K of three blocks", &[a, b], |t| {
         t[0].transpose(1, 2).matmul(&t[1])
     });
     let (a, b) = (rand(&[batch, 40, 30], 62), rand(&[batch, 40, 37], 63));
@@ -468,8 +477,9 @@ fn narrow_gemms() {
         &|t| t[0].matmul(&(&t[1] * &t[2]).t()),
         false,
     );
-    // K past one block, inf in the first k of every row of A: each output is +inf, and a
-    // kernel reading past K would reach the next row's inf times B's zero padding: NaN
+    // K not a multiple of 4 (and past one block with the AVX-512 tile), inf in the first k of
+    // every row of A: each output is +inf, and a kernel reading past K would reach the next
+    // row's inf times B's zero padding: NaN
     let (k, m, n) = (401, 24, 16);
     let w = Tensor::cat(
         &[
@@ -646,8 +656,8 @@ fn plain_matmuls_write_the_output_directly() {
         true,
     );
     direct(
-        "K of 1100 (several blocks)",
-        &[rand(&[40, 1100], 5), rand(&[1100, 32], 6)],
+        "K of 2500 (two blocks)",
+        &[rand(&[40, 2500], 5), rand(&[2500, 32], 6)],
         &|t| t[0].matmul(&t[1]),
         true,
     );
