@@ -552,8 +552,11 @@ fn copies_c_contiguously(epilogue: &UOp, c_load: &UOp, ranges: &[&[UOp]; 3]) -> 
     if store.op() != Ops::Store || store.s(1) != c_load {
         return None;
     }
+    // (a gated store, `src[2]`, writes only some elements: not a plain copy)
     let index = store.s(0);
-    let out = index.s(0);
+    let [out, idx] = index.src() else {
+        return None;
+    };
     if index.op() != Ops::Index
         || out.op() != Ops::DefineGlobal
         || out.dtype().base() != DType::FLOAT32
@@ -568,5 +571,5 @@ fn copies_c_contiguously(epilogue: &UOp, c_load: &UOp, ranges: &[&[UOp]; 3]) -> 
         .add(flatten(m).mul(n_len as i64))
         .add(flatten(n));
     let want = tinygrad_uop::graph_rewrite(&want, tinygrad_uop::sym(), &mut (), false);
-    (*index.s(1) == want).then(|| slot_of(out))
+    (*idx == want).then(|| slot_of(out))
 }

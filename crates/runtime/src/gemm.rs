@@ -419,22 +419,10 @@ impl InPlaceTables {
 /// sub-ranges of panels): without opts if the heuristic changed the outer loop.
 ///
 /// `axis` is the row-in-panel range (`r` rows); `group_axis` the range over a group of `k`
-/// values when the layout has one (`A`'s), which becomes the vector axis.
+/// values when the layout has one (`A`'s), which becomes the vector axis; `panel_group`:
+/// `(the panel range's id, g)` to take `g` panels per iteration of the `k` loop (`g` divides
+/// `panels`; the outer loop then runs over groups: `panels / g` iterations).
 fn compile_pack(
-    dev: &CpuDevice,
-    ast: &UOp,
-    panels: usize,
-    r: usize,
-    axis: usize,
-    group_axis: Option<usize>,
-) -> Result<CpuKernel, DeviceError> {
-    compile_pack_grouped(dev, ast, panels, r, axis, group_axis, None)
-}
-
-/// [`compile_pack`]; `panel_group`: `(the panel range's id, g)` to take `g` panels per
-/// iteration of the `k` loop (`g` divides `panels`; the outer loop then has `panels / g`
-/// iterations).
-fn compile_pack_grouped(
     dev: &CpuDevice,
     ast: &UOp,
     panels: usize,
@@ -482,7 +470,7 @@ fn compile_pack_grouped(
         prog
     } else if panel_group.is_some() {
         // (without the panel group: one panel per iteration, as `run_panels` expects)
-        return compile_pack_grouped(dev, ast, panels, r, axis, group_axis, None);
+        return compile_pack(dev, ast, panels, r, axis, group_axis, None);
     } else {
         to_program_with(ast, dev.caps(), false)
     };
@@ -542,7 +530,7 @@ fn compile_pack_b(dev: &CpuDevice, plan: &GemmPlan) -> Result<CpuKernel, DeviceE
     } else {
         1
     };
-    compile_pack_grouped(
+    compile_pack(
         dev,
         &plan.pack_b,
         panels,
@@ -579,7 +567,15 @@ impl GemmKernel {
             "GEMM kernel: tile {tile:?} has no micro-kernel on this CPU"
         );
         let group = Some(plan.pack_a_group_axis);
-        let pack_a = compile_pack(dev, &plan.pack_a, plan.mp / tile.mr, tile.mr, axis, group)?;
+        let pack_a = compile_pack(
+            dev,
+            &plan.pack_a,
+            plan.mp / tile.mr,
+            tile.mr,
+            axis,
+            group,
+            None,
+        )?;
         let pack_b = compile_pack_b(dev, &plan)?;
         let eprog = to_program_with(&plan.epilogue, dev.caps(), dev.optimizes());
         let name = format!("gemm_{}_{}_{}_{}", plan.batch, plan.m, plan.n, plan.k);

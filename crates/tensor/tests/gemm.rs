@@ -637,47 +637,40 @@ fn plain_matmuls_write_the_output_directly() {
         );
     };
     let (a, b) = (rand(&[50, 64], 1), rand(&[64, 48], 2));
-    direct(
-        "50 rows (2 in the last panel)",
-        &[a.clone(), b.clone()],
-        &|t| t[0].matmul(&t[1]),
-        true,
-    );
-    direct(
-        "48 rows (no partial panel)",
-        &[rand(&[48, 64], 3), b.clone()],
-        &|t| t[0].matmul(&t[1]),
-        true,
-    );
+    // plain matmuls, written directly
+    let matmuls = [
+        ("50 rows (2 in the last panel)", a.clone(), b.clone()),
+        ("48 rows (no partial panel)", rand(&[48, 64], 3), b.clone()),
+        (
+            "K of 2500 (two blocks)",
+            rand(&[40, 2500], 5),
+            rand(&[2500, 32], 6),
+        ),
+        (
+            "batched, 40 rows",
+            rand(&[9, 40, 64], 7),
+            rand(&[9, 64, 16], 8),
+        ),
+        // (N of 64 and 128, K of 300: B is packed 4 panels per k, see
+        // `gemm::PACK_B_PANEL_GROUP`)
+        (
+            "B packed 4 panels at a time",
+            rand(&[70, 300], 13),
+            rand(&[300, 128], 14),
+        ),
+        (
+            "batched, B packed 4 panels at a time",
+            rand(&[9, 80, 300], 15),
+            rand(&[9, 300, 64], 16),
+        ),
+    ];
+    for (name, x, y) in matmuls {
+        direct(name, &[x, y], &|t| t[0].matmul(&t[1]), true);
+    }
     direct(
         "transposed B",
         &[a.clone(), rand(&[48, 64], 4)],
         &|t| t[0].matmul(&t[1].t()),
-        true,
-    );
-    direct(
-        "K of 2500 (two blocks)",
-        &[rand(&[40, 2500], 5), rand(&[2500, 32], 6)],
-        &|t| t[0].matmul(&t[1]),
-        true,
-    );
-    direct(
-        "batched, 40 rows",
-        &[rand(&[9, 40, 64], 7), rand(&[9, 64, 16], 8)],
-        &|t| t[0].matmul(&t[1]),
-        true,
-    );
-    // (N of 64 and 128, K of 300: B is packed 4 panels per k, see `gemm::PACK_B_PANEL_GROUP`)
-    direct(
-        "B packed 4 panels at a time",
-        &[rand(&[70, 300], 13), rand(&[300, 128], 14)],
-        &|t| t[0].matmul(&t[1]),
-        true,
-    );
-    direct(
-        "batched, B packed 4 panels at a time",
-        &[rand(&[9, 80, 300], 15), rand(&[9, 300, 64], 16)],
-        &|t| t[0].matmul(&t[1]),
         true,
     );
     direct(
