@@ -2,7 +2,9 @@
 //! packing kernels, an AVX2/FMA micro-kernel (6x16; AVX-512F: 6x32, or 12x16 for at most 16
 //! columns, chosen at run time, see [`tile`] and [`tile_for`]; the kernels are in
 //! `gemm/microkernel.rs`) with cache blocking on every core (the pool tasks and their block
-//! sizes are in `gemm/jobs.rs`), and a generated epilogue kernel.
+//! sizes are in `gemm/jobs.rs`), and a generated epilogue kernel (skipped for a plain matmul,
+//! whose whole row panels the tasks write straight into the output: see
+//! [`tinygrad_codegen::gemm::GemmPlan::direct_output`]).
 //!
 //! Why a micro-kernel next to Cranelift: Cranelift emits 128-bit vectors only and schedules
 //! nothing, which caps its generated matmul loops far below the FMA units' peak. A register-tiled
@@ -11,8 +13,10 @@
 //! producers, bias and activation) stays in generated code.
 //!
 //! Blocking (Goto/BLIS): `B` is packed for a chunk of K once, `A` in chunks of rows; each task
-//! owns a block of `C` (rows x columns) and walks its K blocks, reusing one `B` panel (16 KB, L1)
-//! across the rows of its `A` block (L2).
+//! owns a block of `C` (rows x columns) and walks its K blocks, reusing one `B` panel (16 KB in
+//! L1 at the tile's K block of 256; 64-128 KB in L2 at the longer blocks of wide and narrow
+//! GEMMs, see [`tinygrad_codegen::gemm::k_block_target`]) across the rows of its `A` block
+//! (L2). Each micro-kernel call prefetches its `C` tile before multiplying.
 //!
 //! `CPU_GEMM=0` turns the path off (the generic Cranelift kernels run instead);
 //! `CPU_GEMM_MIN_FLOPS` sets the smallest kernel that takes it (default [`DEFAULT_MIN_FLOPS`],
@@ -41,7 +45,8 @@ use jobs::{
     DirectC, FusedRowsJob, InPlaceA, STREAMED_COL_PANELS, fused_block_panels, resize,
 };
 
-/// The AVX2 micro-kernel's tile: 6 rows x 16 columns (two 8-lane vectors), K blocks of ~256.
+/// The AVX2 micro-kernel's tile: 6 rows x 16 columns (two 8-lane vectors), K blocks of ~256
+/// (longer for wide and narrow GEMMs: [`tinygrad_codegen::gemm::k_block_target`]).
 pub const TILE: GemmTile = GemmTile {
     mr: 6,
     nr: 16,
@@ -415,8 +420,9 @@ impl InPlaceTables {
     }
 }
 
-/// Compiles a packing kernel so that its outer loop is the panel index (the launcher runs
-/// sub-ranges of panels): without opts if the heuristic changed the outer loop.
+/// Compiles a packing kernel so that its outer loop is the panel index, or the index of a
+/// group of panels (the launcher runs sub-ranges of it): without opts (and without the group)
+/// if the heuristic changed the outer loop.
 ///
 /// `axis` is the row-in-panel range (`r` rows); `group_axis` the range over a group of `k`
 /// values when the layout has one (`A`'s), which becomes the vector axis; `panel_group`:
