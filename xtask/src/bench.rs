@@ -17,8 +17,9 @@
 //! - `add` `[q]`: `a+b` on 16M f32 (1M with `--quick`): GB/s moved (2 inputs + 1 output), vs a
 //!   Rust read+read+write stream into a reused output, PyTorch's `torch.add(a, b, out=o)` and
 //!   tinygrad.
-//! - `sum` `[q]`: `sum` of 16M f32 (1M with `--quick`): GB/s read, vs a Rust read stream (16
-//!   accumulators per thread), numpy, PyTorch and tinygrad.
+//! - `sum` `[q]`: `sum` of 16M f32 (1M with `--quick`): GB/s read, vs a Rust read stream (in
+//!   huge pages, 4 interleaved streams per thread, as our row reductions read), numpy, PyTorch
+//!   and tinygrad.
 //! - `sum_axis1`: `sum(axis=1)` of 4096x4096 f32 (1024x1024 with `--quick`): GB/s read, vs
 //!   numpy, PyTorch and tinygrad.
 //! - `sum_axis0`: `sum(axis=0)`, the same sizes and references (the column reduction).
@@ -438,30 +439,41 @@ fn bench_matmul(n: usize, o: &Opts) -> Row {
             _ => 3,
         },
     );
-    let ours = median_time(3, runs, budget(o.quick, 20), || {
-        let c = a.matmul(&b);
-        c.realize();
-        black_box(&c);
-    });
-    let np = numpy(
-        &format!("a = inp(0, {n}, {n})\nb = inp(1, {n}, {n})\ndef op():\n    return a @ b\n"),
-        &[&av, &bv],
+    // the references run between the two halves of our runs (see `bracketed`)
+    let (ours, (np, others)) = bracketed(
         3,
         runs,
-        budget(o.quick, 10),
+        budget(o.quick, 20),
+        || {
+            let c = a.matmul(&b);
+            c.realize();
+            black_box(&c);
+        },
+        || {
+            let np = numpy(
+                &format!(
+                    "a = inp(0, {n}, {n})\nb = inp(1, {n}, {n})\ndef op():\n    return a @ b\n"
+                ),
+                &[&av, &bv],
+                3,
+                runs,
+                budget(o.quick, 10),
+            );
+            let load = format!("a = inp(0, {n}, {n})\nb = inp(1, {n}, {n})\n");
+            let others = py_refs(
+                &format!("{load}def op():\n    return a @ b\n"),
+                Some(&format!("{load}def op():\n    return (a @ b).realize()\n")),
+                &[&av, &bv],
+                unit,
+                3,
+                runs,
+                budget(o.quick, 10),
+                &|want| max_rel_err(&got, want) < 1e-4,
+            );
+            (np, others)
+        },
     );
     let numpy_ref = Reference::numpy(np, unit, |want| max_rel_err(&got, want) < 1e-4);
-    let load = format!("a = inp(0, {n}, {n})\nb = inp(1, {n}, {n})\n");
-    let others = py_refs(
-        &format!("{load}def op():\n    return a @ b\n"),
-        Some(&format!("{load}def op():\n    return (a @ b).realize()\n")),
-        &[&av, &bv],
-        unit,
-        3,
-        runs,
-        budget(o.quick, 10),
-        &|want| max_rel_err(&got, want) < 1e-4,
-    );
     let mut cv = vec![0.0f32; n * n];
     let sgemm = |cv: &mut [f32]| {
         // SAFETY: `av`, `bv` and `cv` are row-major n x n matrices of exactly n*n elements, and
@@ -604,27 +616,38 @@ fn add_stream_probe(
     (t, out)
 }
 
-/// Median time (s) of a read stream over `x` (a sum with 16 accumulators per thread) on
-/// [`threads`] threads, and the sum.
+/// Median time (s) of a read stream over `x` on [`threads`] threads, and the sum: what this
+/// machine's memory gives a plain loop reading the same bytes as our kernel the same way. The
+/// data is copied into memory advised for huge pages (as our buffers are), and each thread
+/// sums its half as 4 interleaved streams of 16 accumulators each (as our row reductions read:
+/// a core with several streams in flight reads faster than with one).
 fn read_stream_probe(x: &[f32], runs: (usize, usize), budget: Duration) -> (f64, f32) {
+    const STREAMS: usize = 4;
     let threads = threads();
+    let mut data = tinygrad_runtime::huge_pages::try_zeroed::<f32>(x.len())
+        .expect("read-stream probe: allocating its copy of the input");
+    data.copy_from_slice(x);
+    let x = &data[..];
     let mut partial = vec![0.0f32; threads];
     let chunk = x.len().div_ceil(threads).max(1);
-    let sum16 = |x: &[f32]| {
-        let mut acc = [0.0f32; 16];
-        let chunks = x.chunks_exact(16);
-        let rest: f32 = chunks.remainder().iter().sum();
-        for ch in chunks {
-            for (s, v) in acc.iter_mut().zip(ch) {
-                *s += v;
+    let sum_streams = |x: &[f32]| {
+        let stretch = x.len() / STREAMS / 16 * 16;
+        let mut acc = [[0.0f32; 16]; STREAMS];
+        for i in (0..stretch).step_by(16) {
+            for (s, acc) in acc.iter_mut().enumerate() {
+                let at = s * stretch + i;
+                for (a, v) in acc.iter_mut().zip(&x[at..at + 16]) {
+                    *a += v;
+                }
             }
         }
-        acc.iter().sum::<f32>() + rest
+        let rest: f32 = x[STREAMS * stretch..].iter().sum();
+        acc.iter().flatten().sum::<f32>() + rest
     };
     let run = |partial: &mut [f32]| {
         std::thread::scope(|s| {
             for (p, c) in partial.iter_mut().zip(x.chunks(chunk)) {
-                s.spawn(move || *p = sum16(c));
+                s.spawn(move || *p = sum_streams(c));
             }
         });
         partial.iter().sum::<f32>()
@@ -644,23 +667,33 @@ fn bench_add(o: &Opts) -> Row {
     let got = (&a + &b).to_vec::<f32>();
     let want: Vec<f32> = av.iter().zip(&bv).map(|(x, y)| x + y).collect();
     let runs = reps(o.quick, 21);
-    let ours = median_time(3, runs, budget(o.quick, 10), || {
-        let r = &a + &b;
-        r.realize();
-        black_box(&r);
-    });
     let unit = Unit::Gbs(3.0 * 4.0 * n as f64);
-    let (probe, probe_out) = add_stream_probe(&av, &bv, (3, runs), budget(o.quick, 5));
-    let load = format!("a = inp(0, {n})\nb = inp(1, {n})\n");
-    let others = py_refs(
-        &format!("{load}o = torch.empty({n})\ndef op():\n    return torch.add(a, b, out=o)\n"),
-        Some(&format!("{load}def op():\n    return (a + b).realize()\n")),
-        &[&av, &bv],
-        unit,
+    let (ours, ((probe, probe_out), others)) = bracketed(
         3,
         runs,
-        budget(o.quick, 5),
-        &|w| max_rel_err(&got, w) == 0.0,
+        budget(o.quick, 10),
+        || {
+            let r = &a + &b;
+            r.realize();
+            black_box(&r);
+        },
+        || {
+            let probe = add_stream_probe(&av, &bv, (3, runs), budget(o.quick, 5));
+            let load = format!("a = inp(0, {n})\nb = inp(1, {n})\n");
+            let others = py_refs(
+                &format!(
+                    "{load}o = torch.empty({n})\ndef op():\n    return torch.add(a, b, out=o)\n"
+                ),
+                Some(&format!("{load}def op():\n    return (a + b).realize()\n")),
+                &[&av, &bv],
+                unit,
+                3,
+                runs,
+                budget(o.quick, 5),
+                &|w| max_rel_err(&got, w) == 0.0,
+            );
+            (probe, others)
+        },
     );
     let stream = Reference::timed(
         &format!("{}-thread stream", threads()),
@@ -683,35 +716,43 @@ fn bench_sum(o: &Opts) -> Row {
     let a = input(&av, &[n]);
     let got = a.sum(None).item::<f32>();
     let runs = reps(o.quick, 21);
-    let ours = median_time(3, runs, budget(o.quick, 10), || {
-        let s = a.sum(None);
-        s.realize();
-        black_box(&s);
-    });
-    let (reference, want) = read_stream_probe(&av, (3, runs), budget(o.quick, 5));
     let exact: f64 = av.iter().map(|&x| x as f64).sum();
     // Our sum is right when it is as close to the exact sum as the reference's, give or take.
     let close = |other: f32| {
         (got as f64 - exact).abs() <= 1e-3 * (n as f64).sqrt() + (other as f64 - exact).abs()
     };
     let unit = Unit::Gbs(4.0 * n as f64);
-    let np = numpy(
-        &format!("a = inp(0, {n})\ndef op():\n    return a.sum()\n"),
-        &[&av],
+    let (ours, ((reference, want), np, others)) = bracketed(
         3,
         runs,
-        budget(o.quick, 5),
-    );
-    let load = format!("a = inp(0, {n})\n");
-    let others = py_refs(
-        &format!("{load}def op():\n    return a.sum()\n"),
-        Some(&format!("{load}def op():\n    return a.sum().realize()\n")),
-        &[&av],
-        unit,
-        3,
-        runs,
-        budget(o.quick, 5),
-        &|w| w.len() == 1 && close(w[0]),
+        budget(o.quick, 10),
+        || {
+            let s = a.sum(None);
+            s.realize();
+            black_box(&s);
+        },
+        || {
+            let probe = read_stream_probe(&av, (3, runs), budget(o.quick, 5));
+            let np = numpy(
+                &format!("a = inp(0, {n})\ndef op():\n    return a.sum()\n"),
+                &[&av],
+                3,
+                runs,
+                budget(o.quick, 5),
+            );
+            let load = format!("a = inp(0, {n})\n");
+            let others = py_refs(
+                &format!("{load}def op():\n    return a.sum()\n"),
+                Some(&format!("{load}def op():\n    return a.sum().realize()\n")),
+                &[&av],
+                unit,
+                3,
+                runs,
+                budget(o.quick, 5),
+                &|w| w.len() == 1 && close(w[0]),
+            );
+            (probe, np, others)
+        },
     );
     Row {
         name: format!("sum {}M f32", n >> 20),
@@ -755,33 +796,41 @@ fn bench_sum_axis(axis: usize, o: &Opts) -> Row {
         })
         .collect();
     let runs = reps(o.quick, 15);
-    let ours = median_time(3, runs, budget(o.quick, 10), || {
-        let s = a.sum(ax);
-        s.realize();
-        black_box(&s);
-    });
     // f32 sums of `n` values in [-1, 1): rounding errors stay well below this.
     let tol = 5e-3 * (n as f64 / 4096.0).sqrt();
-    let np = numpy(
-        &format!("a = inp(0, {n}, {n})\ndef op():\n    return a.sum(axis={axis})\n"),
-        &[&av],
-        3,
-        runs,
-        budget(o.quick, 5),
-    );
     let unit = Unit::Gbs(4.0 * (n * n) as f64);
-    let load = format!("a = inp(0, {n}, {n})\n");
-    let others = py_refs(
-        &format!("{load}def op():\n    return a.sum({axis})\n"),
-        Some(&format!(
-            "{load}def op():\n    return a.sum({axis}).realize()\n"
-        )),
-        &[&av],
-        unit,
+    let (ours, (np, others)) = bracketed(
         3,
         runs,
-        budget(o.quick, 5),
-        &|w| max_abs_err(&got, w) < tol,
+        budget(o.quick, 10),
+        || {
+            let s = a.sum(ax);
+            s.realize();
+            black_box(&s);
+        },
+        || {
+            let np = numpy(
+                &format!("a = inp(0, {n}, {n})\ndef op():\n    return a.sum(axis={axis})\n"),
+                &[&av],
+                3,
+                runs,
+                budget(o.quick, 5),
+            );
+            let load = format!("a = inp(0, {n}, {n})\n");
+            let others = py_refs(
+                &format!("{load}def op():\n    return a.sum({axis})\n"),
+                Some(&format!(
+                    "{load}def op():\n    return a.sum({axis}).realize()\n"
+                )),
+                &[&av],
+                unit,
+                3,
+                runs,
+                budget(o.quick, 5),
+                &|w| max_abs_err(&got, w) < tol,
+            );
+            (np, others)
+        },
     );
     Row {
         name: format!("sum(axis={axis}) {n}x{n} f32"),
