@@ -704,3 +704,75 @@ fn plain_matmuls_write_the_output_directly() {
     a.realize();
     close("assigned to A", &a, &want);
 }
+
+/// A GEMM kernel launched with its output bound over its `A` operand (possible at the runtime's
+/// level; the schedule always gives a matmul its own output): the tasks must not write rows of
+/// the output while other tasks still read them as `A`, so the launch falls back to the scratch
+/// `C` and the epilogue, and the result is `A @ B` of the values before the launch. Bound to a
+/// buffer of its own, the same kernel writes directly.
+#[test]
+fn an_output_bound_over_an_input_is_not_written_directly() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    gemm::set_min_flops(0.0);
+    if !gemm::enabled() {
+        println!("skipped: the GEMM path is off (CPU_GEMM=0 or no AVX2/FMA)");
+        return;
+    }
+    use tinygrad_runtime::{Buffer, get_device};
+    // C and A have one shape: 50 x 64 (a partial last panel), B 64 x 64
+    let (a, b) = (rand(&[50, 64], 31), rand(&[64, 64], 32));
+    let want = a.to("REF").matmul(&b.to("REF")).to_vec::<f32>();
+    let items = Tensor::schedule(&[&a.matmul(&b)]);
+    let [item] = &items[..] else {
+        panic!("one kernel expected, got {}", items.len())
+    };
+    let (kernel, name, _) = get_device("CPU")
+        .unwrap()
+        .compile_ast(&item.ast)
+        .expect("a matmul-shaped kernel")
+        .unwrap();
+    let slots: Vec<std::sync::Arc<Buffer>> = item
+        .bufs
+        .iter()
+        .map(|u| Buffer::of(u).expect("a buffer"))
+        .collect();
+    // A is the input of 50 x 64 floats (B has 64 x 64)
+    let a_slot = (1..slots.len())
+        .find(|&s| slots[s].size == 50 * 64)
+        .expect("A is bound to a slot");
+    let bytes: Vec<u8> = a
+        .to_vec::<f32>()
+        .iter()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    for over_a in [true, false] {
+        let out = Buffer::new("CPU", slots[0].dtype, 50 * 64);
+        let x = Buffer::new("CPU", slots[0].dtype, 50 * 64);
+        x.copy_in(&bytes);
+        let mut bufs = slots.clone();
+        bufs[a_slot] = x.clone();
+        bufs[0] = if over_a { x.clone() } else { out.clone() };
+        let (before, launches) = (gemm::direct_launches(), gemm::launch_count());
+        kernel.launch(&bufs, &[]);
+        assert!(
+            gemm::launch_count() > launches,
+            "{name}: the GEMM path did not run"
+        );
+        let direct = gemm::direct_launches() > before;
+        assert_eq!(
+            direct, !over_a,
+            "{name}: over A {over_a}: written directly {direct}"
+        );
+        let got: Vec<f32> = bufs[0]
+            .to_bytes()
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert!(
+                (g - w).abs() <= 1e-4 + 1e-3 * w.abs(),
+                "over A {over_a}: element {i}: {g} vs {w}"
+            );
+        }
+    }
+}
