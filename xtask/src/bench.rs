@@ -1,6 +1,8 @@
 //! `cargo xtask bench`: the performance table. Every row is the median of several timed runs
 //! (after a warm-up run that compiles the kernels), next to references measured in the same
-//! run, so the ratio is meaningful on a noisy shared machine. Inputs are realized before
+//! run, so the ratio is meaningful on a noisy shared machine; the matmul, `a+b`, `sum` and model
+//! rows time their references between the two halves of their own runs (`bracketed`), so
+//! both sides see the same stretch of a drifting load. Inputs are realized before
 //! timing; a timed run builds the lazy expression and realizes it (small results are also read
 //! back, where noted).
 //!
