@@ -31,6 +31,9 @@ pub struct CraneliftRenderer {
     /// Whether the ISA has fused multiply-add instructions (then float `a*b + c` is contracted;
     /// without them Cranelift's `fma` is a libm call).
     pub fma: bool,
+    /// Whether large streaming kernels run their outer loop as two interleaved streams (see
+    /// [`two_stream_body`]).
+    pub two_streams: bool,
 }
 
 impl CraneliftRenderer {
@@ -40,6 +43,7 @@ impl CraneliftRenderer {
         CraneliftRenderer {
             frontend,
             fma: false,
+            two_streams: false,
         }
     }
 
@@ -47,6 +51,15 @@ impl CraneliftRenderer {
     /// must have FMA instructions).
     pub fn with_fma(self, fma: bool) -> Self {
         CraneliftRenderer { fma, ..self }
+    }
+
+    /// The same renderer, running the outer loop of large streaming kernels as two
+    /// interleaved streams when `on` (see [`two_stream_body`]).
+    pub fn with_two_streams(self, on: bool) -> Self {
+        CraneliftRenderer {
+            two_streams: on,
+            ..self
+        }
     }
 
     /// The signature of every kernel: `(bufs: i64 ptr, start: i64, end: i64)`.
@@ -101,8 +114,22 @@ impl Renderer for CraneliftRenderer {
             globals: prog.globals.len(),
             vars: &prog.vars,
         };
-        for u in &prog.uops {
-            cx.emit(u).map_err(err)?;
+        match two_stream_body(prog).filter(|_| self.two_streams) {
+            Some((rpos, epos)) => {
+                for u in &prog.uops[..rpos] {
+                    cx.emit(u).map_err(err)?;
+                }
+                cx.two_stream_loop(&prog.uops[rpos], &prog.uops[rpos + 1..epos])
+                    .map_err(err)?;
+                for u in &prog.uops[epos + 1..] {
+                    cx.emit(u).map_err(err)?;
+                }
+            }
+            None => {
+                for u in &prog.uops {
+                    cx.emit(u).map_err(err)?;
+                }
+            }
         }
         if !cx.loops.is_empty() {
             return Err(err("unclosed loop".into()));
@@ -111,6 +138,54 @@ impl Renderer for CraneliftRenderer {
         cx.b.finalize(self.frontend);
         Ok(func)
     }
+}
+
+/// Kernels with at most this many buffers (output included) may run as two streams.
+pub const TWO_STREAM_MAX_BUFFERS: usize = 3;
+
+/// Kernels whose output is smaller than this (bytes) run as one stream.
+pub const TWO_STREAM_MIN_BYTES: usize = 4 << 20;
+
+/// The positions of the outer `Range` and its `End` when the kernel's outer loop may run as two
+/// interleaved streams: a loop over `[start, end)` whose each pass
+/// runs iteration `i` of the first half and `i + half` of the second, so every buffer is read
+/// (or written) at two places at once.
+///
+/// A core with more streams in flight keeps more DRAM requests outstanding: on the development
+/// machine (AMD EPYC, Zen 2, 2 threads, 64 MiB buffers; paired same-process comparisons,
+/// medians of 60) `relu` of 16M floats ran 1.01-1.14x as fast, `a + b` 0.99-1.10x, `a * b + c`
+/// 0.98-1.10x, but with 5 buffers 0.97x and with 6 0.86-0.88x (too many streams per core),
+/// hence at most [`TWO_STREAM_MAX_BUFFERS`]. Only a kernel with one loop (its outer one, over
+/// output elements), no accumulators or conditional blocks, and an output of at least
+/// [`TWO_STREAM_MIN_BYTES`] (smaller data stays in the caches, where streams do not matter).
+pub fn two_stream_body(prog: &Program) -> Option<(usize, usize)> {
+    if prog.globals.len() > TWO_STREAM_MAX_BUFFERS || !prog.vars.is_empty() {
+        return None;
+    }
+    let out_bytes = prog
+        .extents
+        .first()?
+        .checked_mul(prog.globals.first()?.itemsize())?;
+    if out_bytes < TWO_STREAM_MIN_BYTES {
+        return None;
+    }
+    let mut ranges = (0..prog.uops.len()).filter(|&i| prog.uops[i].op() == Ops::Range);
+    let (Some(rpos), None) = (ranges.next(), ranges.next()) else {
+        return None;
+    };
+    if matches!(
+        prog.uops[rpos].arg(),
+        Arg::Range(_, tinygrad_uop::AxisKind::Reduce)
+    ) || prog.uops.iter().any(|u| {
+        matches!(
+            u.op(),
+            Ops::DefineReg | Ops::DefineLocal | Ops::If | Ops::EndIf | Ops::Barrier
+        )
+    }) {
+        return None;
+    }
+    let epos = prog.uops.iter().position(|u| u.op() == Ops::End)?;
+    (epos > rpos).then_some((rpos, epos))
 }
 
 struct LoopState {
@@ -340,6 +415,58 @@ impl<'a> Ctx<'a> {
             exit,
             counter,
         });
+        Ok(())
+    }
+
+    /// The outer loop `r` (over the launcher's `[start, end)`) with body `body`, as two streams:
+    /// iteration `i` of the first half and iteration `i + half` of the second run in the same
+    /// pass of the loop, so each core reads and writes twice as many streams at once.
+    fn two_stream_loop(&mut self, r: &UOp, body: &[UOp]) -> Result<(), String> {
+        let size = self.val(r.s(0))?;
+        let hi = self.b.ins().smin(self.end, size);
+        let lo = self.start;
+        let n = self.b.ins().isub(hi, lo);
+        let n1 = self.b.ins().iadd_imm_s(n, 1);
+        let half = self.b.ins().sshr_imm_s(n1, 1);
+        let mid = self.b.ins().iadd(lo, half);
+        self.first_loop = false;
+        let header = self.b.create_block();
+        let first = self.b.create_block();
+        let second = self.b.create_block();
+        let next = self.b.create_block();
+        let exit = self.b.create_block();
+        let counter = self.b.append_block_param(header, types::I64);
+        self.b.ins().jump(header, &[lo.into()]);
+        self.b.switch_to_block(header);
+        let go = self.b.ins().icmp(IntCC::SignedLessThan, counter, mid);
+        self.b.ins().brif(go, first, &[], exit, &[]);
+        self.b.switch_to_block(first);
+        self.b.seal_block(first);
+        self.vals.insert(r.clone(), counter);
+        for u in body {
+            self.emit(u)?;
+        }
+        let other = self.b.ins().iadd(counter, half);
+        let has_other = self.b.ins().icmp(IntCC::SignedLessThan, other, hi);
+        self.b.ins().brif(has_other, second, &[], next, &[]);
+        self.b.switch_to_block(second);
+        self.b.seal_block(second);
+        for u in body {
+            self.vals.remove(u);
+            self.offsets.remove(u);
+        }
+        self.vals.insert(r.clone(), other);
+        for u in body {
+            self.emit(u)?;
+        }
+        self.b.ins().jump(next, &[]);
+        self.b.switch_to_block(next);
+        self.b.seal_block(next);
+        let step = self.b.ins().iadd_imm_s(counter, 1);
+        self.b.ins().jump(header, &[step.into()]);
+        self.b.seal_block(header);
+        self.b.switch_to_block(exit);
+        self.b.seal_block(exit);
         Ok(())
     }
 

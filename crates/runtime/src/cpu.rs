@@ -53,7 +53,11 @@ impl CpuDevice {
                 .isa_flags()
                 .iter()
                 .any(|f| f.name == "has_fma" && f.as_bool() == Some(true));
-        let renderer = CraneliftRenderer::new(isa.frontend_config()).with_fma(fma);
+        // CPU_TWO_STREAMS=0 keeps every outer loop a single stream
+        let two_streams = std::env::var("CPU_TWO_STREAMS").map_or(true, |v| v != "0");
+        let renderer = CraneliftRenderer::new(isa.frontend_config())
+            .with_fma(fma)
+            .with_two_streams(two_streams);
         Ok(CpuDevice {
             name,
             renderer,
