@@ -399,23 +399,30 @@ impl<'a> Ctx<'a> {
             (self.b.ins().iconst(types::I64, 0), size)
         };
         self.first_loop = false;
+        let state = self.loop_header(lo, hi);
+        self.vals.insert(r.clone(), state.counter);
+        self.loops.push(state);
+        Ok(())
+    }
+
+    /// Starts a loop whose counter runs from `lo` while below `bound`: the header block (the
+    /// counter its parameter) and the exit block, leaving the builder in the (sealed) body.
+    fn loop_header(&mut self, lo: Value, bound: Value) -> LoopState {
         let header = self.b.create_block();
         let body = self.b.create_block();
         let exit = self.b.create_block();
         let counter = self.b.append_block_param(header, types::I64);
         self.b.ins().jump(header, &[lo.into()]);
         self.b.switch_to_block(header);
-        let go = self.b.ins().icmp(IntCC::SignedLessThan, counter, hi);
+        let go = self.b.ins().icmp(IntCC::SignedLessThan, counter, bound);
         self.b.ins().brif(go, body, &[], exit, &[]);
         self.b.switch_to_block(body);
         self.b.seal_block(body);
-        self.vals.insert(r.clone(), counter);
-        self.loops.push(LoopState {
+        LoopState {
             header,
             exit,
             counter,
-        });
-        Ok(())
+        }
     }
 
     /// The outer loop `r` (over the launcher's `[start, end)`) with body `body`, as two streams:
@@ -430,18 +437,10 @@ impl<'a> Ctx<'a> {
         let half = self.b.ins().sshr_imm_s(n1, 1);
         let mid = self.b.ins().iadd(lo, half);
         self.first_loop = false;
-        let header = self.b.create_block();
-        let first = self.b.create_block();
+        let state = self.loop_header(lo, mid);
+        let counter = state.counter;
         let second = self.b.create_block();
         let next = self.b.create_block();
-        let exit = self.b.create_block();
-        let counter = self.b.append_block_param(header, types::I64);
-        self.b.ins().jump(header, &[lo.into()]);
-        self.b.switch_to_block(header);
-        let go = self.b.ins().icmp(IntCC::SignedLessThan, counter, mid);
-        self.b.ins().brif(go, first, &[], exit, &[]);
-        self.b.switch_to_block(first);
-        self.b.seal_block(first);
         self.vals.insert(r.clone(), counter);
         for u in body {
             self.emit(u)?;
@@ -462,12 +461,8 @@ impl<'a> Ctx<'a> {
         self.b.ins().jump(next, &[]);
         self.b.switch_to_block(next);
         self.b.seal_block(next);
-        let step = self.b.ins().iadd_imm_s(counter, 1);
-        self.b.ins().jump(header, &[step.into()]);
-        self.b.seal_block(header);
-        self.b.switch_to_block(exit);
-        self.b.seal_block(exit);
-        Ok(())
+        self.loops.push(state);
+        self.close_loop()
     }
 
     fn close_loop(&mut self) -> Result<(), String> {
