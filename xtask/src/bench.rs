@@ -17,7 +17,8 @@
 //! - `elementwise`: `(a*b+c).relu().exp()` on 16M f32: GB/s moved (3 inputs + 1 output), vs a
 //!   plain Rust loop over slices writing a reused output, numpy, PyTorch and tinygrad.
 //! - `add` `[q]`: `a+b` on 16M f32 (1M with `--quick`): GB/s moved (2 inputs + 1 output), vs a
-//!   Rust read+read+write stream into a reused output, PyTorch's `torch.add(a, b, out=o)` and
+//!   Rust read+read+write stream into a reused output (in huge pages, each thread's part as two
+//!   interleaved halves, as our kernel runs it), PyTorch's `torch.add(a, b, out=o)` and
 //!   tinygrad.
 //! - `sum` `[q]`: `sum` of 16M f32 (1M with `--quick`): GB/s read, vs a Rust read stream (in
 //!   huge pages, 4 interleaved streams per thread, as our row reductions read), numpy, PyTorch
@@ -596,23 +597,53 @@ fn split_run(out: &mut [f32], ins: &[&[f32]], f: impl Fn(&mut [f32], &[&[f32]]) 
 }
 
 /// Median time (s) of the read+read+write stream `c = a + b` over `n` f32 into a reused
-/// output, on [`threads`] threads: the bytes `a+b` moves, at the speed plain Rust moves them.
+/// output, on [`threads`] threads: the bytes `a+b` moves, moved by a plain loop the way our
+/// kernel moves them. The inputs are copied into memory advised for huge pages (as our buffers
+/// are), and each thread runs its part as two interleaved halves (as our large elementwise
+/// kernels do: `tinygrad_codegen::cranelift::two_stream_body`).
 fn add_stream_probe(
     a: &[f32],
     b: &[f32],
     runs: (usize, usize),
     budget: Duration,
 ) -> (f64, Vec<f32>) {
-    let mut out = vec![0.0f32; a.len()];
+    let huge = |x: &[f32]| {
+        let mut v = tinygrad_runtime::huge_pages::try_zeroed::<f32>(x.len())
+            .expect("add-stream probe: allocating its copies");
+        v.copy_from_slice(x);
+        v
+    };
+    let (a, b) = (huge(a), huge(b));
+    let mut out = huge(&vec![0.0f32; a.len()]);
     let add = |o: &mut [f32], x: &[&[f32]]| {
-        for ((o, p), q) in o.iter_mut().zip(x[0]).zip(x[1]) {
-            *o = p + q;
+        let half = o.len() / 2;
+        let (o_lo, o_hi) = o.split_at_mut(half);
+        let ((a_lo, a_hi), (b_lo, b_hi)) = (x[0].split_at(half), x[1].split_at(half));
+        // 16 elements of the first half, then 16 of the second, ...
+        let pieces = o_lo
+            .chunks_mut(16)
+            .zip(a_lo.chunks(16).zip(b_lo.chunks(16)))
+            .zip(
+                o_hi.chunks_mut(16)
+                    .zip(a_hi.chunks(16).zip(b_hi.chunks(16))),
+            );
+        for ((o1, (a1, b1)), (o2, (a2, b2))) in pieces {
+            for ((o, p), q) in o1.iter_mut().zip(a1).zip(b1) {
+                *o = p + q;
+            }
+            for ((o, p), q) in o2.iter_mut().zip(a2).zip(b2) {
+                *o = p + q;
+            }
+        }
+        // what the second half has past the first's pieces (an odd part's last element)
+        for i in o_lo.len().div_ceil(16) * 16..o_hi.len() {
+            o_hi[i] = a_hi[i] + b_hi[i];
         }
     };
     // Warm-up: faults the output's pages in.
-    split_run(&mut out, &[a, b], add);
+    split_run(&mut out, &[&a, &b], add);
     let t = median_time(runs.0, runs.1, budget, || {
-        split_run(&mut out, &[a, b], add);
+        split_run(&mut out, &[&a, &b], add);
         black_box(&out);
     });
     (t, out)

@@ -152,10 +152,10 @@ pub const TWO_STREAM_MIN_BYTES: usize = 4 << 20;
 /// (or written) at two places at once.
 ///
 /// A core with more streams in flight keeps more DRAM requests outstanding: on the development
-/// machine (AMD EPYC, Zen 2, 2 threads, 64 MiB buffers; paired same-process comparisons,
-/// medians of 60) `relu` of 16M floats ran 1.01-1.14x as fast, `a + b` 0.99-1.10x, `a * b + c`
-/// 0.98-1.10x, but with 5 buffers 0.97x and with 6 0.86-0.88x (too many streams per core),
-/// hence at most [`TWO_STREAM_MAX_BUFFERS`]. Only a kernel with one loop (its outer one, over
+/// machine (AMD EPYC, Zen 2, 2 threads; paired same-process comparisons, medians of 60)
+/// `relu` of 9.4M floats ran 1.00-1.14x as fast, `a + b` of 16M 0.99-1.10x and `a * b + a`
+/// (3 buffers) 1.01-1.10x, but with 4 buffers (`a * b + c`) 0.98-1.00x, with 5 0.97-0.98x and
+/// with 6 0.86-0.88x (too many streams per core), hence at most [`TWO_STREAM_MAX_BUFFERS`]. Only a kernel with one loop (its outer one, over
 /// output elements), no accumulators or conditional blocks, and an output of at least
 /// [`TWO_STREAM_MIN_BYTES`] (smaller data stays in the caches, where streams do not matter).
 pub fn two_stream_body(prog: &Program) -> Option<(usize, usize)> {

@@ -61,6 +61,7 @@ fn two_stream_kernels_match_plain_loops() {
             assert_eq!(got[i], av[n - 1 - i] * 2.0, "flip, {n}: element {i}");
         }
         let select = a.gt(&b).where_(&a, &b);
+        qualifies("where", &select);
         let got = select.to_vec::<f32>();
         for i in 0..n {
             assert_eq!(got[i], av[i].max(bv[i]), "where, {n}: element {i}");
