@@ -17,7 +17,8 @@
 //! schedule — [`Device::flush`] — and before any upload, download or timed launch, so that an
 //! upload, which wgpu runs at the start of the next submission, never overtakes a kernel
 //! recorded before it). Nothing waits: the host waits only in [`Allocator::copyout`] (reading a
-//! tensor) and when timing (`DEBUG=2`). Uploads are `Queue::write_buffer`; downloads copy into a pooled
+//! tensor), when timing (`DEBUG=2`), and when the process exits (an `atexit` handler waits for
+//! the queued kernels: a driver running them while `exit` runs its destructors can crash). Uploads are `Queue::write_buffer`; downloads copy into a pooled
 //! `MAP_READ` staging buffer and map it. Two buffers of the same device copy on the GPU
 //! (`copy_buffer_to_buffer`).
 //!
@@ -141,16 +142,144 @@ mod imp {
     /// The WebGPU device called `name` (canonical: `WEBGPU`, `WEBGPU:1`), created on first
     /// use (once per process and name).
     pub fn device_named(name: &'static str) -> Result<Arc<WebGpuDevice>, DeviceError> {
-        type Devices = Mutex<HashMap<&'static str, Result<Arc<WebGpuDevice>, DeviceError>>>;
-        static DEVICES: OnceLock<Devices> = OnceLock::new();
         let mut devices = DEVICES
             .get_or_init(Default::default)
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        devices
+        let device = devices
             .entry(name)
             .or_insert_with(|| WebGpuDevice::new(name).map(Arc::new))
-            .clone()
+            .clone();
+        if device.is_ok() {
+            drain_at_exit::register();
+        }
+        device
+    }
+
+    /// The devices opened so far, by name (and the error of those that failed to open).
+    type Devices = Mutex<HashMap<&'static str, Result<Arc<WebGpuDevice>, DeviceError>>>;
+    static DEVICES: OnceLock<Devices> = OnceLock::new();
+
+    /// Waiting, when the process exits, for the work still running on every open device.
+    ///
+    /// Kernels run asynchronously: the host waits only to read a result. A process can end
+    /// with kernels still queued, and a driver's threads go on running them while `exit` runs
+    /// the process's destructors. On lavapipe, those threads compile shaders with LLVM while
+    /// `exit` destroys LLVM's global state: a crash at exit (a SIGSEGV or a double free, in
+    /// about one process in ten that ended with work queued; always, when it ends with two
+    /// dozen new shaders queued). So a handler registered with the C library's `atexit`
+    /// waits for every device to finish first. `atexit` runs its handlers in the reverse
+    /// order of registration. The driver's libraries (libLLVM among them) registered the
+    /// destructors of their globals when the Vulkan loader loaded them, and those of the state
+    /// their compiler builds lazily when it first compiled: the device runs a first shader
+    /// when it opens (`Shared::run_first_shader`), and the handler, registered after that,
+    /// runs before all of them.
+    #[cfg(unix)]
+    mod drain_at_exit {
+        use std::sync::{Once, TryLockError};
+
+        /// Registers the handler, once per process (after a device opened).
+        pub(super) fn register() {
+            static REGISTERED: Once = Once::new();
+            REGISTERED.call_once(|| {
+                // SAFETY: `atexit` only records the function pointer; `drain` is a plain
+                // `extern "C" fn()` item, valid for the whole life of the process, and it
+                // never unwinds (it catches panics).
+                let rc = unsafe { libc::atexit(drain) };
+                if rc != 0 {
+                    eprintln!(
+                        "WEBGPU: could not register the exit handler that waits for queued \
+                         kernels (atexit returned {rc})"
+                    );
+                }
+            });
+        }
+
+        /// Waits for the work submitted to every open device. Skips the devices if another
+        /// thread holds their table (it would never let go, at exit); never panics.
+        extern "C" fn drain() {
+            let _ = std::panic::catch_unwind(|| {
+                let Some(devices) = super::DEVICES.get() else {
+                    return;
+                };
+                let devices = match devices.try_lock() {
+                    Ok(d) => d,
+                    Err(TryLockError::Poisoned(p)) => p.into_inner(),
+                    Err(TryLockError::WouldBlock) => return,
+                };
+                for device in devices.values().flatten() {
+                    // an error (a lost device) leaves nothing to wait for
+                    let _ = device.shared.device.poll(wgpu::PollType::Wait {
+                        submission_index: None,
+                        timeout: None,
+                    });
+                }
+            });
+        }
+    }
+
+    #[cfg(not(unix))]
+    mod drain_at_exit {
+        /// Without `atexit`, nothing: the drivers this is for (lavapipe) are Linux's.
+        pub(super) fn register() {}
+    }
+
+    impl Shared {
+        /// Compiles and runs a one-invocation shader and waits for it, when the device opens.
+        ///
+        /// The driver's compiler then has made its lazily built state (on lavapipe, LLVM's
+        /// pass registry, code generator and JIT, which register their destructors with the
+        /// C library as they are first built) before the exit handler is registered
+        /// ([`drain_at_exit`]): `exit` runs that handler, which waits for the queued kernels,
+        /// before those destructors. Registered earlier, the handler would run after them,
+        /// while the driver was still compiling a queued kernel with the state they freed.
+        fn run_first_shader(&self) -> Result<(), String> {
+            const SOURCE: &str = "@group(0) @binding(0) var<storage, read_write> b: array<f32>;\n\
+                @compute @workgroup_size(1) fn main() { b[0] = exp(b[0]) + sqrt(b[1]); }\n";
+            let dev = &self.device;
+            let index = self.scoped(|| {
+                let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor {
+                    label: Some("first shader"),
+                    source: wgpu::ShaderSource::Wgsl(Cow::Borrowed(SOURCE)),
+                });
+                let pipeline = dev.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                    label: Some("first shader"),
+                    layout: None,
+                    module: &module,
+                    entry_point: Some("main"),
+                    compilation_options: Default::default(),
+                    cache: None,
+                });
+                let buffer = dev.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("first shader"),
+                    size: 8,
+                    usage: wgpu::BufferUsages::STORAGE,
+                    mapped_at_creation: false,
+                });
+                let bind_group = dev.create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: Some("first shader"),
+                    layout: &pipeline.get_bind_group_layout(0),
+                    entries: &[wgpu::BindGroupEntry {
+                        binding: 0,
+                        resource: buffer.as_entire_binding(),
+                    }],
+                });
+                let mut enc = dev.create_command_encoder(&Default::default());
+                {
+                    let mut pass = enc.begin_compute_pass(&Default::default());
+                    pass.set_pipeline(&pipeline);
+                    pass.set_bind_group(0, &bind_group, &[]);
+                    pass.dispatch_workgroups(1, 1, 1);
+                }
+                self.queue.submit([enc.finish()])
+            })?;
+            dev.poll(wgpu::PollType::Wait {
+                submission_index: Some(index),
+                timeout: None,
+            })
+            .map(|_| ())
+            .map_err(|e| format!("waiting for it: {e}"))
+        }
     }
 
     /// Whether `WEBGPU_HOST_BUFFERS=1` asks for buffers in host memory (the first design).
@@ -242,6 +371,11 @@ mod imp {
                 pending: Mutex::new(Pending::default()),
                 uncaptured,
             });
+            shared.run_first_shader().map_err(|e| {
+                unavailable(format!(
+                    "the adapter could not run a one-invocation compute shader: {e}"
+                ))
+            })?;
             Ok(WebGpuDevice {
                 allocator: Arc::new(WebGpuAllocator {
                     shared: shared.clone(),

@@ -266,3 +266,55 @@ fn a_buffer_beyond_the_device_limits_is_an_err_before_anything_runs() {
         );
     });
 }
+
+/// Set in the child process of [`a_process_that_exits_with_kernels_in_flight_exits_cleanly`].
+const EXIT_CHILD: &str = "TINYGRAD_TEST_EXIT_WITH_KERNELS_IN_FLIGHT";
+
+/// The child's work (it does nothing unless [`EXIT_CHILD`] is set): queues 24 kernels that
+/// each need their own shader, on the device named by the variable, and returns without
+/// reading anything back, so that the process exits while the device is still running (on
+/// lavapipe: still compiling) them.
+#[test]
+#[ignore = "run as a child process by a_process_that_exits_with_kernels_in_flight_exits_cleanly"]
+fn child_queues_kernels_and_exits() {
+    let Ok(device) = std::env::var(EXIT_CHILD) else {
+        return;
+    };
+    let x = Tensor::from_slice_on(&vec![0.5f32; 1 << 16], &[1 << 16], &device);
+    let mut keep = Vec::new();
+    for i in 0..24 {
+        // a different constant and op mix each time: 24 distinct shaders
+        let k = 1.0 + i as f32 / 8.0;
+        let y = match i % 3 {
+            0 => (&x * k + 0.25).exp(),
+            1 => (&x - k).abs().sqrt() * k,
+            _ => ((&x + k).log() * &x).relu() - k,
+        };
+        keep.push(y.realize().clone());
+    }
+}
+
+#[test]
+fn a_process_that_exits_with_kernels_in_flight_exits_cleanly() {
+    // Device work runs asynchronously: the host waits only to read a result. A process that
+    // ends with kernels still queued must end cleanly; on lavapipe the driver compiles
+    // shaders on its own thread while `exit` runs LLVM's destructors under it (a crash at exit
+    // in ~10% of CI runs of the fusion tests before the device drained its queue at exit).
+    on("WEBGPU", "exit with kernels in flight", |device| {
+        let exe = std::env::current_exe().expect("the test binary's path");
+        for run in 0..20 {
+            let out = std::process::Command::new(&exe)
+                .args(["--exact", "child_queues_kernels_and_exits", "--ignored"])
+                .env(EXIT_CHILD, device)
+                .output()
+                .expect("the test binary runs as a child");
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                out.status.success() && stdout.contains("1 passed"),
+                "run {run}: the child exited with {:?}\nstdout:\n{stdout}\nstderr:\n{}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    });
+}
