@@ -39,11 +39,11 @@ use crate::thread_pool::global_pool;
 mod jobs;
 mod microkernel;
 
-pub use jobs::aliased_launches;
 use jobs::{
     A_BLOCK_BYTES, ALIAS_BYTES, ALIASED_LAUNCHES, BATCH_TASKS_PER_THREAD, BatchTasksJob, BlockJob,
     DirectC, FusedRowsJob, InPlaceA, STREAMED_COL_PANELS, fused_block_panels, resize,
 };
+pub use jobs::{aliased_launches, repacked_a_blocks};
 
 /// The AVX2 micro-kernel's tile: 6 rows x 16 columns (two 8-lane vectors), K blocks of ~256
 /// (longer for wide and narrow GEMMs: [`tinygrad_codegen::gemm::k_block_target`]).

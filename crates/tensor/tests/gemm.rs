@@ -776,3 +776,49 @@ fn an_output_bound_over_an_input_is_not_written_directly() {
         }
     }
 }
+
+/// `A` contiguous along K with rows 4 KiB apart (the first 1022 or 2046 columns of rows of
+/// 1024 or 2048 floats): read where it lies, but each task copies its row blocks into its
+/// thread's buffer before multiplying them (`InPlaceA::repacked`). K not a multiple of the
+/// copy's groups of 4 (zero padding), a partial last row panel, and with 256 columns K blocks
+/// of 1024 (the second one 1022 long), against `f64` sums.
+#[test]
+fn aliasing_rows_contiguous_along_k_are_copied_per_row_block() {
+    let Some(_serial) = serial_in_place() else {
+        return;
+    };
+    gemm::set_min_flops(0.0);
+    for (m, width, k, n) in [(601, 1024, 1022, 40), (300, 2048, 2046, 256)] {
+        let (x, w) = (rand(&[m, width], 72), rand(&[k, n], 73));
+        let a = x.shrink(&[(0, m), (0, k)]);
+        let (aliased, repacked) = (gemm::aliased_launches(), gemm::repacked_a_blocks());
+        let got = a.matmul(&w).to_vec::<f32>();
+        // (the AVX-512 tile packs an operand contiguous along K instead: only the values count)
+        if gemm::tile() == gemm::TILE {
+            assert!(
+                gemm::aliased_launches() > aliased && gemm::repacked_a_blocks() > repacked,
+                "{m}x{k}x{n}: A's rows 4 KiB apart were not read in place and copied per block ({} aliased launches, {} copied blocks)",
+                gemm::aliased_launches() - aliased,
+                gemm::repacked_a_blocks() - repacked
+            );
+        } else {
+            println!(
+                "{m}x{k}x{n}: the {:?} tile packs A: only the values are checked",
+                gemm::tile()
+            );
+        }
+        let (xv, wv) = (x.to_vec::<f32>(), w.to_vec::<f32>());
+        for i in 0..m {
+            for j in 0..n {
+                let want: f64 = (0..k)
+                    .map(|p| xv[i * width + p] as f64 * wv[p * n + j] as f64)
+                    .sum();
+                let g = got[i * n + j] as f64;
+                assert!(
+                    (g - want).abs() <= 1e-4 + 1e-4 * want.abs(),
+                    "{m}x{k}x{n}: element ({i}, {j}): {g} vs {want}"
+                );
+            }
+        }
+    }
+}

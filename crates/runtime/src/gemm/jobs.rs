@@ -58,6 +58,16 @@ pub fn aliased_launches() -> u64 {
     ALIASED_LAUNCHES.load(Ordering::Relaxed)
 }
 
+/// Row blocks of an in-place `A` whose rows alias (see [`A_ALIASED_BYTES`]) that tasks copied
+/// into their thread's buffer (see `BlockJob::task_blocks`), in this process.
+pub(super) static REPACKED_BLOCKS: AtomicU64 = AtomicU64::new(0);
+
+/// How many row blocks of an in-place `A` whose rows alias were copied into a task's packed
+/// buffer before their multiply, in this process (lets tests check that they cover that path).
+pub fn repacked_a_blocks() -> u64 {
+    REPACKED_BLOCKS.load(Ordering::Relaxed)
+}
+
 /// Bytes of packed `A` per packing launch (see `GemmKernel::run`).
 pub(super) const A_BLOCK_BYTES: usize = 1 << 20;
 
@@ -224,19 +234,20 @@ impl BatchTasksJob {
 /// How a chunk's `m_panels x n_panels` tiles are cut into tasks: `(row blocks, column blocks)`.
 ///
 /// Row blocks of up to 24 panels (144 rows: the A block stays in L2) and column blocks of up to
-/// 32 panels, cut finer until every thread has at least 4 tasks when the chunk allows; then the
+/// 32 panels (64 for wide GEMMs: [`column_block`]), cut finer until every thread has at least 4 tasks when the chunk allows; then the
 /// task count is rounded up to a multiple of the threads, and [`even_part`] gives the blocks
 /// sizes that differ by at most one panel. Without the rounding, BERT's 512-row GEMMs (86 row
 /// panels) ran as 8 tasks of 12, 12, ..., 2 panels: one thread idled for a tenth of the kernel.
 pub(super) fn task_grid(m_panels: usize, n_panels: usize, threads: usize) -> (usize, usize) {
     let (m_panels, n_panels, threads) = (m_panels.max(1), n_panels.max(1), threads.max(1));
     let target = 4 * threads;
+    let cb = column_block(n_panels);
     let mut tm = m_panels.div_ceil(24);
-    while tm < m_panels && tm * n_panels.div_ceil(32) < target {
+    while tm < m_panels && tm * n_panels.div_ceil(cb) < target {
         tm = (tm * 2).min(m_panels);
     }
     let mut tn = if tm >= 2 * threads {
-        n_panels.div_ceil(32)
+        n_panels.div_ceil(cb)
     } else {
         target.min(n_panels)
     };
@@ -248,6 +259,16 @@ pub(super) fn task_grid(m_panels: usize, n_panels: usize, threads: usize) -> (us
         }
     }
     (tm, tn)
+}
+
+/// Column panels per task block in [`task_grid`]: 32, or 64 for GEMMs of at least 128 column
+/// panels (2048 columns of the AVX2 tile), where each task's rows of `A` are read once per
+/// column block and `A` is large (matmul 2048: 8 MiB per K chunk, read 4 times with blocks of
+/// 32). Measured on a 2-vCPU Zen 2, alternating in one process, medians of 12 runs: matmul
+/// 2048 96.4 -> 94.8 and 97.5 -> 96.8 ms (two runs); matmul 1024 (64 panels) was 0.2-0.6%
+/// slower with 64, so it keeps 32.
+fn column_block(n_panels: usize) -> usize {
+    if n_panels >= 128 { 64 } else { 32 }
 }
 
 /// Part `i` of `0..n` cut into `parts` ranges whose lengths differ by at most one.
@@ -321,7 +342,80 @@ pub(super) struct InPlaceA {
     pub(super) streamed: bool,
 }
 
+thread_local! {
+    /// Each thread's copy of the `A` row block it multiplies (see `BlockJob::task_blocks`; kept
+    /// between launches, as [`FUSED_A`]).
+    static REPACKED_A: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 impl InPlaceA {
+    /// Whether a task copies this operand's row blocks into its thread's buffer, in the packed
+    /// micro-kernel's layout, before multiplying them (rather than reading them in place).
+    ///
+    /// For rows that alias in the caches (a multiple of 4 KiB apart) and run contiguously
+    /// along K (a matmul's operand, not a convolution's window), with 6-row tiles: the
+    /// in-place blocks must stay small there ([`A_ALIASED_BYTES`]), so every `B` panel is
+    /// reloaded every two row panels, and the in-place kernel's six row streams are slower
+    /// than the packed kernel's one (a standalone 6x16 kernel over rows 8 KiB apart: 92-96
+    /// GFLOP/s against 102-106 packed, on one Zen 2 core). A copy is a block of L2 size read
+    /// as six sequential rows per panel. Measured on a 2-vCPU Zen 2, alternating in one
+    /// process (medians of 40 runs for matmul 1024, 12 for 2048), in four runs: matmul 1024
+    /// 12.93 -> 12.35, 12.97 -> 12.36, 12.95 -> 12.48 and 11.97 -> 11.47 ms; matmul 2048
+    /// 95.2 -> 94.3, 95.1 -> 95.1, 97.6 -> 96.4 and 99.3 -> 97.5 ms.
+    /// Not for a row block streamed once ([`InPlaceA::streamed`]): a copy would be a second
+    /// pass over it.
+    fn repacked(&self, mr: usize) -> bool {
+        self.rows_alias && self.k_contiguous && !self.streamed && mr == super::TILE.mr
+    }
+
+    /// Copies the 6-row panel at `row0`, K `kk..kk + kc` (from the chunk's start), into `dst` in
+    /// the packed micro-kernel's layout (`[k / 4][6][4]`: groups of [`A_K_GROUP`] along K),
+    /// with zeros from `kc` to the next multiple of the group.
+    ///
+    /// # Safety
+    /// As for [`InPlaceA::panel`]: `rows` must hold entries `row0..row0 + 6`, `ks` entries `kk
+    /// .. kk + kc`, and every sum `rows[i] + ks[p]` from `base` must be inside the operand;
+    /// the K table must be contiguous (`k_contiguous`), and `dst` valid for `6 *
+    /// kc.next_multiple_of(A_K_GROUP)` floats that nothing else accesses.
+    ///
+    /// [`A_K_GROUP`]: tinygrad_codegen::gemm::A_K_GROUP
+    unsafe fn pack_panel(&self, row0: usize, kk: usize, kc: usize, dst: *mut f32) {
+        const G: usize = tinygrad_codegen::gemm::A_K_GROUP;
+        // SAFETY: the caller guarantees `ks` has entry kk and `rows` entries row0..row0 + 6.
+        let (k0, rows) = unsafe {
+            (
+                *((self.ks + 8 * kk) as *const i64),
+                std::array::from_fn::<i64, 6, _>(|i| *((self.rows + 8 * (row0 + i)) as *const i64)),
+            )
+        };
+        // Row i's element k0 + p is rows[i] + ks[kk + p] (the K table is contiguous): inside
+        // the operand for p < kc per the caller's contract.
+        let starts = rows.map(|r| (self.base as *const f32).wrapping_offset((r + k0) as isize));
+        let groups = kc / G;
+        for g in 0..groups {
+            for (i, row) in starts.iter().enumerate() {
+                // SAFETY: elements g*G .. g*G + G < kc of row i (inside the operand, above);
+                // dst holds 6 * kc4 floats and g*6*G + i*G + G <= 6 * kc4.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(row.add(g * G), dst.add(g * 6 * G + i * G), G)
+                };
+            }
+        }
+        if !kc.is_multiple_of(G) {
+            for (i, row) in starts.iter().enumerate() {
+                for j in 0..G {
+                    let p = groups * G + j;
+                    // SAFETY: element p < kc of row i, inside the operand (above); the slot is
+                    // in the last group of dst's 6 * kc4 floats.
+                    unsafe {
+                        let v = if p < kc { *row.add(p) } else { 0.0 };
+                        *dst.add(groups * 6 * G + i * G + j) = v;
+                    }
+                }
+            }
+        }
+    }
+
     /// One panel's multiply with `A` read in place: `C[row0..row0 + mr][..nr] (+)= A[row0..][kk
     /// .. kk + kc] x B`. The 12-row narrow tile reads a panel of equally spaced rows along their
     /// stride, any other panel (the last one, with padding rows; an operand with a row table)
@@ -515,6 +609,20 @@ impl BlockJob {
                 }
                 continue;
             }
+            if let Some(ip) = self.in_place.filter(|ip| ip.repacked(mr)) {
+                self.repacked_blocks(
+                    &ip,
+                    mr,
+                    nr,
+                    kk,
+                    kc,
+                    accumulate,
+                    ms.clone(),
+                    ns.clone(),
+                    c_tile,
+                );
+                continue;
+            }
             for ib in (ms.start..ms.end).step_by(block_panels) {
                 for jn in ns.clone() {
                     for im in ib..(ib + block_panels).min(ms.end) {
@@ -523,6 +631,62 @@ impl BlockJob {
                 }
             }
         }
+    }
+}
+
+impl BlockJob {
+    /// One K block of [`BlockJob::task_blocks`] with an in-place `A` that is copied
+    /// ([`InPlaceA::repacked`]): row blocks of [`A_L2_BYTES`] copied into this thread's buffer,
+    /// each multiplied by every `B` panel of the task with the packed micro-kernel (over K
+    /// rounded up to whole groups: the copy's padding is zero, and so is `B` past K).
+    #[allow(clippy::too_many_arguments)]
+    fn repacked_blocks(
+        &self,
+        ip: &InPlaceA,
+        mr: usize,
+        nr: usize,
+        kk: usize,
+        kc: usize,
+        accumulate: bool,
+        ms: std::ops::Range<usize>,
+        ns: std::ops::Range<usize>,
+        c_tile: impl Fn(usize, usize) -> usize,
+    ) {
+        let kc4 = kc.next_multiple_of(tinygrad_codegen::gemm::A_K_GROUP);
+        let block_panels = (A_L2_BYTES / (4 * mr * kc4.max(1))).max(1);
+        REPACKED_A.with(|buf| {
+            let mut buf = buf.borrow_mut();
+            resize(&mut buf, block_panels * mr * kc4);
+            let a = buf.as_mut_ptr();
+            for ib in (ms.start..ms.end).step_by(block_panels) {
+                let ie = (ib + block_panels).min(ms.end);
+                REPACKED_BLOCKS.fetch_add(1, Ordering::Relaxed);
+                for im in ib..ie {
+                    // SAFETY: panel im of this job lies in the row table (m0 + im*mr + mr <=
+                    // mp), the K block in the chunk's K table (kk + kc <= k_left), every table
+                    // sum is inside the operand (`InPlaceTables::fits`) and the K table is
+                    // contiguous (`repacked`); the panel's slot (im - ib < block_panels) holds
+                    // mr * kc4 floats of this thread's buffer.
+                    unsafe {
+                        ip.pack_panel(self.m0 + im * mr, kk, kc, a.add((im - ib) * mr * kc4))
+                    };
+                }
+                for jn in ns.clone() {
+                    let b = self.b + 4 * (jn * self.k_chunk * nr + kk * nr);
+                    for im in ib..ie {
+                        let panel = a as usize + 4 * (im - ib) * mr * kc4;
+                        // SAFETY: `panel` holds mr x kc4 packed floats (copied above); `b` is
+                        // panel jn of the packed B, whose rows kk..kk + kc4 lie in the chunk
+                        // (kc4 <= kb: kb is a multiple of the group) and are zero past K; `c`
+                        // this task's tile (`c_tile`, as for the in-place tiles); the tile is
+                        // the plan's, checked by `GemmKernel::new`.
+                        unsafe {
+                            microkernel(mr, nr, kc4, panel, b, c_tile(jn, im), self.np, accumulate)
+                        };
+                    }
+                }
+            }
+        });
     }
 }
 
