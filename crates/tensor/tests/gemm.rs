@@ -171,15 +171,31 @@ fn wide_gemms_take_long_k_blocks() {
         "the wide matmul did not take the GEMM path"
     );
     let (av, bv) = (a.to_vec::<f32>(), b.to_vec::<f32>());
+    assert_f64_matmul(
+        "wide matmul",
+        &got,
+        (m, k, n),
+        |i, p| av[i * k + p],
+        |p, j| bv[p * n + j],
+    );
+}
+
+/// Asserts that `got` (`m x n`, row-major) is `sum over p of a(i, p) * b(p, j)` summed in
+/// `f64`, within 1e-4 absolute plus 1e-4 relative.
+fn assert_f64_matmul(
+    label: &str,
+    got: &[f32],
+    (m, k, n): (usize, usize, usize),
+    a: impl Fn(usize, usize) -> f32,
+    b: impl Fn(usize, usize) -> f32,
+) {
     for i in 0..m {
         for j in 0..n {
-            let want: f64 = (0..k)
-                .map(|p| av[i * k + p] as f64 * bv[p * n + j] as f64)
-                .sum();
+            let want: f64 = (0..k).map(|p| a(i, p) as f64 * b(p, j) as f64).sum();
             let g = got[i * n + j] as f64;
             assert!(
                 (g - want).abs() <= 1e-4 + 1e-4 * want.abs(),
-                "element ({i}, {j}): {g} vs {want}"
+                "{label}: element ({i}, {j}): {g} vs {want}"
             );
         }
     }
@@ -592,18 +608,13 @@ fn aliasing_rows_of_a_read_in_place() {
         "A's rows 8 KiB apart were not read as aliasing"
     );
     let (xv, wv) = (x.to_vec::<f32>(), w.to_vec::<f32>());
-    for i in 0..m {
-        for j in 0..n {
-            let want: f64 = (0..k)
-                .map(|p| xv[i * 2 * k + 2 * p] as f64 * wv[p * n + j] as f64)
-                .sum();
-            let g = got[i * n + j] as f64;
-            assert!(
-                (g - want).abs() <= 1e-4 + 1e-4 * want.abs(),
-                "element ({i}, {j}): {g} vs {want}"
-            );
-        }
-    }
+    assert_f64_matmul(
+        "every other element",
+        &got,
+        (m, k, n),
+        |i, p| xv[i * 2 * k + 2 * p],
+        |p, j| wv[p * n + j],
+    );
 }
 
 /// A plain matmul's epilogue only copies `C`: its whole row panels are written straight into
@@ -808,17 +819,12 @@ fn aliasing_rows_contiguous_along_k_are_copied_per_row_block() {
             );
         }
         let (xv, wv) = (x.to_vec::<f32>(), w.to_vec::<f32>());
-        for i in 0..m {
-            for j in 0..n {
-                let want: f64 = (0..k)
-                    .map(|p| xv[i * width + p] as f64 * wv[p * n + j] as f64)
-                    .sum();
-                let g = got[i * n + j] as f64;
-                assert!(
-                    (g - want).abs() <= 1e-4 + 1e-4 * want.abs(),
-                    "{m}x{k}x{n}: element ({i}, {j}): {g} vs {want}"
-                );
-            }
-        }
+        assert_f64_matmul(
+            &format!("{m}x{k}x{n}"),
+            &got,
+            (m, k, n),
+            |i, p| xv[i * width + p],
+            |p, j| wv[p * n + j],
+        );
     }
 }
