@@ -146,14 +146,16 @@ mod imp {
             .get_or_init(Default::default)
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        let device = devices
+        devices
             .entry(name)
-            .or_insert_with(|| WebGpuDevice::new(name).map(Arc::new))
-            .clone();
-        if device.is_ok() {
-            drain_at_exit::register();
-        }
-        device
+            .or_insert_with(|| {
+                let device = WebGpuDevice::new(name).map(Arc::new);
+                if device.is_ok() {
+                    drain_at_exit::register();
+                }
+                device
+            })
+            .clone()
     }
 
     /// The devices opened so far, by name (and the error of those that failed to open).
@@ -176,23 +178,28 @@ mod imp {
     /// runs before all of them.
     #[cfg(unix)]
     mod drain_at_exit {
-        use std::sync::{Once, TryLockError};
+        use std::sync::TryLockError;
+        use std::time::Duration;
 
-        /// Registers the handler, once per process (after a device opened).
+        /// The longest the handler waits for one device: a driver that never finishes must not
+        /// keep the process from exiting.
+        const DRAIN_TIMEOUT: Duration = Duration::from_secs(60);
+
+        /// Registers the handler again, after each device opened (and ran its first shader):
+        /// a device on another driver builds its compiler's state then, and the handler must
+        /// run before that state's destructors too. (A handler that runs again finds nothing
+        /// left to wait for.)
         pub(super) fn register() {
-            static REGISTERED: Once = Once::new();
-            REGISTERED.call_once(|| {
-                // SAFETY: `atexit` only records the function pointer; `drain` is a plain
-                // `extern "C" fn()` item, valid for the whole life of the process, and it
-                // never unwinds (it catches panics).
-                let rc = unsafe { libc::atexit(drain) };
-                if rc != 0 {
-                    eprintln!(
-                        "WEBGPU: could not register the exit handler that waits for queued \
-                         kernels (atexit returned {rc})"
-                    );
-                }
-            });
+            // SAFETY: `atexit` only records the function pointer; `drain` is a plain
+            // `extern "C" fn()` item, valid for the whole life of the process, and it never
+            // unwinds (it catches panics).
+            let rc = unsafe { libc::atexit(drain) };
+            if rc != 0 {
+                eprintln!(
+                    "WEBGPU: could not register the exit handler that waits for queued \
+                     kernels (atexit returned {rc})"
+                );
+            }
         }
 
         /// Waits for the work submitted to every open device. Skips the devices if another
@@ -211,7 +218,7 @@ mod imp {
                     // an error (a lost device) leaves nothing to wait for
                     let _ = device.shared.device.poll(wgpu::PollType::Wait {
                         submission_index: None,
-                        timeout: None,
+                        timeout: Some(DRAIN_TIMEOUT),
                     });
                 }
             });
@@ -234,13 +241,23 @@ mod imp {
         /// before those destructors. Registered earlier, the handler would run after them,
         /// while the driver was still compiling a queued kernel with the state they freed.
         fn run_first_shader(&self) -> Result<(), String> {
-            const SOURCE: &str = "@group(0) @binding(0) var<storage, read_write> b: array<f32>;\n\
-                @compute @workgroup_size(1) fn main() { b[0] = exp(b[0]) + sqrt(b[1]); }\n";
+            // A constant of this process's own, so that the driver's on-disk shader cache
+            // (Mesa keeps one) cannot serve the shader compiled: it must go through the
+            // compiler now.
+            let nonce = std::process::id()
+                ^ std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.subsec_nanos());
+            let source = format!(
+                "@group(0) @binding(0) var<storage, read_write> b: array<f32>;\n\
+                 @compute @workgroup_size(1) fn main() {{ \
+                 b[0] = exp(b[0]) + sqrt(b[1]) + f32({nonce}u); }}\n"
+            );
             let dev = &self.device;
             let index = self.scoped(|| {
                 let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor {
                     label: Some("first shader"),
-                    source: wgpu::ShaderSource::Wgsl(Cow::Borrowed(SOURCE)),
+                    source: wgpu::ShaderSource::Wgsl(Cow::Borrowed(&source)),
                 });
                 let pipeline = dev.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                     label: Some("first shader"),

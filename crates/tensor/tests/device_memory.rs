@@ -269,6 +269,8 @@ fn a_buffer_beyond_the_device_limits_is_an_err_before_anything_runs() {
 
 /// Set in the child process of [`a_process_that_exits_with_kernels_in_flight_exits_cleanly`].
 const EXIT_CHILD: &str = "TINYGRAD_TEST_EXIT_WITH_KERNELS_IN_FLIGHT";
+/// The child's nonce (see [`child_queues_kernels_and_exits`]).
+const EXIT_NONCE: &str = "TINYGRAD_TEST_EXIT_NONCE";
 
 /// The child's work (it does nothing unless [`EXIT_CHILD`] is set): queues 24 kernels that
 /// each need their own shader, on the device named by the variable, and returns without
@@ -280,15 +282,22 @@ fn child_queues_kernels_and_exits() {
     let Ok(device) = std::env::var(EXIT_CHILD) else {
         return;
     };
+    // a constant of this child's own (from the parent), so that the driver's on-disk shader
+    // cache cannot serve the kernels compiled: each child queues 24 compilations
+    let nonce: u32 = std::env::var(EXIT_NONCE)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .expect("the parent passes a nonce");
     let x = Tensor::from_slice_on(&vec![0.5f32; 1 << 16], &[1 << 16], &device);
     let mut keep = Vec::new();
     for i in 0..24 {
         // a different constant and op mix each time: 24 distinct shaders
         let k = 1.0 + i as f32 / 8.0;
+        let c = (nonce % (1 << 20)) as f32;
         let y = match i % 3 {
-            0 => (&x * k + 0.25).exp(),
-            1 => (&x - k).abs().sqrt() * k,
-            _ => ((&x + k).log() * &x).relu() - k,
+            0 => (&x * k + c).exp(),
+            1 => (&x - k).abs().sqrt() * c,
+            _ => ((&x + k).log() * &x).relu() - c,
         };
         keep.push(y.realize().clone());
     }
@@ -302,10 +311,15 @@ fn a_process_that_exits_with_kernels_in_flight_exits_cleanly() {
     // in ~10% of CI runs of the fusion tests before the device drained its queue at exit).
     on("WEBGPU", "exit with kernels in flight", |device| {
         let exe = std::env::current_exe().expect("the test binary's path");
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos())
+            ^ std::process::id();
         for run in 0..20 {
             let out = std::process::Command::new(&exe)
                 .args(["--exact", "child_queues_kernels_and_exits", "--ignored"])
                 .env(EXIT_CHILD, device)
+                .env(EXIT_NONCE, seed.wrapping_add(run).to_string())
                 .output()
                 .expect("the test binary runs as a child");
             let stdout = String::from_utf8_lossy(&out.stdout);

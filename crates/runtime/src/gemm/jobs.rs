@@ -381,7 +381,12 @@ impl InPlaceA {
     /// [`A_K_GROUP`]: tinygrad_codegen::gemm::A_K_GROUP
     unsafe fn pack_panel(&self, row0: usize, kk: usize, kc: usize, dst: *mut f32) {
         const G: usize = tinygrad_codegen::gemm::A_K_GROUP;
-        // SAFETY: the caller guarantees `ks` has entry kk and `rows` entries row0..row0 + 6.
+        debug_assert!(
+            kc > 0,
+            "an empty K block is never copied (K blocks here are >= 64)"
+        );
+        // SAFETY: the caller guarantees `ks` has entries kk..kk + kc (kc > 0) and `rows`
+        // entries row0..row0 + 6.
         let (k0, rows) = unsafe {
             (
                 *((self.ks + 8 * kk) as *const i64),
@@ -394,7 +399,7 @@ impl InPlaceA {
         let groups = kc / G;
         for g in 0..groups {
             for (i, row) in starts.iter().enumerate() {
-                // SAFETY: elements g*G .. g*G + G < kc of row i (inside the operand, above);
+                // SAFETY: elements g*G .. g*G + G <= kc of row i (inside the operand, above);
                 // dst holds 6 * kc4 floats and g*6*G + i*G + G <= 6 * kc4.
                 unsafe {
                     std::ptr::copy_nonoverlapping(row.add(g * G), dst.add(g * 6 * G + i * G), G)
@@ -652,6 +657,7 @@ impl BlockJob {
         ns: std::ops::Range<usize>,
         c_tile: impl Fn(usize, usize) -> usize,
     ) {
+        debug_assert_eq!(mr, 6, "the copy is laid out for 6-row tiles (`repacked`)");
         let kc4 = kc.next_multiple_of(tinygrad_codegen::gemm::A_K_GROUP);
         let block_panels = (A_L2_BYTES / (4 * mr * kc4.max(1))).max(1);
         REPACKED_A.with(|buf| {
@@ -698,7 +704,8 @@ mod tests {
     fn task_grid_covers_every_tile_once_in_balanced_tasks() {
         for threads in [1, 2, 3, 8] {
             for m in [1, 2, 5, 64, 86, 200] {
-                for n in [1, 3, 24, 96] {
+                // (128 and more column panels take the wider column blocks)
+                for n in [1, 3, 24, 96, 128, 200, 342] {
                     let (tm, tn) = task_grid(m, n, threads);
                     assert!(
                         (1..=m).contains(&tm) && (1..=n).contains(&tn),
