@@ -26,7 +26,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use tinygrad_codegen::gemm::{A_K_GROUP, GemmPlan, GemmTile, plan_gemm};
+use tinygrad_codegen::gemm::{A_K_GROUP, GemmPlan, GemmTile};
 use tinygrad_codegen::opt::{KernelOpts, Split, VECTOR_WIDTH};
 use tinygrad_codegen::{to_program_with, to_program_with_opts};
 use tinygrad_uop::UOp;
@@ -37,13 +37,15 @@ use crate::device::{CompiledAst, Device, DeviceError, Kernel};
 use crate::thread_pool::global_pool;
 
 mod jobs;
+pub mod launch;
 mod microkernel;
 
 use jobs::{
-    A_BLOCK_BYTES, ALIAS_BYTES, ALIASED_LAUNCHES, BATCH_TASKS_PER_THREAD, BatchTasksJob, BlockJob,
-    DirectC, FusedRowsJob, InPlaceA, STREAMED_COL_PANELS, fused_block_panels, resize,
+    A_BLOCK_BYTES, ALIASED_LAUNCHES, BatchTasksJob, BlockJob, DirectC, FusedRowsJob, InPlaceA,
+    fused_block_panels, resize,
 };
 pub use jobs::{aliased_launches, repacked_a_blocks};
+use launch::{ARoute, InPlaceFacts, InPlaceWalk, LaunchPlan};
 
 /// The AVX2 micro-kernel's tile: 6 rows x 16 columns (two 8-lane vectors), K blocks of ~256
 /// (longer for wide and narrow GEMMs: [`tinygrad_codegen::gemm::k_block_target`]).
@@ -84,10 +86,7 @@ pub fn tile() -> GemmTile {
 /// The tile for a GEMM with `n` columns (after orientation): [`TILE_AVX512_NARROW`] for `n <=
 /// 16` where [`tile`] is the AVX-512 one, else [`tile`].
 pub fn tile_for(n: usize) -> GemmTile {
-    match tile() {
-        t if t == TILE_AVX512 && n <= TILE_AVX512_NARROW.nr => TILE_AVX512_NARROW,
-        t => t,
-    }
+    launch::tile_for_cpu(tile(), n)
 }
 
 /// Whether kernels use the AVX-512 micro-kernel: AVX-512F detected and `CPU_AVX512` not `0`
@@ -212,11 +211,7 @@ pub(crate) fn compile(dev: &CpuDevice, ast: &UOp) -> Option<Result<CompiledAst, 
         return None;
     }
     let min = min_flops();
-    let mut plan = plan_gemm(ast, tile(), min)?;
-    // the orientation does not depend on the tile: a narrow GEMM is planned again for its tile
-    if tile_for(plan.n) != plan.tile {
-        plan = plan_gemm(ast, tile_for(plan.n), min)?;
-    }
+    let plan = launch::plan_for_cpu(ast, tile(), min)?;
     // with a threshold (not the tests' 0: every eligible kernel), a smaller side below
     // MIN_SIDE stays on the generic kernels, which are faster there (measured, see
     // DEFAULT_MIN_FLOPS) ...
@@ -231,6 +226,25 @@ pub(crate) fn compile(dev: &CpuDevice, ast: &UOp) -> Option<Result<CompiledAst, 
         let flops = 2.0 * (k.plan.batch * k.plan.m * k.plan.n * k.plan.k) as f64;
         (Arc::new(k) as Arc<dyn Kernel>, name, flops)
     }))
+}
+
+/// The plan of `ast` and the decisions a launch of it takes on a CPU whose tile is `cpu`, on
+/// `threads` threads, for every eligible kernel (as with [`set_min_flops`]`(0.0)`) and with
+/// `A`'s tables computed on `dev` (by its generic kernels: no micro-kernel runs or needs the
+/// CPU's features); `None` when `ast` is not matmul-shaped. This is what
+/// `GemmKernel::new` decides, so the decisions of every tile can be tested on any machine.
+pub fn launch_plan_for(
+    dev: &CpuDevice,
+    ast: &UOp,
+    cpu: GemmTile,
+    threads: usize,
+) -> Result<Option<(GemmPlan, LaunchPlan)>, DeviceError> {
+    let Some(plan) = launch::plan_for_cpu(ast, cpu, 0.0) else {
+        return Ok(None);
+    };
+    let facts = InPlaceTables::build(dev, &plan)?.map(|(_, facts)| facts);
+    let launch = launch::launch_plan(&plan, facts, threads);
+    Ok(Some((plan, launch)))
 }
 
 /// Scratch memory reused across launches: packed `A` and `B`, `C`, and a prepared in-place
@@ -254,6 +268,11 @@ pub(crate) struct GemmKernel {
     scratch: Mutex<Scratch>,
     /// `A` read in place (when its index is separable and `CPU_GEMM_IN_PLACE` is not `0`).
     in_place: Option<InPlaceTables>,
+    /// The launch's decisions with the in-place tables ([`launch::launch_plan`]).
+    launch: LaunchPlan,
+    /// The launch's decisions when the in-place tables do not fit the buffers bound (`A`
+    /// packed).
+    launch_packed: LaunchPlan,
 }
 
 /// The tables of an in-place `A` (see [`tinygrad_codegen::gemm_in_place`]): element
@@ -268,20 +287,9 @@ struct InPlaceTables {
     /// combination occurs, so these are exact).
     lo: i64,
     hi: i64,
-    /// With the narrow tile: the distance between consecutive rows when the operand is
-    /// contiguous along K and its rows `0..m` are equally spaced (`rows[i] = rows[0] + i *
-    /// stride`), read by [`microkernel_strided`](microkernel::microkernel_strided).
-    stride: Option<usize>,
-    /// Whether the rows `0..m` are equally spaced a multiple of [`ALIAS_BYTES`] apart (a
-    /// row-major matrix with a power-of-two row length, such as a 1024 or 2048 square matmul's
-    /// `A`): their slices of a K block then fall into the same few cache sets (see
-    /// [`A_ALIASED_BYTES`](jobs::A_ALIASED_BYTES)).
-    rows_alias: bool,
-    /// Whether the K table is contiguous (`ks[p + 1] == ks[p] + 1`): each row is a stream the
-    /// hardware prefetcher follows. A convolution's input through its window table is not, and
-    /// the in-place micro-kernel prefetches a later panel's rows instead (see
-    /// [`PREFETCH_PANELS`](jobs::PREFETCH_PANELS)).
-    k_contiguous: bool,
+    /// How the launch walks the operand (set when the tables are kept, see
+    /// [`InPlaceTables::keep`]).
+    walk: Option<InPlaceWalk>,
     /// Applies the operand's elementwise function to elements `0..=hi` of its buffer, into
     /// `Scratch::prepared`, which the tables then index.
     prepare: Option<CpuKernel>,
@@ -331,37 +339,17 @@ fn run_table(dev: &CpuDevice, ast: &UOp, len: usize) -> Result<Vec<i64>, DeviceE
 }
 
 impl InPlaceTables {
-    fn new(dev: &CpuDevice, plan: &GemmPlan) -> Result<Option<InPlaceTables>, DeviceError> {
+    /// The tables of `plan`'s `A` when it is separable and in-place reads are on, with what
+    /// they say ([`InPlaceFacts`]); `None` when `A` is packed whatever its tables.
+    fn build(
+        dev: &CpuDevice,
+        plan: &GemmPlan,
+    ) -> Result<Option<(InPlaceTables, InPlaceFacts)>, DeviceError> {
         let Some(op) = plan.a_in_place.as_ref().filter(|_| in_place_enabled()) else {
             return Ok(None);
         };
         let rows = run_table(dev, &op.rows, plan.mp)?;
         let ks = run_table(dev, &op.ks, plan.kb * plan.n_kb)?;
-        // With the AVX-512 kernel, an operand whose rows run contiguously along K (a matmul's,
-        // not an im2col's) is faster packed: packing it is a copy, and the packed kernel's
-        // loads beat six row streams (measured on a 2-vCPU Xeon: matmul 1024 184 -> 215-228
-        // GFLOP/s, while the convolutions of beautiful_mnist stay 1.5x faster in place).
-        let k_contiguous = ks[..plan.k.min(ks.len())]
-            .windows(2)
-            .all(|w| w[1] == w[0] + 1);
-        if plan.tile == TILE_AVX512 && k_contiguous {
-            return Ok(None);
-        }
-        // (with fewer than 12 rows no panel is full: every one goes through the tables)
-        let stride =
-            if plan.tile == TILE_AVX512_NARROW && k_contiguous && plan.m >= TILE_AVX512_NARROW.mr {
-                let d = rows[1] - rows[0];
-                let equal = rows[..plan.m].windows(2).all(|w| w[1] - w[0] == d);
-                (equal && d >= 0).then_some(d as usize)
-            } else {
-                None
-            };
-        let rows_alias = plan.m >= 2 && {
-            let d = rows[1] - rows[0];
-            d != 0
-                && (4 * d).unsigned_abs().is_multiple_of(ALIAS_BYTES as u64)
-                && rows[..plan.m].windows(2).all(|w| w[1] - w[0] == d)
-        };
         let batches = run_table(dev, &op.batches, plan.batch)?;
         let range = |v: &[i64]| {
             let lo = v.iter().copied().min().unwrap_or(0);
@@ -370,50 +358,68 @@ impl InPlaceTables {
         };
         let ((rl, rh), (kl, kh), (bl, bh)) = (range(&rows), range(&ks), range(&batches));
         let hi = rh.saturating_add(kh).saturating_add(bh);
-        let prepare = match &op.prepare {
-            // Preparing costs a pass over the buffer's prefix: only worth it when the operand
-            // reads at least that many elements (an im2col reads each ~k_h*k_w times).
-            Some(f) if hi >= 0 && (hi as f64) < (plan.batch * plan.m * plan.k) as f64 => {
-                let ast = f.kernel(hi as usize + 1);
-                Some(dev.compile_cpu(&to_program_with(&ast, dev.caps(), dev.optimizes()))?)
-            }
-            Some(_) => return Ok(None),
-            None => None,
-        };
-        Ok(Some(InPlaceTables {
+        // Preparing costs a pass over the buffer's prefix: only worth it when the operand
+        // reads at least that many elements (an im2col reads each ~k_h*k_w times).
+        let prepare_pays = op.prepare.is_none()
+            || (hi >= 0 && (hi as f64) < (plan.batch * plan.m * plan.k) as f64);
+        let facts = InPlaceFacts::from_tables(&rows, &ks, plan.m, plan.k, prepare_pays);
+        let tables = InPlaceTables {
             slot: op.slot,
             lo: rl.saturating_add(kl).saturating_add(bl),
             hi,
-            stride,
-            rows_alias,
-            k_contiguous,
-            prepare,
+            walk: None,
+            prepare: None,
             rows,
             ks,
             batches,
-        }))
+        };
+        Ok(Some((tables, facts)))
     }
 
-    /// Whether every index the tables form lies inside `buf` (in its elements): checked at
-    /// each launch, so a table that disagreed with the buffer would fall back to packing
-    /// rather than read out of bounds.
+    /// The tables of `plan`'s `A` kept for a launch that reads it in place as `walk` says,
+    /// with its elementwise function compiled.
+    fn keep(
+        mut self,
+        dev: &CpuDevice,
+        plan: &GemmPlan,
+        walk: InPlaceWalk,
+    ) -> Result<InPlaceTables, DeviceError> {
+        self.walk = Some(walk);
+        if let Some(f) = plan.a_in_place.as_ref().and_then(|op| op.prepare.as_ref()) {
+            let ast = f.kernel(self.hi as usize + 1);
+            let prog = to_program_with(&ast, dev.caps(), dev.optimizes());
+            self.prepare = Some(dev.compile_cpu(&prog)?);
+        }
+        Ok(self)
+    }
+
+    /// How the launch walks `A` (set by [`InPlaceTables::keep`]).
+    fn walk(&self) -> InPlaceWalk {
+        self.walk.expect("in-place tables are kept with their walk")
+    }
+
     /// The in-place operand of a chunk from `k0` of the batch at `base` (the operand's buffer
-    /// moved by that batch's offset) of `plan`'s GEMM on its tile (`nr` columns per panel).
-    fn chunk(&self, plan: &GemmPlan, base: usize, k0: usize, nr: usize) -> InPlaceA {
+    /// moved by that batch's offset) of `plan`'s GEMM.
+    fn chunk(&self, plan: &GemmPlan, base: usize, k0: usize) -> InPlaceA {
+        let walk = self.walk();
         InPlaceA {
             base,
             rows: self.rows.as_ptr() as usize,
             ks: self.ks.as_ptr() as usize + 8 * k0,
             k_left: plan.k - k0,
-            stride: self.stride,
+            stride: walk.stride,
             m: plan.m,
             mp: plan.mp,
-            rows_alias: self.rows_alias,
-            k_contiguous: self.k_contiguous,
-            streamed: self.k_contiguous && plan.np / nr <= STREAMED_COL_PANELS,
+            rows_alias: walk.rows_alias,
+            k_contiguous: walk.k_contiguous,
+            streamed: walk.streamed,
+            repacked: walk.repacked,
         }
     }
 
+    /// Whether every index the tables form lies inside `buf` (in its elements): checked at
+    /// each launch, so a table that disagreed with the buffer would fall back to packing
+    /// rather than read out of bounds.
     fn fits(&self, buf: &Buffer) -> bool {
         let elems = buf.nbytes() / (buf.dtype.bitsize() as usize / 8).max(1);
         self.lo >= 0 && (self.hi as u64) < elems as u64
@@ -511,31 +517,12 @@ fn compile_pack(
     dev.compile_cpu(&prog)
 }
 
-/// Panels of `B` packed per iteration of its packing kernel's loop over `k` (the panel range
-/// split, the group unrolled inside), where the panel count is a multiple of it. One panel per
-/// iteration reads a column strip of `B`: `nr` floats from each row, rows far apart (8 KiB in
-/// matmul 2048), a cache miss per row that no prefetcher follows. Four panels read four
-/// adjacent lines per row (measured packing a 2048 x 2048 `B` on one core: 4.9 -> 2.6 ms).
-const PACK_B_PANEL_GROUP: usize = 4;
-
-/// The shortest K chunk whose `B` packing takes [`PACK_B_PANEL_GROUP`] panels per iteration.
-/// Short strips gain nothing: beautiful_mnist's first convolution (K = 25, its `B` an im2col
-/// gather of nearby pixels) packed in 2.5 ms with groups of 4 against 2.0 without.
-const PACK_B_GROUP_MIN_K: usize = 256;
-
-/// [`compile_pack`] for `B`, taking [`PACK_B_PANEL_GROUP`] panels per iteration where they
-/// divide the panel count and K chunks are at least [`PACK_B_GROUP_MIN_K`] long (the kernel's
-/// outer loop then runs over groups of panels: the launcher runs it whole, `0..outer_len()`).
+/// [`compile_pack`] for `B`, taking [`launch::b_panel_group`] panels per iteration (with more
+/// than one, the kernel's outer loop runs over groups of panels: the launcher runs it whole,
+/// `0..outer_len()`).
 fn compile_pack_b(dev: &CpuDevice, plan: &GemmPlan) -> Result<CpuKernel, DeviceError> {
     let panels = plan.np / plan.tile.nr;
-    let group = if panels > 1
-        && panels.is_multiple_of(PACK_B_PANEL_GROUP)
-        && plan.k_chunk >= PACK_B_GROUP_MIN_K
-    {
-        PACK_B_PANEL_GROUP
-    } else {
-        1
-    };
+    let group = launch::b_panel_group(plan);
     compile_pack(
         dev,
         &plan.pack_b,
@@ -594,13 +581,29 @@ impl GemmKernel {
             epilogue.source()
         );
         // Reading A in place is an optimization: if its small kernels fail to build, pack.
-        let in_place = InPlaceTables::new(dev, &plan).unwrap_or_else(|e| {
+        let threads = global_pool().threads();
+        let packed = |e: DeviceError| {
             if crate::device::debug_level() >= 1 {
                 eprintln!("{name}: A is packed, its in-place tables failed to build: {e}");
             }
-            None
-        });
+            (None, launch::launch_plan(&plan, None, threads))
+        };
+        let (in_place, launch) = match InPlaceTables::build(dev, &plan) {
+            Ok(Some((tables, facts))) => {
+                let launch = launch::launch_plan(&plan, Some(facts), threads);
+                match launch.in_place.map(|walk| tables.keep(dev, &plan, walk)) {
+                    None => (None, launch),
+                    Some(Ok(tables)) => (Some(tables), launch),
+                    Some(Err(e)) => packed(e),
+                }
+            }
+            Ok(None) => (None, launch::launch_plan(&plan, None, threads)),
+            Err(e) => packed(e),
+        };
+        let launch_packed = launch::launch_plan(&plan, None, threads);
         Ok(GemmKernel {
+            launch,
+            launch_packed,
             plan,
             name,
             pack_a,
@@ -641,14 +644,19 @@ impl GemmKernel {
             }
         };
         let in_place = self.in_place.as_ref().filter(|t| t.fits(&bufs[t.slot]));
+        let launch = if in_place.is_some() {
+            &self.launch
+        } else {
+            &self.launch_packed
+        };
         // The in-place operand's buffer: the original, or its prepared copy.
         let mut a_base = 0;
         if let Some(t) = in_place {
             IN_PLACE_LAUNCHES.fetch_add(1, Ordering::Relaxed);
-            if t.stride.is_some() {
+            if t.walk().stride.is_some() {
                 STRIDED_LAUNCHES.fetch_add(1, Ordering::Relaxed);
             }
-            if t.rows_alias {
+            if t.walk().rows_alias {
                 ALIASED_LAUNCHES.fetch_add(1, Ordering::Relaxed);
             }
             a_base = addrs[t.slot];
@@ -664,10 +672,10 @@ impl GemmKernel {
         // Whole row panels of C go straight into the output when the epilogue would only copy
         // them (`GemmPlan::direct_output`) and the output overlaps no input: the epilogue reads
         // every input before writing, tiles written early must not change what later tiles read.
-        let direct_rows = p.m / mr * mr;
+        let direct_rows = launch.direct_rows.unwrap_or(0);
         let direct_slot = p.direct_output.filter(|&o| {
             let (lo, hi) = (addrs[o], addrs[o] + bufs[o].nbytes());
-            direct_rows > 0
+            launch.direct_rows.is_some()
                 && (0..bufs.len())
                     .filter(|&s| s != o)
                     .all(|s| addrs[s] + bufs[s].nbytes() <= lo || hi <= addrs[s])
@@ -691,11 +699,8 @@ impl GemmKernel {
         // its long reduction): one task per batch. Per batch, packing B and multiplying its few
         // tiles as two parallel launches cost a thread-pool round trip each, 256 of them for
         // beautiful_mnist's first convolution.
-        let threads = global_pool().threads();
         let mut ran_per_batch = false;
-        if let Some(t) = in_place
-            .filter(|_| k_chunk >= kp && p.batch >= BATCH_TASKS_PER_THREAD * threads && threads > 1)
-        {
+        if let Some(t) = in_place.filter(|_| launch.a == ARoute::BatchTasks) {
             BATCH_TASK_LAUNCHES.fetch_add(1, Ordering::Relaxed);
             let job = BatchTasksJob {
                 pack_b: self.pack_b.entry(),
@@ -718,7 +723,7 @@ impl GemmKernel {
                     blocks: 0..p.n_kb,
                     first_block: true,
                     // (each task moves the base to its batch)
-                    in_place: Some(t.chunk(p, 0, 0, nr)),
+                    in_place: Some(t.chunk(p, 0, 0)),
                     direct: None,
                 },
                 direct: direct_at(0),
@@ -771,7 +776,6 @@ impl GemmKernel {
                             p,
                             a_base.wrapping_add((t.batches[bi] as usize).wrapping_mul(4)),
                             k0,
-                            nr,
                         )),
                         ..chunk
                     };
@@ -780,8 +784,8 @@ impl GemmKernel {
                     continue;
                 }
                 let m_panels = p.mp / mr;
-                let fused_panels = fused_block_panels(mr, k_chunk);
-                if m_panels.div_ceil(fused_panels) >= 4 * global_pool().threads() {
+                if launch.a == ARoute::PackedPerTask {
+                    let fused_panels = fused_block_panels(mr, k_chunk);
                     let job = FusedRowsJob {
                         pack_a: self.pack_a.entry(),
                         inputs: p.a_slots.iter().map(|&s| addrs[s]).collect(),
@@ -852,7 +856,8 @@ impl GemmKernel {
                 self.name,
                 match in_place {
                     Some(t) if t.prepare.is_some() => "A prepared and read in place, ",
-                    Some(t) if t.stride.is_some() => "A read in place along its row stride, ",
+                    Some(t) if t.walk().stride.is_some() =>
+                        "A read in place along its row stride, ",
                     Some(_) => "A read in place, ",
                     None => "",
                 },

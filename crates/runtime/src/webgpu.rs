@@ -17,8 +17,10 @@
 //! schedule — [`Device::flush`] — and before any upload, download or timed launch, so that an
 //! upload, which wgpu runs at the start of the next submission, never overtakes a kernel
 //! recorded before it). Nothing waits: the host waits only in [`Allocator::copyout`] (reading a
-//! tensor), when timing (`DEBUG=2`), and when the process exits (an `atexit` handler waits for
-//! the queued kernels: a driver running them while `exit` runs its destructors can crash). Uploads are `Queue::write_buffer`; downloads copy into a pooled
+//! tensor), when timing (`DEBUG=2`), when the process exits (an `atexit` handler waits for
+//! the queued kernels: a driver running them while `exit` runs its destructors can crash) and,
+//! on a driver that compiles a shader when it first runs it (lavapipe), for each kernel's
+//! first dispatch (so that no compile is left running at exit). Uploads are `Queue::write_buffer`; downloads copy into a pooled
 //! `MAP_READ` staging buffer and map it. Two buffers of the same device copy on the GPU
 //! (`copy_buffer_to_buffer`).
 //!
@@ -105,6 +107,7 @@ mod imp {
     use std::borrow::Cow;
     use std::collections::HashMap;
     use std::fmt::Write as _;
+    use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::{Arc, Mutex, OnceLock};
 
     use tinygrad_codegen::{Program, TargetCaps};
@@ -166,16 +169,15 @@ mod imp {
     ///
     /// Kernels run asynchronously: the host waits only to read a result. A process can end
     /// with kernels still queued, and a driver's threads go on running them while `exit` runs
-    /// the process's destructors. On lavapipe, those threads compile shaders with LLVM while
-    /// `exit` destroys LLVM's global state: a crash at exit (a SIGSEGV or a double free, in
-    /// about one process in ten that ended with work queued; always, when it ends with two
-    /// dozen new shaders queued). So a handler registered with the C library's `atexit`
-    /// waits for every device to finish first. `atexit` runs its handlers in the reverse
-    /// order of registration. The driver's libraries (libLLVM among them) registered the
-    /// destructors of their globals when the Vulkan loader loaded them, and those of the state
-    /// their compiler builds lazily when it first compiled: the device runs a first shader
-    /// when it opens (`Shared::run_first_shader`), and the handler, registered after that,
-    /// runs before all of them.
+    /// the process's destructors. On lavapipe, those threads compiled shaders with LLVM while
+    /// `exit` destroyed LLVM's global state: a crash at exit (a SIGSEGV or a double free).
+    /// So a handler registered with the C library's `atexit` waits for every device to
+    /// finish first, and on a driver that compiles at the first dispatch every kernel's first
+    /// dispatch is waited for (`Shared::finish_first_dispatch`), so that no compile is left
+    /// running at exit. `atexit` runs its handlers in the reverse order of registration, and
+    /// the driver's libraries register destructors when they load and whenever their
+    /// compiler builds more of its state: the handler is registered when a device opens and
+    /// again after each first dispatch, so it runs before all of them.
     #[cfg(unix)]
     mod drain_at_exit {
         use std::sync::TryLockError;
@@ -185,10 +187,10 @@ mod imp {
         /// keep the process from exiting.
         const DRAIN_TIMEOUT: Duration = Duration::from_secs(60);
 
-        /// Registers the handler again, after each device opened (and ran its first shader):
-        /// a device on another driver builds its compiler's state then, and the handler must
-        /// run before that state's destructors too. (A handler that runs again finds nothing
-        /// left to wait for.)
+        /// Registers the handler (again: when a device opens and after each kernel's first
+        /// dispatch on a driver that compiles then), so that it runs before the destructors the
+        /// driver registered so far. (A handler that runs again finds nothing left to wait
+        /// for.)
         pub(super) fn register() {
             // SAFETY: `atexit` only records the function pointer; `drain` is a plain
             // `extern "C" fn()` item, valid for the whole life of the process, and it never
@@ -232,70 +234,32 @@ mod imp {
     }
 
     impl Shared {
-        /// Compiles and runs a one-invocation shader and waits for it, when the device opens.
+        /// Submits the pending batch, which holds a kernel's first dispatch, and waits for it;
+        /// then registers the exit handler again ([`drain_at_exit`]).
         ///
-        /// The driver's compiler then has made its lazily built state (on lavapipe, LLVM's
-        /// pass registry, code generator and JIT, which register their destructors with the
-        /// C library as they are first built) before the exit handler is registered
-        /// ([`drain_at_exit`]): `exit` runs that handler, which waits for the queued kernels,
-        /// before those destructors. Registered earlier, the handler would run after them,
-        /// while the driver was still compiling a queued kernel with the state they freed.
-        fn run_first_shader(&self) -> Result<(), String> {
-            // A constant of this process's own, so that the driver's on-disk shader cache
-            // (Mesa keeps one) cannot serve the shader compiled: it must go through the
-            // compiler now.
-            let nonce = std::process::id()
-                ^ std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map_or(0, |d| d.subsec_nanos());
-            let source = format!(
-                "@group(0) @binding(0) var<storage, read_write> b: array<f32>;\n\
-                 @compute @workgroup_size(1) fn main() {{ \
-                 b[0] = exp(b[0]) + sqrt(b[1]) + f32({nonce}u); }}\n"
-            );
-            let dev = &self.device;
-            let index = self.scoped(|| {
-                let module = dev.create_shader_module(wgpu::ShaderModuleDescriptor {
-                    label: Some("first shader"),
-                    source: wgpu::ShaderSource::Wgsl(Cow::Borrowed(&source)),
-                });
-                let pipeline = dev.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                    label: Some("first shader"),
-                    layout: None,
-                    module: &module,
-                    entry_point: Some("main"),
-                    compilation_options: Default::default(),
-                    cache: None,
-                });
-                let buffer = dev.create_buffer(&wgpu::BufferDescriptor {
-                    label: Some("first shader"),
-                    size: 8,
-                    usage: wgpu::BufferUsages::STORAGE,
-                    mapped_at_creation: false,
-                });
-                let bind_group = dev.create_bind_group(&wgpu::BindGroupDescriptor {
-                    label: Some("first shader"),
-                    layout: &pipeline.get_bind_group_layout(0),
-                    entries: &[wgpu::BindGroupEntry {
-                        binding: 0,
-                        resource: buffer.as_entire_binding(),
-                    }],
-                });
-                let mut enc = dev.create_command_encoder(&Default::default());
-                {
-                    let mut pass = enc.begin_compute_pass(&Default::default());
-                    pass.set_pipeline(&pipeline);
-                    pass.set_bind_group(0, &bind_group, &[]);
-                    pass.dispatch_workgroups(1, 1, 1);
-                }
-                self.queue.submit([enc.finish()])
-            })?;
-            dev.poll(wgpu::PollType::Wait {
-                submission_index: Some(index),
-                timeout: None,
-            })
-            .map(|_| ())
-            .map_err(|e| format!("waiting for it: {e}"))
+        /// On a driver that compiles a shader when it first runs it (lavapipe), the compiler
+        /// builds global state lazily (C++ function-local statics in LLVM's passes) and
+        /// registers each piece's destructor with the C library as it builds it. `exit` runs
+        /// those destructors in the reverse order of registration, so a piece built after the
+        /// exit handler was registered is destroyed before the handler waits for the queued
+        /// kernels: a compile still running then crashed (SIGSEGV in LLVM's register
+        /// allocation, seen with gdb in 25 of 500 child processes that exited with 24 new
+        /// shaders queued; the registration came from a `MachineFunctionPass` during a queued
+        /// kernel's compile). Waiting for every first dispatch means no compile is ever
+        /// running when the host goes on, so none runs at exit; registering the handler after
+        /// each one keeps it later than every destructor a compile registered. (Registrations
+        /// grow with the kernels compiled, one small entry each.)
+        fn finish_first_dispatch(&self) -> Result<(), String> {
+            if let Some(index) = self.flush() {
+                self.device
+                    .poll(wgpu::PollType::Wait {
+                        submission_index: Some(index),
+                        timeout: None,
+                    })
+                    .map_err(|e| format!("waiting for a kernel's first dispatch: {e}"))?;
+            }
+            drain_at_exit::register();
+            Ok(())
         }
     }
 
@@ -321,6 +285,11 @@ mod imp {
         pending: Mutex<Pending>,
         /// Errors that reached the uncaptured-error handler (outside any error scope).
         uncaptured: Arc<Mutex<Vec<String>>>,
+        /// Whether the driver compiles a shader when it first runs it, on a thread of its own
+        /// (a CPU adapter: lavapipe compiles with LLVM at the first dispatch, not when the
+        /// pipeline is created). Then a kernel's first dispatch is waited for: see
+        /// [`Shared::finish_first_dispatch`].
+        compiles_at_dispatch: bool,
     }
 
     /// The `WEBGPU` device: one wgpu adapter and device.
@@ -377,7 +346,9 @@ mod imp {
                     .unwrap_or_else(|e| e.into_inner())
                     .push(e.to_string());
             }));
+            let info = adapter.get_info();
             let shared = Arc::new(Shared {
+                compiles_at_dispatch: info.device_type == wgpu::DeviceType::Cpu,
                 name,
                 host_buffers: host_buffers(),
                 device,
@@ -388,17 +359,12 @@ mod imp {
                 pending: Mutex::new(Pending::default()),
                 uncaptured,
             });
-            shared.run_first_shader().map_err(|e| {
-                unavailable(format!(
-                    "the adapter could not run a one-invocation compute shader: {e}"
-                ))
-            })?;
             Ok(WebGpuDevice {
                 allocator: Arc::new(WebGpuAllocator {
                     shared: shared.clone(),
                 }),
                 shared,
-                info: adapter.get_info(),
+                info,
                 adapter_features,
             })
         }
@@ -562,6 +528,7 @@ mod imp {
                 globals: None,
                 vars: Vec::new(),
                 source,
+                dispatched: AtomicBool::new(false),
             })
         }
     }
@@ -665,6 +632,8 @@ mod imp {
         /// The program's variables: their values are bound as one more `i32` buffer.
         vars: Vec<(Arc<str>, i64, i64)>,
         source: String,
+        /// Whether the kernel has been dispatched (see [`Shared::compiles_at_dispatch`]).
+        dispatched: AtomicBool,
     }
 
     impl WgslKernel {
@@ -687,11 +656,18 @@ mod imp {
             if bufs.is_empty() {
                 return Err("a kernel needs at least its output buffer".into());
             }
-            if self.shared.host_buffers {
+            let result = if self.shared.host_buffers {
                 self.run_staged(bufs, timed)
             } else {
                 self.run_resident(bufs, timed)
+            };
+            if result.is_ok()
+                && self.shared.compiles_at_dispatch
+                && !self.dispatched.swap(true, Ordering::Relaxed)
+            {
+                self.shared.finish_first_dispatch()?;
             }
+            result
         }
 
         /// The launch on device buffers: bind and record the dispatch into the device's pending

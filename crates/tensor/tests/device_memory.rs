@@ -273,9 +273,10 @@ const EXIT_CHILD: &str = "TINYGRAD_TEST_EXIT_WITH_KERNELS_IN_FLIGHT";
 const EXIT_NONCE: &str = "TINYGRAD_TEST_EXIT_NONCE";
 
 /// The child's work (it does nothing unless [`EXIT_CHILD`] is set): queues 24 kernels that
-/// each need their own shader, on the device named by the variable, and returns without
-/// reading anything back, so that the process exits while the device is still running (on
-/// lavapipe: still compiling) them.
+/// each need their own shader, on the device named by the variable, then the same 24 again
+/// on a new input, and returns without reading anything back, so that the process exits
+/// while the device is still running them (on lavapipe, before its first dispatches were
+/// waited for: still compiling them).
 #[test]
 #[ignore = "run as a child process by a_process_that_exits_with_kernels_in_flight_exits_cleanly"]
 fn child_queues_kernels_and_exits() {
@@ -288,27 +289,33 @@ fn child_queues_kernels_and_exits() {
         .ok()
         .and_then(|v| v.parse().ok())
         .expect("the parent passes a nonce");
-    let x = Tensor::from_slice_on(&vec![0.5f32; 1 << 16], &[1 << 16], &device);
     let mut keep = Vec::new();
-    for i in 0..24 {
-        // a different constant and op mix each time: 24 distinct shaders
-        let k = 1.0 + i as f32 / 8.0;
-        let c = (nonce % (1 << 20)) as f32;
-        let y = match i % 3 {
-            0 => (&x * k + c).exp(),
-            1 => (&x - k).abs().sqrt() * c,
-            _ => ((&x + k).log() * &x).relu() - c,
-        };
-        keep.push(y.realize().clone());
+    // (the second round's kernels are the first's: their shaders are compiled)
+    for round in 0..2 {
+        let x = Tensor::from_slice_on(&vec![0.5f32 + round as f32; 1 << 16], &[1 << 16], &device);
+        for i in 0..24 {
+            // a different constant and op mix each time: 24 distinct shaders
+            let k = 1.0 + i as f32 / 8.0;
+            let c = (nonce % (1 << 20)) as f32;
+            let y = match i % 3 {
+                0 => (&x * k + c).exp(),
+                1 => (&x - k).abs().sqrt() * c,
+                _ => ((&x + k).log() * &x).relu() - c,
+            };
+            keep.push(y.realize().clone());
+        }
     }
 }
 
 #[test]
 fn a_process_that_exits_with_kernels_in_flight_exits_cleanly() {
     // Device work runs asynchronously: the host waits only to read a result. A process that
-    // ends with kernels still queued must end cleanly; on lavapipe the driver compiles
-    // shaders on its own thread while `exit` runs LLVM's destructors under it (a crash at exit
-    // in ~10% of CI runs of the fusion tests before the device drained its queue at exit).
+    // ends with kernels still queued must end cleanly. On lavapipe the driver compiles a
+    // shader at its first dispatch, on its own thread: with compiles left running at exit,
+    // `exit` ran LLVM's destructors under them (a crash in ~10% of CI runs of the fusion
+    // tests before the device drained its queue at exit, and in 25 of 500 children here while
+    // the drain alone ran after destructors LLVM registered during later compiles; with every
+    // first dispatch waited for, 0 of 1,000).
     on("WEBGPU", "exit with kernels in flight", |device| {
         let exe = std::env::current_exe().expect("the test binary's path");
         let seed = std::time::SystemTime::now()

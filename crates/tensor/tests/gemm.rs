@@ -621,7 +621,10 @@ fn aliasing_rows_of_a_read_in_place() {
 /// the output and the rows of the last, partial panel copied after (plain, batched with one
 /// task per batch, K in several blocks, B packed several panels at a time); a fused activation
 /// or bias, columns that are not whole panels or a transposed output keep the epilogue. Each
-/// case against `REF`, and the launch counter says which way it ran.
+/// case against `REF`, and the launch counter says which way it ran. The column counts are
+/// multiples of this CPU's tile (`nr`: 16 with AVX2, 32 with AVX-512), so each case is what it
+/// names on every tile (`launch_decisions_of_every_tile` checks both tiles' decisions on any
+/// machine).
 #[test]
 fn plain_matmuls_write_the_output_directly() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -647,32 +650,36 @@ fn plain_matmuls_write_the_output_directly() {
             "{name}: written directly: {took}, expected {want}"
         );
     };
-    let (a, b) = (rand(&[50, 64], 1), rand(&[64, 48], 2));
-    // plain matmuls, written directly
+    // (the tile of GEMMs with more than 16 columns, whose panels the column counts fill)
+    let nr = gemm::tile_for(17).nr;
+    let (a, b) = (rand(&[50, 64], 1), rand(&[64, 3 * nr], 2));
+    // plain matmuls, written directly (each row count leaves a partial last panel or none on
+    // the 6-row tiles; the narrow AVX-512 tile of 16 columns has 12 rows)
     let matmuls = [
         ("50 rows (2 in the last panel)", a.clone(), b.clone()),
         ("48 rows (no partial panel)", rand(&[48, 64], 3), b.clone()),
         (
             "K of 2500 (two blocks)",
-            rand(&[40, 2500], 5),
-            rand(&[2500, 32], 6),
+            rand(&[80, 2500], 5),
+            rand(&[2500, 2 * nr], 6),
         ),
         (
             "batched, 40 rows",
             rand(&[9, 40, 64], 7),
             rand(&[9, 64, 16], 8),
         ),
-        // (N of 64 and 128, K of 300: B is packed 4 panels per k, see
-        // `gemm::PACK_B_PANEL_GROUP`)
+        // (K of 300 and 4 column panels: B is packed 4 panels per k, see
+        // `gemm::launch::PACK_B_PANEL_GROUP`; fewer columns than rows, so that the rows stay
+        // M: see `orientation_follows_the_output_when_packing_is_cheap`)
         (
             "B packed 4 panels at a time",
             rand(&[70, 300], 13),
-            rand(&[300, 128], 14),
+            rand(&[300, 4 * nr], 14),
         ),
         (
             "batched, B packed 4 panels at a time",
             rand(&[9, 80, 300], 15),
-            rand(&[9, 300, 64], 16),
+            rand(&[9, 300, 4 * nr], 16),
         ),
     ];
     for (name, x, y) in matmuls {
@@ -680,7 +687,7 @@ fn plain_matmuls_write_the_output_directly() {
     }
     direct(
         "transposed B",
-        &[a.clone(), rand(&[48, 64], 4)],
+        &[a.clone(), rand(&[3 * nr, 64], 4)],
         &|t| t[0].matmul(&t[1].t()),
         true,
     );
@@ -692,7 +699,7 @@ fn plain_matmuls_write_the_output_directly() {
         }),
         (
             "with bias",
-            vec![a.clone(), b.clone(), rand(&[48], 9)],
+            vec![a.clone(), b.clone(), rand(&[3 * nr], 9)],
             &|t| t[0].matmul(&t[1]) + &t[2],
         ),
         ("40 columns", vec![a.clone(), rand(&[64, 40], 10)], &|t| {
@@ -826,5 +833,145 @@ fn aliasing_rows_contiguous_along_k_are_copied_per_row_block() {
             |i, p| xv[i * width + p],
             |p, j| wv[p * n + j],
         );
+    }
+}
+
+/// The launch decisions of each CPU tile (AVX2's 6x16 and AVX-512's 6x32 with its narrow
+/// 12x16), taken on any machine: `gemm::launch_plan_for` plans the kernel for a given tile and
+/// computes `A`'s tables with the generic kernels, as `GemmKernel::new` does, so only the
+/// micro-kernels need the CPU's features (the other tests here run them on this CPU's tile).
+/// Two threads, as on the machines measured.
+#[test]
+fn launch_decisions_of_every_tile() {
+    use gemm::launch::{ARoute, LaunchPlan, PACK_B_PANEL_GROUP};
+    use tinygrad_codegen::gemm::GemmPlan;
+    let dev = tinygrad_runtime::cpu::CpuDevice::new("CPU").expect("the CPU device");
+    let decide = |out: &Tensor, cpu, label: &str| -> (GemmPlan, LaunchPlan) {
+        let plans: Vec<_> = Tensor::schedule(&[out])
+            .iter()
+            .filter_map(|it| {
+                gemm::launch_plan_for(&dev, &it.ast, cpu, 2).expect("the tables build")
+            })
+            .collect();
+        let n = plans.len();
+        <[_; 1]>::try_from(plans)
+            .unwrap_or_else(|_| panic!("{label}: expected one matmul-shaped kernel, got {n}"))
+            .into_iter()
+            .next()
+            .unwrap()
+    };
+    for cpu in [gemm::TILE, gemm::TILE_AVX512] {
+        let avx512 = cpu == gemm::TILE_AVX512;
+        let nr = cpu.nr;
+        // Direct output: whole column panels of the tile, whatever the CPU running the test
+        // (the AVX-512 run of `plain_matmuls_write_the_output_directly` once expected 48
+        // columns to be whole panels of 32).
+        let a = rand(&[50, 64], 1);
+        for n in [48, 64, 40, 96] {
+            let out = a.matmul(&rand(&[64, n], 2));
+            let (plan, l) = decide(&out, cpu, &format!("50x64x{n}"));
+            assert_eq!(
+                (plan.m, plan.n, plan.tile),
+                (50, n, cpu),
+                "{cpu:?}: 50x64x{n}"
+            );
+            let whole = n % nr == 0;
+            assert_eq!(l.direct_rows, whole.then_some(48), "{cpu:?}: 50x64x{n}");
+            // ... never with an activation
+            let (_, l) = decide(&out.relu(), cpu, "relu");
+            assert_eq!(l.direct_rows, None, "{cpu:?}: 50x64x{n} + relu");
+        }
+        // B packed 4 panels per k where the panel count is a multiple of 4 and K >= 256
+        for (n, k, group) in [(4 * nr, 300, 4), (2 * nr, 300, 1), (4 * nr, 100, 1)] {
+            let out = rand(&[200, k], 3).matmul(&rand(&[k, n], 4));
+            let (plan, l) = decide(&out, cpu, &format!("200x{k}x{n}"));
+            assert_eq!((plan.m, plan.n), (200, n), "{cpu:?}: 200x{k}x{n}");
+            assert_eq!(l.b_panel_group, group, "{cpu:?}: 200x{k}x{n}");
+            assert!(group == 1 || group == PACK_B_PANEL_GROUP);
+        }
+        // Matmul 1024: AVX2 reads A in place in small row blocks (its rows 4 KiB apart alias in
+        // the caches), copying each block first; AVX-512 packs it (contiguous along K), each
+        // task its own rows. K blocks: AVX2's wide 1024, AVX-512's 384 evened to 256.
+        let sq = rand(&[1024, 1024], 5);
+        let (plan, l) = decide(&sq.matmul(&sq), cpu, "matmul 1024");
+        if avx512 {
+            assert_eq!(l.in_place, None, "{cpu:?}: matmul 1024 reads A in place");
+            assert_eq!(l.a, ARoute::PackedPerTask, "{cpu:?}: matmul 1024");
+            assert_eq!(
+                (plan.kb, plan.n_kb),
+                (256, 4),
+                "{cpu:?}: matmul 1024 K blocks"
+            );
+        } else {
+            let walk = l.in_place.expect("AVX2: matmul 1024 reads A in place");
+            assert!(
+                walk.rows_alias && walk.repacked && !walk.streamed,
+                "{walk:?}"
+            );
+            assert_eq!(
+                walk.stride, None,
+                "only the narrow tile reads along a stride"
+            );
+            assert_eq!(l.a, ARoute::InPlace);
+            assert_eq!(
+                (plan.kb, plan.n_kb),
+                (1024, 1),
+                "{cpu:?}: matmul 1024 K blocks"
+            );
+        }
+        assert_eq!(
+            l.direct_rows,
+            Some(1020),
+            "{cpu:?}: matmul 1024 (170 panels of 6)"
+        );
+        // A batch-1 projection (16 tokens: N = 16): AVX-512 takes the narrow 12x16 tile and
+        // reads the weight along its row stride; AVX2 reads it in place, streamed (one column
+        // panel).
+        let (x, w) = (rand(&[16, 384], 6), rand(&[384, 384], 7));
+        let (plan, l) = decide(&x.linear(&w.t(), None), cpu, "projection");
+        let walk = l.in_place.expect("a projection's weight is read in place");
+        assert_eq!((plan.m, plan.n), (384, 16), "{cpu:?}: projection (M, N)");
+        assert!(
+            walk.streamed && walk.k_contiguous && !walk.rows_alias,
+            "{walk:?}"
+        );
+        if avx512 {
+            assert_eq!(plan.tile, gemm::TILE_AVX512_NARROW);
+            assert_eq!(walk.stride, Some(384), "{cpu:?}: projection");
+        } else {
+            assert_eq!((plan.tile, walk.stride), (gemm::TILE, None));
+        }
+        // A transposed operand (not contiguous along K) is read in place on every tile; with
+        // 8 batches of one K chunk on 2 threads, one task per batch
+        let (a, b) = (rand(&[8, 2100, 30], 8), rand(&[8, 2100, 11], 9));
+        let (plan, l) = decide(&a.transpose(1, 2).matmul(&b), cpu, "batched");
+        assert_eq!(
+            (plan.batch, plan.m, plan.n),
+            (8, 30, 11),
+            "{cpu:?}: batched"
+        );
+        let walk = l.in_place.expect("a transposed operand is read in place");
+        assert!(!walk.k_contiguous && !walk.repacked, "{walk:?}");
+        assert_eq!(l.a, ARoute::BatchTasks, "{cpu:?}: batched");
+        // ... with 3 batches: in place, batch by batch
+        let (a, b) = (rand(&[3, 2100, 30], 8), rand(&[3, 2100, 11], 9));
+        let (_, l) = decide(&a.transpose(1, 2).matmul(&b), cpu, "3 batches");
+        assert_eq!(l.a, ARoute::InPlace, "{cpu:?}: 3 batches");
+        // A product of two inputs cannot be read in place: 517 row panels, packed per task
+        // in blocks of 64; 60 rows: packed in blocks by the packing kernel
+        for (m, route) in [(3100, ARoute::PackedPerTask), (60, ARoute::Packed)] {
+            let (a, c, b) = (rand(&[m, 20], 10), rand(&[m, 20], 11), rand(&[20, 18], 12));
+            let (plan, l) = decide(&(&a * &c).matmul(&b), cpu, "product");
+            assert_eq!(
+                (plan.m, plan.n, plan.tile),
+                (m, 18, cpu),
+                "{cpu:?}: product"
+            );
+            assert_eq!(
+                (l.a, l.in_place),
+                (route, None),
+                "{cpu:?}: product of {m} rows"
+            );
+        }
     }
 }

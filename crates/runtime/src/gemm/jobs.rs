@@ -325,21 +325,28 @@ pub(super) struct InPlaceA {
     /// `k` values left from the chunk's start (the last block stops at K: the packed `B` is
     /// zero past it, but `A` values there are real data and `inf * 0` would be NaN).
     pub(super) k_left: usize,
-    /// [`InPlaceTables::stride`](super::InPlaceTables::stride).
+    /// [`InPlaceWalk::stride`](super::InPlaceWalk::stride).
     pub(super) stride: Option<usize>,
     /// Rows of `A` (without padding): a panel reaching past them is read through the tables.
     pub(super) m: usize,
     /// Entries of the row table (rows with padding).
     pub(super) mp: usize,
-    /// [`InPlaceTables::rows_alias`](super::InPlaceTables::rows_alias).
+    /// [`InPlaceWalk::rows_alias`](super::InPlaceWalk::rows_alias).
     pub(super) rows_alias: bool,
-    /// [`InPlaceTables::k_contiguous`](super::InPlaceTables::k_contiguous).
+    /// [`InPlaceWalk::k_contiguous`](super::InPlaceWalk::k_contiguous): each row is a stream
+    /// the hardware prefetcher follows. A convolution's input through its window table is not,
+    /// and the in-place micro-kernel prefetches a later panel's rows instead (see
+    /// [`PREFETCH_PANELS`]).
     pub(super) k_contiguous: bool,
     /// Whether each panel of `A` is read by at most [`STREAMED_COL_PANELS`] column panels and
     /// runs contiguously along K: then `A` streams from memory about once, in short runs (a
     /// row of K floats) far apart, and the micro-kernel prefetches every row of the next panel
     /// ([`Prefetch::AllRows`]).
     pub(super) streamed: bool,
+    /// Whether a task copies this operand's row blocks into its thread's buffer (see
+    /// [`InPlaceWalk::repacked`](super::InPlaceWalk::repacked) and the measurements at
+    /// `InPlaceA::task_blocks`).
+    pub(super) repacked: bool,
 }
 
 thread_local! {
@@ -349,25 +356,6 @@ thread_local! {
 }
 
 impl InPlaceA {
-    /// Whether a task copies this operand's row blocks into its thread's buffer, in the packed
-    /// micro-kernel's layout, before multiplying them (rather than reading them in place).
-    ///
-    /// For rows that alias in the caches (a multiple of 4 KiB apart) and run contiguously
-    /// along K (a matmul's operand, not a convolution's window), with 6-row tiles: the
-    /// in-place blocks must stay small there ([`A_ALIASED_BYTES`]), so every `B` panel is
-    /// reloaded every two row panels, and the in-place kernel's six row streams are slower
-    /// than the packed kernel's one (a standalone 6x16 kernel over rows 8 KiB apart: 92-96
-    /// GFLOP/s against 102-106 packed, on one Zen 2 core). A copy is a block of L2 size read
-    /// as six sequential rows per panel. Measured on a 2-vCPU Zen 2, alternating in one
-    /// process (medians of 40 runs for matmul 1024, 12 for 2048), in four runs: matmul 1024
-    /// 12.93 -> 12.35, 12.97 -> 12.36, 12.95 -> 12.48 and 11.97 -> 11.47 ms; matmul 2048
-    /// 95.2 -> 94.3, 95.1 -> 95.1, 97.6 -> 96.4 and 99.3 -> 97.5 ms.
-    /// Not for a row block streamed once ([`InPlaceA::streamed`]): a copy would be a second
-    /// pass over it.
-    fn repacked(&self, mr: usize) -> bool {
-        self.rows_alias && self.k_contiguous && !self.streamed && mr == super::TILE.mr
-    }
-
     /// Copies the 6-row panel at `row0`, K `kk..kk + kc` (from the chunk's start), into `dst` in
     /// the packed micro-kernel's layout (`[k / 4][6][4]`: groups of [`A_K_GROUP`] along K),
     /// with zeros from `kc` to the next multiple of the group.
@@ -614,7 +602,7 @@ impl BlockJob {
                 }
                 continue;
             }
-            if let Some(ip) = self.in_place.filter(|ip| ip.repacked(mr)) {
+            if let Some(ip) = self.in_place.filter(|ip| ip.repacked) {
                 self.repacked_blocks(
                     &ip,
                     mr,
