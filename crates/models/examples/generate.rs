@@ -1,81 +1,108 @@
 //! Text generation with a GPT-2 or LLaMA-family model: a Hugging Face directory (`config.json`,
-//! safetensors, `tokenizer.json`) or a GGUF file (with `--tokenizer tokenizer.json`, or prompt
-//! token ids with `--tokens`). Streams the tokens as they are chosen and prints tokens/s.
+//! safetensors, `tokenizer.json`) or a GGUF file, whose own tokenizer and chat template are used
+//! (or `--tokenizer tokenizer.json`, or prompt token ids with `--tokens`). Streams the text as it
+//! is generated and prints tokens/s; `--chat` answers the prompt as a user message through the
+//! model's chat template.
 //!
-//! `cargo run --release --example generate -- MODEL "prompt" --max-tokens N [--temperature T]
-//! [--top-k K] [--top-p P] [--seed S] [--tokenizer FILE] [--tokens 1,2,3]` (any device: `DEV=`).
+//! `cargo run --release --example generate -- MODEL "prompt" [--chat] [--max-tokens N]
+//! [--temperature T] [--top-k K] [--top-p P] [--seed S] [--tokenizer FILE] [--tokens 1,2,3]`
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
+
+use clap::Parser;
 
 mod common;
 
-use tinygrad_models::{Decoder, SamplingOptions, Tokenizer};
+use tinygrad_models::{Decoder, Message, SamplingOptions, Tokenizer};
 use tinygrad_tensor::default_device;
+
+/// Generates text with a GPT-2 or LLaMA-family model (a Hugging Face directory or a GGUF file).
+#[derive(Parser)]
+#[command(
+    after_help = "Environment: DEV (the device: CPU, REF, WEBGPU, CUDA), DEBUG=n \
+                        (tinygrad's debug output), CPU_GEMM=0 and the CPU path switches"
+)]
+struct Args {
+    /// The model: a Hugging Face directory or a `.gguf` file.
+    model: PathBuf,
+    /// The prompt (with `--chat`: the user's message).
+    #[arg(default_value = "")]
+    prompt: String,
+    /// Answer the prompt through the model's chat template (a user message).
+    #[arg(long)]
+    chat: bool,
+    /// New tokens at most.
+    #[arg(long, default_value_t = 32)]
+    max_tokens: usize,
+    /// Sampling temperature (0: greedy).
+    #[arg(long, default_value_t = 0.0)]
+    temperature: f64,
+    /// Sample among the K most likely tokens (0: all).
+    #[arg(long, default_value_t = 0)]
+    top_k: usize,
+    /// Sample among the most likely tokens whose probabilities sum to P.
+    #[arg(long, default_value_t = 1.0)]
+    top_p: f64,
+    /// The sampler's seed.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// A `tokenizer.json` to use instead of the model's own tokenizer.
+    #[arg(long)]
+    tokenizer: Option<PathBuf>,
+    /// The prompt as token ids (`1,2,3`), without a tokenizer.
+    #[arg(long, value_delimiter = ',')]
+    tokens: Option<Vec<u32>>,
+}
 
 fn fail(msg: impl std::fmt::Display) -> ! {
     eprintln!("error: {msg}");
     std::process::exit(1)
 }
 
-fn main() {
-    let usage = "usage: generate MODEL \"prompt\" [--max-tokens N] [--temperature T] [--top-k K] \
-                 [--top-p P] [--seed S] [--tokenizer FILE] [--tokens 1,2,3]";
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let mut positional = Vec::new();
-    let (mut max_tokens, mut opts) = (32usize, SamplingOptions::default());
-    let (mut tokenizer_path, mut token_ids) = (None::<PathBuf>, None::<Vec<u32>>);
-    let mut i = 0;
-    while i < args.len() {
-        let a = &args[i];
-        if let Some(flag) = a.strip_prefix("--") {
-            let value = args
-                .get(i + 1)
-                .unwrap_or_else(|| fail(format!("--{flag} needs a value\n{usage}")));
-            macro_rules! parse {
-                () => {
-                    value
-                        .parse()
-                        .unwrap_or_else(|_| fail(format!("--{flag}: cannot parse {value:?}")))
-                };
-            }
-            match flag {
-                "max-tokens" => max_tokens = parse!(),
-                "temperature" => opts.temperature = parse!(),
-                "top-k" => opts.top_k = parse!(),
-                "top-p" => opts.top_p = parse!(),
-                "seed" => opts.seed = parse!(),
-                "tokenizer" => tokenizer_path = Some(PathBuf::from(value)),
-                "tokens" => {
-                    token_ids = Some(
-                        value
-                            .split(',')
-                            .map(|t| {
-                                t.trim().parse().unwrap_or_else(|_| {
-                                    fail(format!("--tokens: {t:?} is not a token id"))
-                                })
-                            })
-                            .collect(),
-                    )
-                }
-                _ => fail(format!("unknown option --{flag}\n{usage}")),
-            }
-            i += 2;
+/// The tokenizer: `--tokenizer`, else `tokenizer.json` next to (or in) the model, else the GGUF
+/// file's own; `None` when there is none (then `--tokens` is needed).
+fn find_tokenizer(model: &Path, given: Option<PathBuf>) -> Option<Tokenizer> {
+    let json = given.or_else(|| {
+        let f = if model.is_dir() {
+            model.join("tokenizer.json")
         } else {
-            positional.push(a.clone());
-            i += 1;
-        }
+            model.with_file_name("tokenizer.json")
+        };
+        f.is_file().then_some(f)
+    });
+    if let Some(f) = json {
+        return Some(Tokenizer::from_file(&f).unwrap_or_else(|e| fail(e)));
     }
-    let Some(model) = positional.first().map(PathBuf::from) else {
-        fail(usage)
+    if model.is_file() {
+        return match Tokenizer::from_gguf(model) {
+            Ok(t) => Some(t),
+            // a GGUF without a tokenizer: ids only
+            Err(tinygrad_models::ModelError::Config { field, .. })
+                if field == "tokenizer.ggml.model" =>
+            {
+                None
+            }
+            Err(e) => fail(e),
+        };
+    }
+    None
+}
+
+fn main() {
+    let args = Args::parse();
+    let opts = SamplingOptions {
+        temperature: args.temperature,
+        top_k: args.top_k,
+        top_p: args.top_p,
+        seed: args.seed,
     };
-    let prompt_text = positional.get(1).cloned().unwrap_or_default();
     let device = default_device();
     let t0 = Instant::now();
     let mut m = common::with_spinner(
-        &format!("loading {} onto {device}", model.display()),
-        || Decoder::load(&model, &device),
+        &format!("loading {} onto {device}", args.model.display()),
+        || Decoder::load(&args.model, &device),
     )
     .unwrap_or_else(|e| fail(e));
     let c = &m.config;
@@ -90,42 +117,38 @@ fn main() {
         c.vocab_size,
         m.context()
     );
-    let tok_file = tokenizer_path.or_else(|| {
-        let f = if model.is_dir() {
-            model.join("tokenizer.json")
-        } else {
-            model.with_file_name("tokenizer.json")
+    let tokenizer = find_tokenizer(&args.model, args.tokenizer.clone());
+    if args.chat {
+        let Some(t) = &tokenizer else {
+            fail("--chat needs the model's tokenizer (and its chat template)")
         };
-        f.is_file().then_some(f)
-    });
-    let tokenizer = tok_file.map(|f| Tokenizer::from_file(&f).unwrap_or_else(|e| fail(e)));
-    let prompt = match (&token_ids, &tokenizer) {
+        let messages = [Message::new("user", args.prompt.clone())];
+        let (_, generation) = m
+            .chat(t, &messages, args.max_tokens, &opts, &mut |text| {
+                print!("{text}");
+                let _ = std::io::stdout().flush();
+                true
+            })
+            .unwrap_or_else(|e| fail(e));
+        println!();
+        report(&generation, None);
+        return;
+    }
+    let prompt = match (&args.tokens, &tokenizer) {
         (Some(ids), _) => ids.clone(),
-        (None, Some(t)) => t.encode(&prompt_text, true).unwrap_or_else(|e| fail(e)),
-        (None, None) => {
-            fail("no tokenizer.json next to the model: pass --tokenizer FILE or --tokens IDS")
-        }
+        (None, Some(t)) => t.encode(&args.prompt, true).unwrap_or_else(|e| fail(e)),
+        (None, None) => fail(
+            "the model has no tokenizer (no tokenizer.json next to it, none in the GGUF \
+             file): pass --tokenizer FILE or --tokens IDS",
+        ),
     };
     let eos = m.config.eos_token_id;
-    print!("{prompt_text}");
-    let mut all = prompt.clone();
-    let mut shown = tokenizer
-        .as_ref()
-        .map(|t| t.decode(&all, true).unwrap_or_default().len())
-        .unwrap_or(0);
+    print!("{}", args.prompt);
+    let mut stream = tokenizer.as_ref().map(|t| t.stream(true));
     let generation = m
-        .generate(&prompt, max_tokens, &opts, eos, &mut |tok| {
-            all.push(tok);
-            match &tokenizer {
-                // print what the new token adds to the decoded text (tokens may be parts of
-                // characters: the text grows only once they complete)
-                Some(t) => {
-                    let text = t.decode(&all, true).unwrap_or_default();
-                    if text.len() > shown && text.is_char_boundary(shown) {
-                        print!("{}", &text[shown..]);
-                        shown = text.len();
-                    }
-                }
+        .generate(&prompt, args.max_tokens, &opts, eos, &mut |tok| {
+            match &mut stream {
+                Some(s) => print!("{}", s.push(tok).unwrap_or_else(|e| fail(e))),
                 None => print!(" {tok}"),
             }
             let _ = std::io::stdout().flush();
@@ -133,11 +156,15 @@ fn main() {
         })
         .unwrap_or_else(|e| fail(e));
     println!();
+    report(&generation, Some(prompt.len()));
+}
+
+fn report(g: &tinygrad_models::Generation, prompt: Option<usize>) {
     eprintln!(
-        "{} tokens; first after {:.1} ms (prompt of {} tokens), then {:.1} tokens/s",
-        generation.tokens.len(),
-        generation.first_token_secs * 1e3,
-        prompt.len(),
-        generation.decode_tokens_per_sec()
+        "{} tokens; first after {:.1} ms{}, then {:.1} tokens/s",
+        g.tokens.len(),
+        g.first_token_secs * 1e3,
+        prompt.map_or(String::new(), |n| format!(" (prompt of {n} tokens)")),
+        g.decode_tokens_per_sec()
     );
 }

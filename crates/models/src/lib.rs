@@ -7,7 +7,9 @@
 //! - [`config`]: [`JsonConfig`], typed access to `config.json` fields.
 //! - [`weights`]: [`Weights`], a checkpoint's tensors (safetensors directories, sharded or not)
 //!   and shape-checked layer constructors.
-//! - [`tokenizer`]: [`Tokenizer`], Hugging Face's `tokenizers` reading `tokenizer.json`.
+//! - [`tokenizer`]: [`Tokenizer`], Hugging Face's `tokenizers` reading `tokenizer.json` or the
+//!   tokenizer a GGUF file carries (assembled in `gguf_tokenizer`, private).
+//! - [`chat`]: [`Message`] and chat templates rendered with `minijinja` as transformers does.
 //! - [`bert`]: a BERT-family encoder and [`SentenceEncoder`] (sentence-transformers' pooling and
 //!   normalization).
 //! - `encode_jit` (private): [`SentenceEncoder::encode_ids`] captured per input shape and
@@ -18,16 +20,19 @@
 //! The crate sits above `tinygrad-tensor` and uses nothing but its public API.
 
 pub mod bert;
+pub mod chat;
 pub mod config;
 pub mod decoder;
 mod encode_jit;
 pub mod error;
+mod gguf_tokenizer;
 pub mod tokenizer;
 pub mod weights;
 
 pub use bert::{Bert, BertConfig, Pooling, SentenceEncoder, cosine_similarity};
+pub use chat::Message;
 pub use config::JsonConfig;
 pub use decoder::{Arch, Decoder, DecoderConfig, Generation, Sampler, SamplingOptions};
 pub use error::{ModelError, Result};
-pub use tokenizer::Tokenizer;
+pub use tokenizer::{TextStream, Tokenizer};
 pub use weights::Weights;

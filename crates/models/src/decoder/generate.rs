@@ -9,7 +9,9 @@ use std::time::Instant;
 use tinygrad_tensor::{BoundVar, DType, Jit, JitError, SInt, Tensor, Variable};
 
 use super::model::{Decoder, Span};
+use crate::chat::Message;
 use crate::error::{ModelError, Result};
+use crate::tokenizer::Tokenizer;
 
 /// How the next token is chosen from the logits.
 #[derive(Debug, Clone, PartialEq)]
@@ -261,6 +263,53 @@ impl Decoder {
         }
         out.decode_secs = t1.elapsed().as_secs_f64();
         Ok(out)
+    }
+
+    /// Answers a conversation: `messages` rendered with the tokenizer's chat template (the
+    /// assistant's turn opened), then [`Decoder::generate`] until the tokenizer's EOS token
+    /// (the model's end of turn) or `max_new_tokens`. `on_text` sees the reply's text as it
+    /// completes (see [`Tokenizer::stream`]) and may stop it by returning `false`. Returns the
+    /// reply (special tokens left out) and the generation.
+    ///
+    /// # Errors
+    /// If the tokenizer has no chat template or the template fails, or as
+    /// [`Decoder::generate`].
+    pub fn chat(
+        &mut self,
+        tokenizer: &Tokenizer,
+        messages: &[Message],
+        max_new_tokens: usize,
+        sampling: &SamplingOptions,
+        on_text: &mut dyn FnMut(&str) -> bool,
+    ) -> Result<(String, Generation)> {
+        let prompt = tokenizer.apply_chat_template(messages, true)?;
+        // the template writes every special token itself
+        let ids = tokenizer.encode(&prompt, false)?;
+        let eos = tokenizer
+            .eos_token()
+            .and_then(|t| tokenizer.token_to_id(t))
+            .or(self.config.eos_token_id);
+        let mut stream = tokenizer.stream(true);
+        let (mut reply, mut failed) = (String::new(), None);
+        let generation = self.generate(&ids, max_new_tokens, sampling, eos, &mut |tok| {
+            if Some(tok) == eos {
+                return false;
+            }
+            match stream.push(tok) {
+                Ok(text) => {
+                    reply.push_str(&text);
+                    on_text(&text)
+                }
+                Err(e) => {
+                    failed = Some(e);
+                    false
+                }
+            }
+        })?;
+        match failed {
+            Some(e) => Err(e),
+            None => Ok((reply, generation)),
+        }
     }
 
     /// The logits `(1, vocab)` of one decode step without the JIT: token `token` at position

@@ -243,6 +243,44 @@ pub fn gguf_load_on(path: impl AsRef<Path>, device: &str) -> Result<Gguf, GgufEr
     load(&bytes, &name, device)
 }
 
+/// The metadata key-value pairs of a GGUF file, in file order, without loading its tensors
+/// (only the header is read: a tokenizer or a configuration from a multi-gigabyte file).
+///
+/// ```
+/// use tinygrad_tensor::nn::gguf::gguf_metadata;
+/// let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/golden/formats/quants.gguf");
+/// let meta = gguf_metadata(path).unwrap();
+/// assert_eq!(meta["general.architecture"].as_str(), Some("testarch"));
+/// ```
+///
+/// # Errors
+/// If the file can't be read, is not GGUF v2/v3, or its header is truncated or malformed (its
+/// tensors are not checked).
+pub fn gguf_metadata(path: impl AsRef<Path>) -> Result<IndexMap<String, GgufValue>, GgufError> {
+    let p = path.as_ref();
+    let name = p.display().to_string();
+    let file = File::open(p).map_err(|e| err(&name, None, format!("cannot open: {e}")))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| err(&name, None, format!("cannot stat: {e}")))?;
+    if meta.is_dir() {
+        return Err(err(&name, None, "is a directory"));
+    }
+    if meta.is_file() && meta.len() > 0 {
+        // SAFETY: as in `gguf_load_on`: a read-only mapping that lives only while the header is
+        // parsed (the metadata is copied out); the file must not be modified meanwhile.
+        if let Ok(map) = unsafe { memmap2::Mmap::map(&file) } {
+            return header(&map)
+                .map(|h| h.metadata)
+                .map_err(|f| f.into_err(&name));
+        }
+    }
+    let bytes = read_stream(file, &name)?;
+    header(&bytes)
+        .map(|h| h.metadata)
+        .map_err(|f| f.into_err(&name))
+}
+
 /// Loads GGUF data held in memory (errors name it `<bytes>`).
 ///
 /// ```

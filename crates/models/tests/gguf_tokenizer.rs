@@ -1,0 +1,209 @@
+//! The tokenizer and chat template a GGUF file carries, against transformers' (`data/
+//! smollm2-tokenizer.json`, written by `data/gen_gguf_tokenizer.py` with
+//! `AutoTokenizer.from_pretrained(dir, gguf_file=...)` from SmolLM2-135M-Instruct's real GGUF;
+//! `data/smollm2-vocab.gguf` is that file's `tokenizer.*` metadata without the tensors): the ids
+//! of every test text with and without the special tokens, their decoding, and the chat
+//! template's renderings. Then the metadata broken one key at a time: each an error naming the
+//! file and key.
+
+use std::path::PathBuf;
+
+use indexmap::IndexMap;
+use serde_json::Value;
+use tinygrad_models::{Message, Tokenizer};
+use tinygrad_tensor::nn::gguf::{GgufValue, gguf_metadata};
+
+fn data(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
+}
+
+fn ids(v: &Value) -> Vec<u32> {
+    v.as_array()
+        .expect("an array of ids")
+        .iter()
+        .map(|x| x.as_u64().expect("an id") as u32)
+        .collect()
+}
+
+fn reference() -> Value {
+    let text = std::fs::read_to_string(data("smollm2-tokenizer.json")).expect("the reference");
+    serde_json::from_str(&text).expect("the reference parses")
+}
+
+#[test]
+fn smollm2_ids_and_texts_equal_transformers() {
+    let r = reference();
+    let t = Tokenizer::from_gguf(&data("smollm2-vocab.gguf")).unwrap();
+    assert_eq!(t.vocab_size() as u64, r["vocab_size"].as_u64().unwrap());
+    assert_eq!(t.bos_token(), r["bos_token"].as_str());
+    assert_eq!(t.eos_token(), r["eos_token"].as_str());
+    let cases = r["cases"].as_array().unwrap();
+    for case in cases {
+        let text = case["text"].as_str().unwrap();
+        let want = ids(&case["ids"]);
+        assert_eq!(t.encode(text, true).unwrap(), want, "ids of {text:?}");
+        assert_eq!(
+            t.encode(text, false).unwrap(),
+            ids(&case["ids_plain"]),
+            "ids of {text:?} without special tokens"
+        );
+        assert_eq!(
+            t.decode(&want, false).unwrap(),
+            case["decoded"].as_str().unwrap(),
+            "decoding {text:?}"
+        );
+        assert_eq!(
+            t.decode(&want, true).unwrap(),
+            case["decoded_skip_special"].as_str().unwrap(),
+            "decoding {text:?} without special tokens"
+        );
+    }
+    println!(
+        "{} texts: ids and decodings equal transformers'",
+        cases.len()
+    );
+}
+
+#[test]
+fn smollm2_chat_template_renders_as_transformers() {
+    let r = reference();
+    let t = Tokenizer::from_gguf(&data("smollm2-vocab.gguf")).unwrap();
+    let chats = r["chats"].as_array().unwrap();
+    for chat in chats {
+        let messages: Vec<Message> = chat["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| Message::new(m["role"].as_str().unwrap(), m["content"].as_str().unwrap()))
+            .collect();
+        let generation_prompt = chat["add_generation_prompt"].as_bool().unwrap();
+        assert_eq!(
+            t.apply_chat_template(&messages, generation_prompt).unwrap(),
+            chat["text"].as_str().unwrap(),
+            "{messages:?}, add_generation_prompt {generation_prompt}"
+        );
+    }
+}
+
+/// The vocabulary-only file's metadata with `change` applied, loaded: the error's text.
+fn broken(change: impl FnOnce(&mut IndexMap<String, GgufValue>)) -> String {
+    let mut meta = gguf_metadata(data("smollm2-vocab.gguf")).unwrap();
+    change(&mut meta);
+    match Tokenizer::from_gguf_metadata(&meta, "model.gguf") {
+        Ok(_) => panic!("a broken tokenizer loaded"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn broken_tokenizer_metadata_is_an_error_naming_the_key() {
+    let cases: Vec<(&str, String, &str)> = vec![
+        (
+            "no merges",
+            broken(|m| {
+                m.shift_remove("tokenizer.ggml.merges");
+            }),
+            "tokenizer.ggml.merges",
+        ),
+        (
+            "no tokenizer",
+            broken(|m| {
+                m.shift_remove("tokenizer.ggml.model");
+            }),
+            "tokenizer.ggml.model",
+        ),
+        (
+            "unknown kind",
+            broken(|m| {
+                m.insert(
+                    "tokenizer.ggml.model".into(),
+                    GgufValue::String("rwkv".into()),
+                );
+            }),
+            "\"rwkv\"",
+        ),
+        (
+            "no vocabulary",
+            broken(|m| {
+                m.insert("tokenizer.ggml.tokens".into(), GgufValue::Array(vec![]));
+            }),
+            "tokenizer.ggml.tokens",
+        ),
+        (
+            "a token that is not a string",
+            broken(|m| {
+                if let Some(GgufValue::Array(a)) = m.get_mut("tokenizer.ggml.tokens") {
+                    a[5] = GgufValue::U32(5);
+                }
+            }),
+            "entry 5",
+        ),
+        (
+            "a merge of one token",
+            broken(|m| {
+                if let Some(GgufValue::Array(a)) = m.get_mut("tokenizer.ggml.merges") {
+                    a[3] = GgufValue::String("abc".into());
+                }
+            }),
+            "entry 3",
+        ),
+        (
+            "token types of another length",
+            broken(|m| {
+                if let Some(GgufValue::Array(a)) = m.get_mut("tokenizer.ggml.token_type") {
+                    a.pop();
+                }
+            }),
+            "tokenizer.ggml.token_type",
+        ),
+        (
+            "an EOS id outside the vocabulary",
+            broken(|m| {
+                m.insert(
+                    "tokenizer.ggml.eos_token_id".into(),
+                    GgufValue::U32(1 << 20),
+                );
+            }),
+            "tokenizer.ggml.eos_token_id",
+        ),
+        (
+            "a chat template that is not a string",
+            broken(|m| {
+                m.insert("tokenizer.chat_template".into(), GgufValue::U8(1));
+            }),
+            "tokenizer.chat_template",
+        ),
+    ];
+    for (what, e, needle) in cases {
+        assert!(
+            e.contains("model.gguf") && e.contains(needle),
+            "{what}: {e:?} should name the file and {needle}"
+        );
+    }
+    // a template that fails to render is an error when it is rendered
+    let mut meta = gguf_metadata(data("smollm2-vocab.gguf")).unwrap();
+    meta.insert(
+        "tokenizer.chat_template".into(),
+        GgufValue::String("{{ raise_exception('only user messages') }}".into()),
+    );
+    let t = Tokenizer::from_gguf_metadata(&meta, "model.gguf").unwrap();
+    let e = t
+        .apply_chat_template(&[Message::new("system", "x")], true)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("only user messages") && e.contains("model.gguf"),
+        "{e}"
+    );
+    // a file that is not GGUF
+    let e = Tokenizer::from_gguf(&data("smollm2-tokenizer.json"))
+        .err()
+        .expect("a JSON file is not GGUF")
+        .to_string();
+    assert!(
+        e.contains("smollm2-tokenizer.json") && e.contains("GGUF"),
+        "{e}"
+    );
+}
