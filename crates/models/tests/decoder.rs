@@ -1,5 +1,7 @@
-//! GPT-2 and LLaMA decoders against `transformers` (`data/decoders_ref.json`, written by
-//! `data/gen_decoders.py` from tiny seeded models): logits of every prompt position within 1e-4,
+//! GPT-2, LLaMA, Qwen2 and Qwen3 decoders against `transformers` (`data/decoders_ref.json` and
+//! `data/qwen_ref.json`, written by `data/gen_decoders.py` and `data/gen_qwen.py` from tiny seeded
+//! models; the Qwen models from safetensors and from GGUF files of architectures `qwen2` and
+//! `qwen3`): logits of every prompt position within 1e-4,
 //! the KV-cache path (prefill, then one token at a time over a symbolic length), and greedy
 //! generation token for token. The same LLaMA loads from a sharded safetensors directory, a bf16
 //! one, and GGUF files (f32, Q8_0, Q4_0; the quantized references ran transformers on `gguf`'s
@@ -28,6 +30,14 @@ fn reference() -> &'static Value {
     })
 }
 
+/// The Qwen2/Qwen3 references (`data/qwen_ref.json`, written by `data/gen_qwen.py`).
+fn qwen_reference() -> &'static Value {
+    static REF: OnceLock<Value> = OnceLock::new();
+    REF.get_or_init(|| {
+        serde_json::from_str(&std::fs::read_to_string(data("qwen_ref.json")).unwrap()).unwrap()
+    })
+}
+
 fn ids(v: &Value) -> Vec<u32> {
     v.as_array()
         .unwrap()
@@ -36,9 +46,13 @@ fn ids(v: &Value) -> Vec<u32> {
         .collect()
 }
 
-/// Runs every check of `refname`'s reference on the model at `path`.
+/// Runs every check of `refname`'s reference (in `decoders_ref.json`) on the model at `path`.
 fn check_model(path: &str, refname: &str) {
-    let r = &reference()["models"][refname];
+    check_against(path, &reference()["models"][refname], refname);
+}
+
+/// Runs every check of the reference `r` (named `refname`) on the model at `path`.
+fn check_against(path: &str, r: &Value, refname: &str) {
     let mut m = Decoder::load(&data(path), &default_device()).unwrap();
     let prompt = ids(&r["prompt"]);
     let toks: Vec<i32> = prompt.iter().map(|&t| t as i32).collect();
@@ -147,6 +161,22 @@ fn llama_from_gguf_q8_0_matches_transformers_on_the_dequantized_weights() {
 #[test]
 fn llama_from_gguf_q4_0_matches_transformers_on_the_dequantized_weights() {
     check_model("llama_tiny_q4_0.gguf", "llama_tiny_q4_0");
+}
+
+/// Qwen2: biases on the query, key and value projections; rope base 1e6.
+#[test]
+fn qwen2_from_safetensors_and_gguf_matches_transformers() {
+    let r = &qwen_reference()["models"]["qwen2_tiny"];
+    check_against("qwen2_tiny", r, "qwen2_tiny");
+    check_against("qwen2_tiny_f32.gguf", r, "qwen2_tiny (gguf)");
+}
+
+/// Qwen3: an RMSNorm of each query and key head, heads wider than hidden / heads.
+#[test]
+fn qwen3_from_safetensors_and_gguf_matches_transformers() {
+    let r = &qwen_reference()["models"]["qwen3_tiny"];
+    check_against("qwen3_tiny", r, "qwen3_tiny");
+    check_against("qwen3_tiny_f32.gguf", r, "qwen3_tiny (gguf)");
 }
 
 #[test]

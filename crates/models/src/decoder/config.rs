@@ -1,5 +1,6 @@
 //! The decoder's configuration, from a Hugging Face `config.json` (GPT-2 and LLaMA-family
-//! `model_type`s) or GGUF metadata (`general.architecture` = `llama`).
+//! `model_type`s: `llama`, `mistral`, `qwen2`, `qwen3`) or GGUF metadata
+//! (`general.architecture` = `llama`, `qwen2` or `qwen3`).
 
 use indexmap::IndexMap;
 use tinygrad_tensor::nn::gguf::GgufValue;
@@ -15,8 +16,9 @@ const MAX_DIM: usize = 1 << 24;
 pub enum Arch {
     /// GPT-2: learned positions, LayerNorm, fused QKV `Conv1D`s, GELU (tanh form) MLP, biases.
     Gpt2,
-    /// LLaMA (and Mistral, Qwen2-style without biases): rotary positions, RMSNorm, SwiGLU MLP,
-    /// grouped-query attention, no biases.
+    /// LLaMA and its kin: rotary positions, RMSNorm, SwiGLU MLP, grouped-query attention;
+    /// Qwen2's biases on the query/key/value projections ([`DecoderConfig::qkv_bias`]), Qwen3's
+    /// RMSNorm of each query and key head ([`DecoderConfig::qk_norm`]).
     Llama,
 }
 
@@ -49,6 +51,10 @@ pub struct DecoderConfig {
     pub tie_word_embeddings: bool,
     /// The end-of-sequence token, if the configuration names one.
     pub eos_token_id: Option<u32>,
+    /// Biases on the query, key and value projections (Qwen2; not on the output projection).
+    pub qkv_bias: bool,
+    /// An RMSNorm over each query and key head before the rotary embedding (Qwen3).
+    pub qk_norm: bool,
 }
 
 impl DecoderConfig {
@@ -94,10 +100,12 @@ impl DecoderConfig {
                     rope_theta: 0.0,
                     tie_word_embeddings: c.bool_or("tie_word_embeddings", true)?,
                     eos_token_id: eos(c)?,
+                    qkv_bias: false,
+                    qk_norm: false,
                 };
                 cfg.check(|f, m| c.error(f, m))
             }
-            Some("llama" | "mistral") => {
+            Some(family @ ("llama" | "mistral" | "qwen2" | "qwen3")) => {
                 let act = c.opt_str("hidden_act")?.unwrap_or("silu");
                 if act != "silu" {
                     return Err(c.error(
@@ -105,10 +113,19 @@ impl DecoderConfig {
                         format!("{act:?} is not supported (expected \"silu\")"),
                     ));
                 }
+                // Qwen2 always has biases on q/k/v (and no `attention_bias` key); LLaMA's
+                // `attention_bias` would put them on the output projection too
                 for field in ["attention_bias", "mlp_bias"] {
                     if c.bool_or(field, false)? {
                         return Err(c.error(field, "biases are not supported (expected false)"));
                     }
+                }
+                // Qwen's sliding window is off unless `use_sliding_window` says otherwise
+                if c.bool_or("use_sliding_window", false)? {
+                    return Err(c.error(
+                        "use_sliding_window",
+                        "sliding-window attention is not supported (expected false)",
+                    ));
                 }
                 // transformers 5 nests the rotary settings in `rope_parameters`; older configs
                 // have `rope_theta` and `rope_scaling` at the top
@@ -165,12 +182,14 @@ impl DecoderConfig {
                     rope_theta: theta,
                     tie_word_embeddings: c.bool_or("tie_word_embeddings", false)?,
                     eos_token_id: eos(c)?,
+                    qkv_bias: family == "qwen2",
+                    qk_norm: family == "qwen3",
                 };
                 cfg.check(|f, m| c.error(f, m))
             }
             other => Err(unsupported(format!(
                 "model_type {other:?} is not supported by the decoder (expected \"gpt2\", \
-                 \"llama\" or \"mistral\")"
+                 \"llama\", \"mistral\", \"qwen2\" or \"qwen3\")"
             ))),
         }
     }
@@ -178,7 +197,8 @@ impl DecoderConfig {
     /// The configuration in GGUF metadata (`path` names the file in errors).
     ///
     /// # Errors
-    /// If `general.architecture` is not `llama`, or a key is missing or out of range.
+    /// If `general.architecture` is not `llama`, `qwen2` or `qwen3`, or a key is missing or out
+    /// of range.
     pub fn from_gguf(meta: &IndexMap<String, GgufValue>, path: &str) -> Result<DecoderConfig> {
         let err = |field: &str, message: String| ModelError::Config {
             path: path.to_string(),
@@ -189,16 +209,17 @@ impl DecoderConfig {
             .get("general.architecture")
             .and_then(GgufValue::as_str)
             .ok_or_else(|| err("general.architecture", "missing (expected a string)".into()))?;
-        if arch != "llama" {
+        if !matches!(arch, "llama" | "qwen2" | "qwen3") {
             return Err(ModelError::Unsupported {
                 path: path.to_string(),
                 message: format!(
-                    "general.architecture {arch:?} is not supported (expected \"llama\")"
+                    "general.architecture {arch:?} is not supported (expected \"llama\", \
+                     \"qwen2\" or \"qwen3\")"
                 ),
             });
         }
         let int = |key: &str, max: usize| -> Result<Option<usize>> {
-            let k = format!("llama.{key}");
+            let k = format!("{arch}.{key}");
             match meta.get(&k) {
                 None => Ok(None),
                 Some(v) => match v.as_u64() {
@@ -213,13 +234,13 @@ impl DecoderConfig {
         let req = |key: &str, max: usize| -> Result<usize> {
             int(key, max)?.ok_or_else(|| {
                 err(
-                    &format!("llama.{key}"),
+                    &format!("{arch}.{key}"),
                     format!("missing (expected an integer in 1..={max})"),
                 )
             })
         };
         let float = |key: &str, default: f64| -> Result<f64> {
-            let k = format!("llama.{key}");
+            let k = format!("{arch}.{key}");
             match meta.get(&k) {
                 None => Ok(default),
                 Some(v) => v
@@ -239,7 +260,7 @@ impl DecoderConfig {
                 .filter(|&n| n >= 1)
                 .ok_or_else(|| {
                     err(
-                        "llama.vocab_size",
+                        &format!("{arch}.vocab_size"),
                         "missing, and no tokenizer.ggml.tokens to count".into(),
                     )
                 })?,
@@ -251,7 +272,8 @@ impl DecoderConfig {
             num_layers: req("block_count", 4096)?,
             num_heads: heads,
             num_kv_heads: int("attention.head_count_kv", 4096)?.unwrap_or(heads),
-            head_dim: hidden / heads,
+            // (Qwen3's heads are wider than hidden / heads)
+            head_dim: int("attention.key_length", MAX_DIM)?.unwrap_or(hidden / heads),
             intermediate_size: req("feed_forward_length", MAX_DIM)?,
             max_context: req("context_length", MAX_DIM)?,
             norm_eps: float("attention.layer_norm_rms_epsilon", 1e-5)?,
@@ -261,6 +283,8 @@ impl DecoderConfig {
                 .get("tokenizer.ggml.eos_token_id")
                 .and_then(GgufValue::as_u64)
                 .and_then(|v| u32::try_from(v).ok()),
+            qkv_bias: arch == "qwen2",
+            qk_norm: arch == "qwen3",
         };
         cfg.check(|f, m| err(f, m))
     }

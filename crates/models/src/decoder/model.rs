@@ -11,7 +11,7 @@ use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use tinygrad_tensor::nn::gguf::gguf_load_on;
+use tinygrad_tensor::nn::gguf::{GgufValue, gguf_load_on};
 use tinygrad_tensor::nn::{Embedding, LayerNorm, Linear, Module, RMSNorm};
 use tinygrad_tensor::{DType, SInt, Tensor};
 
@@ -67,6 +67,8 @@ struct Block {
     k: Linear,
     v: Linear,
     o: Linear,
+    /// Qwen3's RMSNorm of each query and key head (over `head_dim`).
+    qk_norm: Option<(RMSNorm, RMSNorm)>,
     mlp_norm: Norm,
     mlp: Mlp,
 }
@@ -135,6 +137,27 @@ const LLAMA_GGUF_NAMES: &[(&str, &str)] = &[
         "blk.{i}.attn_output.weight",
         "model.layers.{i}.self_attn.o_proj.weight",
     ),
+    // Qwen2's biases, Qwen3's head norms
+    (
+        "blk.{i}.attn_q.bias",
+        "model.layers.{i}.self_attn.q_proj.bias",
+    ),
+    (
+        "blk.{i}.attn_k.bias",
+        "model.layers.{i}.self_attn.k_proj.bias",
+    ),
+    (
+        "blk.{i}.attn_v.bias",
+        "model.layers.{i}.self_attn.v_proj.bias",
+    ),
+    (
+        "blk.{i}.attn_q_norm.weight",
+        "model.layers.{i}.self_attn.q_norm.weight",
+    ),
+    (
+        "blk.{i}.attn_k_norm.weight",
+        "model.layers.{i}.self_attn.k_norm.weight",
+    ),
     (
         "blk.{i}.ffn_norm.weight",
         "model.layers.{i}.post_attention_layernorm.weight",
@@ -188,9 +211,10 @@ impl Decoder {
         Decoder::from_weights(config, &weights, device)
     }
 
-    /// Loads a GGUF file (LLaMA architecture; f32/f16/bf16 and the quantized types
-    /// `tinygrad_tensor::nn::gguf` dequantizes). Its tensors are renamed to the Hugging Face names
-    /// and llama.cpp's rotary row order of the query and key projections is undone.
+    /// Loads a GGUF file (architectures `llama`, `qwen2`, `qwen3`; f32/f16/bf16 and the quantized
+    /// types `tinygrad_tensor::nn::gguf` dequantizes). Its tensors are renamed to the Hugging Face
+    /// names, and for `llama` llama.cpp's rotary row order of the query and key projections is
+    /// undone (Qwen's files keep Hugging Face's order: llama.cpp runs them with NeoX rotary).
     ///
     /// # Errors
     /// As [`Decoder::load`]; also if the file has a tensor this decoder does not know (a
@@ -203,13 +227,18 @@ impl Decoder {
             message: e.message,
         })?;
         let config = DecoderConfig::from_gguf(&g.metadata, &name)?;
+        let interleaved_rope = g
+            .metadata
+            .get("general.architecture")
+            .and_then(GgufValue::as_str)
+            == Some("llama");
         let (heads, kv, hd) = (config.num_heads, config.num_kv_heads, config.head_dim);
         let mut tensors = BTreeMap::new();
         for (gname, t) in g.tensors {
             let Some((hf, block)) = gguf_to_hf(&gname) else {
                 return Err(ModelError::Unsupported {
                     path: name,
-                    message: format!("tensor `{gname}` is not one the LLaMA decoder uses"),
+                    message: format!("tensor `{gname}` is not one the decoder uses"),
                 });
             };
             if block.is_some_and(|b| b >= config.num_layers) {
@@ -221,7 +250,9 @@ impl Decoder {
             }
             // llama.cpp orders each head's rows as rotary pairs (2i, 2i+1); Hugging Face as
             // halves (i, i + d/2): row h*d + 2i + j of the file is row h*d + j*d/2 + i
-            let n = if hf.ends_with("q_proj.weight") {
+            let n = if !interleaved_rope {
+                None
+            } else if hf.ends_with("q_proj.weight") {
                 Some(heads)
             } else if hf.ends_with("k_proj.weight") {
                 Some(kv)
@@ -286,6 +317,7 @@ impl Decoder {
                         k: part(1),
                         v: part(2),
                         o: w.conv1d(&format!("{b}.attn.c_proj"), h, h)?,
+                        qk_norm: None,
                         mlp_norm: Norm::Layer(w.layer_norm(&format!("{b}.ln_2"), h, c.norm_eps)?),
                         mlp: Mlp::Gelu {
                             fc: w.conv1d(&format!("{b}.mlp.c_fc"), h, c.intermediate_size)?,
@@ -309,16 +341,27 @@ impl Decoder {
                     let lin = |name: &str, inp: usize, out: usize| {
                         w.linear(&format!("{b}.{name}"), inp, out, false)
                     };
+                    let qkv = |name: &str, out: usize| {
+                        w.linear(&format!("{b}.{name}"), h, out, c.qkv_bias)
+                    };
+                    let head_norm = |name: &str| {
+                        w.rms_norm(&format!("{b}.self_attn.{name}.weight"), hd, c.norm_eps)
+                    };
                     blocks.push(Block {
                         attn_norm: Norm::Rms(w.rms_norm(
                             &format!("{b}.input_layernorm.weight"),
                             h,
                             c.norm_eps,
                         )?),
-                        q: lin("self_attn.q_proj", h, qd)?,
-                        k: lin("self_attn.k_proj", h, kvd)?,
-                        v: lin("self_attn.v_proj", h, kvd)?,
+                        q: qkv("self_attn.q_proj", qd)?,
+                        k: qkv("self_attn.k_proj", kvd)?,
+                        v: qkv("self_attn.v_proj", kvd)?,
                         o: lin("self_attn.o_proj", qd, h)?,
+                        qk_norm: if c.qk_norm {
+                            Some((head_norm("q_norm")?, head_norm("k_norm")?))
+                        } else {
+                            None
+                        },
                         mlp_norm: Norm::Rms(w.rms_norm(
                             &format!("{b}.post_attention_layernorm.weight"),
                             h,
@@ -485,11 +528,21 @@ impl Decoder {
             let h = block.attn_norm.forward(&x);
             // each projection is its own (GEMM) kernel: fused into the rotary or attention
             // kernels that read it twice, it would be recomputed there, outside the GEMM path
-            let split =
-                |t: Tensor, n: isize| t.contiguous().reshape(&[bi, li, n, hd]).transpose(1, 2);
-            let mut q = split(linear_f32(&block.q, &h), heads);
-            let mut k = split(linear_f32(&block.k, &h), kv);
-            let v = split(linear_f32(&block.v, &h), kv);
+            let split = |t: Tensor, n: isize, norm: Option<&RMSNorm>| {
+                let t = t.contiguous().reshape(&[bi, li, n, hd]);
+                match norm {
+                    Some(norm) => norm.forward(&t),
+                    None => t,
+                }
+                .transpose(1, 2)
+            };
+            let (q_norm, k_norm) = match &block.qk_norm {
+                Some((qn, kn)) => (Some(qn), Some(kn)),
+                None => (None, None),
+            };
+            let mut q = split(linear_f32(&block.q, &h), heads, q_norm);
+            let mut k = split(linear_f32(&block.k, &h), kv, k_norm);
+            let v = split(linear_f32(&block.v, &h), kv, None);
             if let Some((cos, sin)) = &rope {
                 q = apply_rope(&q, cos, sin);
                 k = apply_rope(&k, cos, sin);
