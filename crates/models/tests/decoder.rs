@@ -1,7 +1,8 @@
-//! GPT-2, LLaMA, Qwen2 and Qwen3 decoders against `transformers` (`data/decoders_ref.json` and
-//! `data/qwen_ref.json`, written by `data/gen_decoders.py` and `data/gen_qwen.py` from tiny seeded
-//! models; the Qwen models from safetensors and from GGUF files of architectures `qwen2` and
-//! `qwen3`): logits of every prompt position within 1e-4,
+//! GPT-2, LLaMA, Qwen2, Qwen3 and Gemma 3 decoders against `transformers`
+//! (`data/decoders_ref.json`, `data/qwen_ref.json` and `data/gemma3_ref.json`, written by
+//! `data/gen_decoders.py`, `data/gen_qwen.py` and `data/gen_gemma3.py` from tiny seeded models; the
+//! Qwen and Gemma models from safetensors and from GGUF files of architectures `qwen2`, `qwen3` and
+//! `gemma3`): logits of every prompt position within 1e-4,
 //! the KV-cache path (prefill, then one token at a time over a symbolic length), and greedy
 //! generation token for token. The same LLaMA loads from a sharded safetensors directory, a bf16
 //! one, and GGUF files (f32, Q8_0, Q4_0; the quantized references ran transformers on `gguf`'s
@@ -23,19 +24,28 @@ fn data(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// The reference file `name` (in `data/`), read once into `cell`.
+fn read_once(cell: &'static OnceLock<Value>, name: &str) -> &'static Value {
+    cell.get_or_init(|| {
+        serde_json::from_str(&std::fs::read_to_string(data(name)).unwrap()).unwrap()
+    })
+}
+
 fn reference() -> &'static Value {
     static REF: OnceLock<Value> = OnceLock::new();
-    REF.get_or_init(|| {
-        serde_json::from_str(&std::fs::read_to_string(data("decoders_ref.json")).unwrap()).unwrap()
-    })
+    read_once(&REF, "decoders_ref.json")
 }
 
 /// The Qwen2/Qwen3 references (`data/qwen_ref.json`, written by `data/gen_qwen.py`).
 fn qwen_reference() -> &'static Value {
     static REF: OnceLock<Value> = OnceLock::new();
-    REF.get_or_init(|| {
-        serde_json::from_str(&std::fs::read_to_string(data("qwen_ref.json")).unwrap()).unwrap()
-    })
+    read_once(&REF, "qwen_ref.json")
+}
+
+/// The Gemma 3 references (`data/gemma3_ref.json`, written by `data/gen_gemma3.py`).
+fn gemma3_reference() -> &'static Value {
+    static REF: OnceLock<Value> = OnceLock::new();
+    read_once(&REF, "gemma3_ref.json")
 }
 
 fn ids(v: &Value) -> Vec<u32> {
@@ -177,6 +187,20 @@ fn qwen3_from_safetensors_and_gguf_matches_transformers() {
     let r = &qwen_reference()["models"]["qwen3_tiny"];
     check_against("qwen3_tiny", r, "qwen3_tiny");
     check_against("qwen3_tiny_f32.gguf", r, "qwen3_tiny (gguf)");
+}
+
+/// Gemma 3: four norms per block, GeGLU, scaled embeddings, head norms, five sliding-window
+/// layers (window 3: the 7-token prompt and the decode steps reach past it) with their own
+/// rotary base, then a global one; the GGUF file against transformers' own loading of it.
+#[test]
+fn gemma3_from_safetensors_and_gguf_matches_transformers() {
+    let r = &gemma3_reference()["models"];
+    check_against("gemma3_tiny", &r["gemma3_tiny"], "gemma3_tiny");
+    check_against(
+        "gemma3_tiny_f32.gguf",
+        &r["gemma3_tiny_gguf"],
+        "gemma3_tiny (gguf)",
+    );
 }
 
 #[test]

@@ -174,6 +174,13 @@ fn llama_config(quick: bool) -> DecoderConfig {
         rope_theta: 10000.0,
         tie_word_embeddings: false,
         eos_token_id: None,
+        qkv_bias: false,
+        qk_norm: false,
+        sliding_window: None,
+        sliding_layers: Vec::new(),
+        rope_local_theta: 10000.0,
+        attn_scale: 1.0 / 8.0,
+        embed_scale: 1.0,
     }
 }
 

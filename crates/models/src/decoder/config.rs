@@ -20,6 +20,11 @@ pub enum Arch {
     /// Qwen2's biases on the query/key/value projections ([`DecoderConfig::qkv_bias`]), Qwen3's
     /// RMSNorm of each query and key head ([`DecoderConfig::qk_norm`]).
     Llama,
+    /// Gemma 3: LLaMA's layout with four norms per block (before and after attention and MLP;
+    /// RMSNorm scaling by `1 + weight`), a GeGLU MLP (tanh GELU), embeddings scaled by
+    /// `sqrt(hidden)`, query/key head norms, sliding-window layers ([`DecoderConfig::sliding_window`])
+    /// with their own rotary base between global ones, tied embeddings.
+    Gemma3,
 }
 
 /// A decoder-only transformer's configuration.
@@ -53,8 +58,20 @@ pub struct DecoderConfig {
     pub eos_token_id: Option<u32>,
     /// Biases on the query, key and value projections (Qwen2; not on the output projection).
     pub qkv_bias: bool,
-    /// An RMSNorm over each query and key head before the rotary embedding (Qwen3).
+    /// An RMSNorm over each query and key head before the rotary embedding (Qwen3, Gemma 3).
     pub qk_norm: bool,
+    /// Attention over the last `sliding_window` positions only (each query's own included), in
+    /// the layers [`DecoderConfig::sliding_layers`] marks (Gemma 3's local layers).
+    pub sliding_window: Option<usize>,
+    /// Per layer, whether it attends over the sliding window (empty: none does).
+    pub sliding_layers: Vec<bool>,
+    /// The rotary base of the sliding-window layers (Gemma 3's local base).
+    pub rope_local_theta: f64,
+    /// The attention scores' scale: `1 / sqrt(head_dim)`, or `query_pre_attn_scalar^-0.5`
+    /// (Gemma 3).
+    pub attn_scale: f64,
+    /// The token embeddings' scale: 1, or `sqrt(hidden_size)` (Gemma).
+    pub embed_scale: f64,
 }
 
 impl DecoderConfig {
@@ -102,6 +119,11 @@ impl DecoderConfig {
                     eos_token_id: eos(c)?,
                     qkv_bias: false,
                     qk_norm: false,
+                    sliding_window: None,
+                    sliding_layers: Vec::new(),
+                    rope_local_theta: 0.0,
+                    attn_scale: 1.0 / ((hidden / heads) as f64).sqrt(),
+                    embed_scale: 1.0,
                 };
                 cfg.check(|f, m| c.error(f, m))
             }
@@ -168,6 +190,7 @@ impl DecoderConfig {
                 }
                 let hidden = c.usize("hidden_size", MAX_DIM)?;
                 let heads = c.usize("num_attention_heads", 4096)?;
+                let head_dim = c.opt_usize("head_dim", MAX_DIM)?.unwrap_or(hidden / heads);
                 let cfg = DecoderConfig {
                     arch: Arch::Llama,
                     vocab_size: c.usize("vocab_size", MAX_DIM)?,
@@ -175,7 +198,7 @@ impl DecoderConfig {
                     num_layers: c.usize("num_hidden_layers", 4096)?,
                     num_heads: heads,
                     num_kv_heads: c.opt_usize("num_key_value_heads", 4096)?.unwrap_or(heads),
-                    head_dim: c.opt_usize("head_dim", MAX_DIM)?.unwrap_or(hidden / heads),
+                    head_dim,
                     intermediate_size: c.usize("intermediate_size", MAX_DIM)?,
                     max_context: c.usize("max_position_embeddings", MAX_DIM)?,
                     norm_eps: c.f64_or("rms_norm_eps", 1e-6)?,
@@ -184,12 +207,18 @@ impl DecoderConfig {
                     eos_token_id: eos(c)?,
                     qkv_bias: family == "qwen2",
                     qk_norm: family == "qwen3",
+                    sliding_window: None,
+                    sliding_layers: Vec::new(),
+                    rope_local_theta: theta,
+                    attn_scale: 1.0 / (head_dim as f64).sqrt(),
+                    embed_scale: 1.0,
                 };
                 cfg.check(|f, m| c.error(f, m))
             }
+            Some("gemma3_text") => gemma3_from_hf(c),
             other => Err(unsupported(format!(
                 "model_type {other:?} is not supported by the decoder (expected \"gpt2\", \
-                 \"llama\", \"mistral\", \"qwen2\" or \"qwen3\")"
+                 \"llama\", \"mistral\", \"qwen2\", \"qwen3\" or \"gemma3_text\")"
             ))),
         }
     }
@@ -209,12 +238,12 @@ impl DecoderConfig {
             .get("general.architecture")
             .and_then(GgufValue::as_str)
             .ok_or_else(|| err("general.architecture", "missing (expected a string)".into()))?;
-        if !matches!(arch, "llama" | "qwen2" | "qwen3") {
+        if !matches!(arch, "llama" | "qwen2" | "qwen3" | "gemma3") {
             return Err(ModelError::Unsupported {
                 path: path.to_string(),
                 message: format!(
                     "general.architecture {arch:?} is not supported (expected \"llama\", \
-                     \"qwen2\" or \"qwen3\")"
+                     \"qwen2\", \"qwen3\" or \"gemma3\")"
                 ),
             });
         }
@@ -265,26 +294,53 @@ impl DecoderConfig {
                     )
                 })?,
         };
+        let gemma = arch == "gemma3";
+        let layers = req("block_count", 4096)?;
+        let head_dim = int("attention.key_length", MAX_DIM)?.unwrap_or(hidden / heads);
         let cfg = DecoderConfig {
-            arch: Arch::Llama,
+            arch: if gemma { Arch::Gemma3 } else { Arch::Llama },
             vocab_size: vocab,
             hidden_size: hidden,
-            num_layers: req("block_count", 4096)?,
+            num_layers: layers,
             num_heads: heads,
             num_kv_heads: int("attention.head_count_kv", 4096)?.unwrap_or(heads),
-            // (Qwen3's heads are wider than hidden / heads)
-            head_dim: int("attention.key_length", MAX_DIM)?.unwrap_or(hidden / heads),
+            // (Qwen3's and Gemma's heads are wider than hidden / heads)
+            head_dim,
             intermediate_size: req("feed_forward_length", MAX_DIM)?,
             max_context: req("context_length", MAX_DIM)?,
-            norm_eps: float("attention.layer_norm_rms_epsilon", 1e-5)?,
-            rope_theta: float("rope.freq_base", 10000.0)?,
+            norm_eps: float(
+                "attention.layer_norm_rms_epsilon",
+                if gemma { 1e-6 } else { 1e-5 },
+            )?,
+            rope_theta: float("rope.freq_base", if gemma { 1_000_000.0 } else { 10000.0 })?,
             tie_word_embeddings: false,
             eos_token_id: meta
                 .get("tokenizer.ggml.eos_token_id")
                 .and_then(GgufValue::as_u64)
                 .and_then(|v| u32::try_from(v).ok()),
             qkv_bias: arch == "qwen2",
-            qk_norm: arch == "qwen3",
+            qk_norm: arch == "qwen3" || gemma,
+            // Gemma 3 (llama.cpp's defaults for the keys a file may lack: every sixth layer
+            // global, local rotary base 10000, scale 1/sqrt(head_dim) but for 27B's sizes)
+            sliding_window: if gemma {
+                Some(int("attention.sliding_window", MAX_DIM)?.unwrap_or(4096))
+            } else {
+                None
+            },
+            sliding_layers: if gemma {
+                gemma3_default_layers(layers)
+            } else {
+                Vec::new()
+            },
+            rope_local_theta: 10000.0,
+            // (llama.cpp: Gemma 3 27B, its 62 layers, scales by hidden / heads, as its
+            // query_pre_attn_scalar says)
+            attn_scale: if gemma && layers == 62 {
+                1.0 / ((hidden / heads) as f64).sqrt()
+            } else {
+                1.0 / (head_dim as f64).sqrt()
+            },
+            embed_scale: if gemma { (hidden as f64).sqrt() } else { 1.0 },
         };
         cfg.check(|f, m| err(f, m))
     }
@@ -309,7 +365,7 @@ impl DecoderConfig {
                 ),
             ));
         }
-        if self.head_dim == 0 || (self.arch == Arch::Llama && !self.head_dim.is_multiple_of(2)) {
+        if self.head_dim == 0 || (self.arch != Arch::Gpt2 && !self.head_dim.is_multiple_of(2)) {
             return Err(err(
                 "head_dim",
                 format!(
@@ -320,6 +376,142 @@ impl DecoderConfig {
         }
         Ok(self)
     }
+}
+
+/// Gemma 3's layer pattern when the configuration lists no `layer_types`: every sixth layer
+/// global, the others sliding-window layers (transformers' and llama.cpp's default).
+const GEMMA3_PATTERN: usize = 6;
+
+/// Gemma 3's per-layer sliding flags by the default pattern.
+fn gemma3_default_layers(n: usize) -> Vec<bool> {
+    (0..n)
+        .map(|i| !(i + 1).is_multiple_of(GEMMA3_PATTERN))
+        .collect()
+}
+
+/// A Gemma 3 text model's `config.json` (`model_type` `gemma3_text`).
+fn gemma3_from_hf(c: &JsonConfig) -> Result<DecoderConfig> {
+    let act = c
+        .opt_str("hidden_activation")?
+        .unwrap_or("gelu_pytorch_tanh");
+    if act != "gelu_pytorch_tanh" {
+        return Err(c.error(
+            "hidden_activation",
+            format!("{act:?} is not supported (expected \"gelu_pytorch_tanh\")"),
+        ));
+    }
+    for field in ["attention_bias", "use_bidirectional_attention"] {
+        if c.bool_or(field, false)? {
+            return Err(c.error(field, "not supported (expected false)"));
+        }
+    }
+    for field in [
+        "final_logit_softcapping",
+        "attn_logit_softcapping",
+        "rope_scaling",
+    ] {
+        if let Some(v) = c.get(field).filter(|v| !v.is_null()) {
+            return Err(c.error(field, format!("{v} is not supported (expected null)")));
+        }
+    }
+    let layers = c.usize("num_hidden_layers", 4096)?;
+    // rotary bases: transformers 5's `rope_parameters` per layer type, or the older top-level
+    // `rope_theta` / `rope_local_base_freq`
+    let mut global = c.f64_or("rope_theta", 1_000_000.0)?;
+    let mut local = c.f64_or("rope_local_base_freq", 10_000.0)?;
+    if let Some(p) = c.get("rope_parameters").filter(|v| !v.is_null()) {
+        for (kind, theta) in [
+            ("full_attention", &mut global),
+            ("sliding_attention", &mut local),
+        ] {
+            let Some(entry) = p.get(kind) else { continue };
+            let rope_type = entry
+                .get("rope_type")
+                .and_then(|t| t.as_str())
+                .unwrap_or("default");
+            if rope_type != "default" {
+                return Err(c.error(
+                    "rope_parameters",
+                    format!(
+                        "{kind}: rope_type {rope_type:?} is not supported (expected \"default\")"
+                    ),
+                ));
+            }
+            if let Some(t) = entry.get("rope_theta") {
+                *theta = t
+                    .as_f64()
+                    .filter(|t| t.is_finite() && *t > 1.0)
+                    .ok_or_else(|| {
+                        c.error(
+                            "rope_parameters",
+                            format!("{kind}: rope_theta {t} is not a number above 1"),
+                        )
+                    })?;
+            }
+        }
+    }
+    let sliding_layers = match c.get("layer_types").filter(|v| !v.is_null()) {
+        None => {
+            let pattern = c
+                .opt_usize("sliding_window_pattern", 4096)?
+                .unwrap_or(GEMMA3_PATTERN);
+            (0..layers)
+                .map(|i| !(i + 1).is_multiple_of(pattern))
+                .collect()
+        }
+        Some(v) => {
+            let kinds = v.as_array().filter(|a| a.len() == layers).ok_or_else(|| {
+                c.error(
+                    "layer_types",
+                    format!("expected {layers} layer types, got {v}"),
+                )
+            })?;
+            kinds
+                .iter()
+                .map(|k| match k.as_str() {
+                    Some("sliding_attention") => Ok(true),
+                    Some("full_attention") => Ok(false),
+                    _ => Err(c.error(
+                        "layer_types",
+                        format!("{k} is not \"sliding_attention\" or \"full_attention\""),
+                    )),
+                })
+                .collect::<Result<Vec<bool>>>()?
+        }
+    };
+    let hidden = c.usize("hidden_size", MAX_DIM)?;
+    let heads = c.usize("num_attention_heads", 4096)?;
+    let head_dim = c.opt_usize("head_dim", MAX_DIM)?.unwrap_or(256);
+    let scalar = c.f64_or("query_pre_attn_scalar", 256.0)?;
+    if !(scalar.is_finite() && scalar > 0.0) {
+        return Err(c.error(
+            "query_pre_attn_scalar",
+            format!("{scalar} is not a positive number"),
+        ));
+    }
+    let cfg = DecoderConfig {
+        arch: Arch::Gemma3,
+        vocab_size: c.usize("vocab_size", MAX_DIM)?,
+        hidden_size: hidden,
+        num_layers: layers,
+        num_heads: heads,
+        num_kv_heads: c.opt_usize("num_key_value_heads", 4096)?.unwrap_or(heads),
+        head_dim,
+        intermediate_size: c.usize("intermediate_size", MAX_DIM)?,
+        max_context: c.usize("max_position_embeddings", MAX_DIM)?,
+        norm_eps: c.f64_or("rms_norm_eps", 1e-6)?,
+        rope_theta: global,
+        tie_word_embeddings: c.bool_or("tie_word_embeddings", true)?,
+        eos_token_id: eos(c)?,
+        qkv_bias: false,
+        qk_norm: true,
+        sliding_window: Some(c.opt_usize("sliding_window", MAX_DIM)?.unwrap_or(4096)),
+        sliding_layers,
+        rope_local_theta: local,
+        attn_scale: 1.0 / scalar.sqrt(),
+        embed_scale: (hidden as f64).sqrt(),
+    };
+    cfg.check(|f, m| c.error(f, m))
 }
 
 /// `eos_token_id`: an integer, or the first of a list.

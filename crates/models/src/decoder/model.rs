@@ -45,6 +45,12 @@ enum Mlp {
         up: Linear,
         down: Linear,
     },
+    /// Gemma: `down(gelu_tanh(gate(x)) * up(x))`.
+    GeGlu {
+        gate: Linear,
+        up: Linear,
+        down: Linear,
+    },
 }
 
 impl Mlp {
@@ -55,6 +61,10 @@ impl Mlp {
             Mlp::SwiGlu { gate, up, down } => linear_f32(
                 down,
                 &(linear_f32(gate, x).contiguous().silu() * linear_f32(up, x).contiguous()),
+            ),
+            Mlp::GeGlu { gate, up, down } => linear_f32(
+                down,
+                &(linear_f32(gate, x).contiguous().gelu() * linear_f32(up, x).contiguous()),
             ),
         }
     }
@@ -67,10 +77,15 @@ struct Block {
     k: Linear,
     v: Linear,
     o: Linear,
-    /// Qwen3's RMSNorm of each query and key head (over `head_dim`).
+    /// Qwen3's and Gemma's RMSNorm of each query and key head (over `head_dim`).
     qk_norm: Option<(RMSNorm, RMSNorm)>,
+    /// Gemma's norms of the attention's and the MLP's outputs.
+    post_attn_norm: Option<Norm>,
     mlp_norm: Norm,
     mlp: Mlp,
+    post_mlp_norm: Option<Norm>,
+    /// Whether the block attends over the sliding window (and takes the local rotary table).
+    sliding: bool,
 }
 
 /// Where a forward's tokens sit in the sequence.
@@ -104,6 +119,8 @@ pub struct Decoder {
     lm_head: Tensor,
     /// Rotary tables `(cache_len, head_dim)`: cos and sin (LLaMA).
     rope: Option<(Tensor, Tensor)>,
+    /// The sliding-window layers' rotary tables (Gemma 3's local base).
+    rope_local: Option<(Tensor, Tensor)>,
     /// Per block, keys and values `(batch, kv_heads, cache_len, head_dim)`.
     pub(super) cache: Vec<(Tensor, Tensor)>,
     cache_len: usize,
@@ -176,9 +193,31 @@ const LLAMA_GGUF_NAMES: &[(&str, &str)] = &[
     ),
 ];
 
-/// The HF name of GGUF tensor `name`, with its block, if the table has it.
-fn gguf_to_hf(name: &str) -> Option<(String, Option<usize>)> {
-    for (g, h) in LLAMA_GGUF_NAMES {
+/// Gemma 3's names where they differ from LLaMA's (its four norms per block).
+const GEMMA3_GGUF_NAMES: &[(&str, &str)] = &[
+    (
+        "blk.{i}.post_attention_norm.weight",
+        "model.layers.{i}.post_attention_layernorm.weight",
+    ),
+    (
+        "blk.{i}.ffn_norm.weight",
+        "model.layers.{i}.pre_feedforward_layernorm.weight",
+    ),
+    (
+        "blk.{i}.post_ffw_norm.weight",
+        "model.layers.{i}.post_feedforward_layernorm.weight",
+    ),
+];
+
+/// The HF name of GGUF tensor `name`, with its block, if the tables (Gemma 3's first, for a
+/// `gemma3` file) have it.
+fn gguf_to_hf(name: &str, gemma: bool) -> Option<(String, Option<usize>)> {
+    let tables: &[&[(&str, &str)]] = if gemma {
+        &[GEMMA3_GGUF_NAMES, LLAMA_GGUF_NAMES]
+    } else {
+        &[LLAMA_GGUF_NAMES]
+    };
+    for (g, h) in tables.iter().flat_map(|t| t.iter()) {
         if let Some((pre, post)) = g.split_once("{i}") {
             let Some(rest) = name.strip_prefix(pre).and_then(|r| r.strip_suffix(post)) else {
                 continue;
@@ -227,15 +266,16 @@ impl Decoder {
             message: e.message,
         })?;
         let config = DecoderConfig::from_gguf(&g.metadata, &name)?;
-        let interleaved_rope = g
+        let arch = g
             .metadata
             .get("general.architecture")
-            .and_then(GgufValue::as_str)
-            == Some("llama");
+            .and_then(GgufValue::as_str);
+        let interleaved_rope = arch == Some("llama");
+        let gemma = arch == Some("gemma3");
         let (heads, kv, hd) = (config.num_heads, config.num_kv_heads, config.head_dim);
         let mut tensors = BTreeMap::new();
         for (gname, t) in g.tensors {
-            let Some((hf, block)) = gguf_to_hf(&gname) else {
+            let Some((hf, block)) = gguf_to_hf(&gname, gemma) else {
                 return Err(ModelError::Unsupported {
                     path: name,
                     message: format!("tensor `{gname}` is not one the decoder uses"),
@@ -269,6 +309,14 @@ impl Decoder {
                         .contiguous()
                 }
                 _ => t,
+            };
+            // llama.cpp stores Gemma's norm weights plus one (ggml's RMSNorm multiplies by the
+            // weight); the Hugging Face weight is the stored one minus one, as transformers
+            // loads it
+            let t = if gemma && hf.ends_with("norm.weight") {
+                (as_f32(&t) - 1.0).contiguous()
+            } else {
+                t
             };
             tensors.insert(hf, t);
         }
@@ -318,6 +366,9 @@ impl Decoder {
                         v: part(2),
                         o: w.conv1d(&format!("{b}.attn.c_proj"), h, h)?,
                         qk_norm: None,
+                        post_attn_norm: None,
+                        post_mlp_norm: None,
+                        sliding: false,
                         mlp_norm: Norm::Layer(w.layer_norm(&format!("{b}.ln_2"), h, c.norm_eps)?),
                         mlp: Mlp::Gelu {
                             fc: w.conv1d(&format!("{b}.mlp.c_fc"), h, c.intermediate_size)?,
@@ -362,6 +413,9 @@ impl Decoder {
                         } else {
                             None
                         },
+                        post_attn_norm: None,
+                        post_mlp_norm: None,
+                        sliding: false,
                         mlp_norm: Norm::Rms(w.rms_norm(
                             &format!("{b}.post_attention_layernorm.weight"),
                             h,
@@ -382,6 +436,54 @@ impl Decoder {
                 };
                 (embed, None, blocks, norm, head)
             }
+            Arch::Gemma3 => {
+                let embed = w.embedding("model.embed_tokens.weight", c.vocab_size, h)?;
+                // Gemma's RMSNorm scales by 1 + weight
+                let norm = |name: &str, dim: usize| -> Result<RMSNorm> {
+                    let n = w.rms_norm(name, dim, c.norm_eps)?;
+                    Ok(RMSNorm {
+                        weight: (n.weight + 1.0).contiguous(),
+                        eps: n.eps,
+                    })
+                };
+                let mut blocks = Vec::new();
+                for i in 0..c.num_layers {
+                    let b = format!("model.layers.{i}");
+                    let lin = |name: &str, inp: usize, out: usize| {
+                        w.linear(&format!("{b}.{name}"), inp, out, false)
+                    };
+                    let block_norm = |name: &str| {
+                        Ok::<_, ModelError>(Norm::Rms(norm(&format!("{b}.{name}.weight"), h)?))
+                    };
+                    blocks.push(Block {
+                        attn_norm: block_norm("input_layernorm")?,
+                        q: lin("self_attn.q_proj", h, qd)?,
+                        k: lin("self_attn.k_proj", h, kvd)?,
+                        v: lin("self_attn.v_proj", h, kvd)?,
+                        o: lin("self_attn.o_proj", qd, h)?,
+                        qk_norm: Some((
+                            norm(&format!("{b}.self_attn.q_norm.weight"), hd)?,
+                            norm(&format!("{b}.self_attn.k_norm.weight"), hd)?,
+                        )),
+                        post_attn_norm: Some(block_norm("post_attention_layernorm")?),
+                        mlp_norm: block_norm("pre_feedforward_layernorm")?,
+                        mlp: Mlp::GeGlu {
+                            gate: lin("mlp.gate_proj", h, c.intermediate_size)?,
+                            up: lin("mlp.up_proj", h, c.intermediate_size)?,
+                            down: lin("mlp.down_proj", c.intermediate_size, h)?,
+                        },
+                        post_mlp_norm: Some(block_norm("post_feedforward_layernorm")?),
+                        sliding: c.sliding_layers.get(i).copied().unwrap_or(false),
+                    });
+                }
+                let final_norm = Norm::Rms(norm("model.norm.weight", h)?);
+                let head = if c.tie_word_embeddings {
+                    embed.weight.clone()
+                } else {
+                    w.get("lm_head.weight", &[c.vocab_size, h])?
+                };
+                (embed, None, blocks, final_norm, head)
+            }
         };
         let mut d = Decoder {
             config: config.clone(),
@@ -392,6 +494,7 @@ impl Decoder {
             norm,
             lm_head,
             rope: None,
+            rope_local: None,
             cache: Vec::new(),
             cache_len: 0,
             filled: Cell::new(0),
@@ -420,11 +523,19 @@ impl Decoder {
             });
         }
         self.cache_len = len;
-        if self.config.arch == Arch::Llama {
+        if self.config.arch != Arch::Gpt2 {
             self.rope = Some(rope_tables(
                 len,
                 self.config.head_dim,
                 self.config.rope_theta,
+                &self.device,
+            ));
+        }
+        if self.config.sliding_layers.iter().any(|&s| s) {
+            self.rope_local = Some(rope_tables(
+                len,
+                self.config.head_dim,
+                self.config.rope_local_theta,
                 &self.device,
             ));
         }
@@ -507,13 +618,19 @@ impl Decoder {
         let ts = tokens.shape();
         let (b, len) = (ts[0], ts[1]);
         let mut x = as_f32(&self.embed.forward(tokens));
+        if c.embed_scale != 1.0 {
+            // (transformers multiplies by the scale rounded to the weights' dtype)
+            x *= f64::from(c.embed_scale as f32);
+        }
         if let Some(p) = &self.positions {
             x += self.rows(&p.weight, span, len);
         }
-        let rope = self
-            .rope
-            .as_ref()
-            .map(|(cos, sin)| (self.rows(cos, span, len), self.rows(sin, span, len)));
+        let rows = |table: &Option<(Tensor, Tensor)>| {
+            table
+                .as_ref()
+                .map(|(cos, sin)| (self.rows(cos, span, len), self.rows(sin, span, len)))
+        };
+        let (rope, rope_local) = (rows(&self.rope), rows(&self.rope_local));
         let (heads, kv, hd) = (
             c.num_heads as isize,
             c.num_kv_heads as isize,
@@ -543,15 +660,36 @@ impl Decoder {
             let mut q = split(linear_f32(&block.q, &h), heads, q_norm);
             let mut k = split(linear_f32(&block.k, &h), kv, k_norm);
             let v = split(linear_f32(&block.v, &h), kv, None);
-            if let Some((cos, sin)) = &rope {
+            let table = if block.sliding { &rope_local } else { &rope };
+            if let Some((cos, sin)) = table {
                 q = apply_rope(&q, cos, sin);
                 k = apply_rope(&k, cos, sin);
             }
             let (keys, values) = self.write_cache(ck, cv, &k, &v, &q, span)?;
-            let attn = attention(&q, &keys, &values, span, kv, len);
+            let window = c.sliding_window.filter(|_| block.sliding);
+            let attn = attention(
+                &q,
+                &keys,
+                &values,
+                span,
+                kv,
+                len,
+                c.attn_scale,
+                window,
+                self.cache_len,
+            );
             let attn = attn.transpose(1, 2).reshape(&[bi, li, heads * hd]);
-            x += linear_f32(&block.o, &attn);
-            x = &x + block.mlp.forward(&block.mlp_norm.forward(&x));
+            let out = linear_f32(&block.o, &attn);
+            x += match &block.post_attn_norm {
+                Some(n) => n.forward(&out),
+                None => out,
+            };
+            let out = block.mlp.forward(&block.mlp_norm.forward(&x));
+            x = &x
+                + match &block.post_mlp_norm {
+                    Some(n) => n.forward(&out),
+                    None => out,
+                };
         }
         let x = if all {
             x
@@ -625,8 +763,11 @@ impl Decoder {
 }
 
 /// Attention of queries `(batch, heads, len, hd)` over keys and values `(batch, kv_heads, end,
-/// hd)`, query `l` seeing keys up to its own position; the query heads are grouped over the
-/// key/value heads (grouped-query attention) without copying the keys.
+/// hd)`, query `l` seeing keys up to its own position (and, with a `window`, only the last
+/// `window` of them, its own included); the query heads are grouped over the key/value heads
+/// (grouped-query attention) without copying the keys. `scale` multiplies the scores;
+/// `cache_len` is the KV cache's length (the symbolic `end`'s bound).
+#[allow(clippy::too_many_arguments)]
 fn attention(
     q: &Tensor,
     keys: &Tensor,
@@ -634,6 +775,9 @@ fn attention(
     span: &Span,
     kv: isize,
     len: usize,
+    scale: f64,
+    window: Option<usize>,
+    cache_len: usize,
 ) -> Tensor {
     let qs = q.shape();
     let (b, heads, hd) = (qs[0] as isize, qs[1] as isize, qs[3] as isize);
@@ -641,16 +785,29 @@ fn attention(
     let q5 = q.reshape(&[b, kv, group, len as isize, hd]);
     let k5 = keys.unsqueeze(2);
     let v5 = values.unsqueeze(2);
-    let scores = q5.matmul(&k5.transpose(-1, -2)) * (1.0 / (hd as f64).sqrt());
+    let scores = q5.matmul(&k5.transpose(-1, -2)) * scale;
+    let dev = q.device();
     let scores = match span {
-        Span::Concrete { start } if len > 1 => {
+        Span::Concrete { start } if len > 1 || window.is_some_and(|w| start + 1 > w) => {
             let end = start + len;
-            let dev = q.device();
             let rows = Tensor::arange_on(*start as f64, end as f64, 1.0, DType::INT32, dev)
                 .reshape(&[len as isize, 1]);
             let cols = Tensor::arange_on(0.0, end as f64, 1.0, DType::INT32, dev)
                 .reshape(&[1, end as isize]);
-            cols.le(&rows).where_(&scores, f64::NEG_INFINITY)
+            let mut seen = cols.le(&rows);
+            if let Some(w) = window {
+                seen = seen.logical_and(&cols.gt(&(&rows - w as i32)));
+            }
+            seen.where_(&scores, f64::NEG_INFINITY)
+        }
+        Span::Symbolic { pos, end } if window.is_some() => {
+            // the keys 0..end (symbolic) after pos - window
+            let w = window.unwrap_or(0) as i32;
+            let cols = Tensor::arange_on(0.0, cache_len as f64, 1.0, DType::INT32, dev)
+                .shrink_sym(&[(0.into(), end.clone())])
+                .reshape_sym(&[1.into(), end.clone()]);
+            let pos = pos.reshape(&[1, 1]);
+            cols.gt(&(&pos - w)).where_(&scores, f64::NEG_INFINITY)
         }
         _ => scores,
     };

@@ -89,11 +89,11 @@ pub struct InPlaceWalk {
     /// Read along its row stride by the narrow tile's micro-kernel (rows equally spaced,
     /// contiguous along K): `Some(stride)`.
     pub stride: Option<usize>,
-    /// The rows alias in the caches (equally spaced a multiple of [`ALIAS_BYTES`] apart):
+    /// The rows alias in the caches (equally spaced a multiple of `ALIAS_BYTES` (4 KiB, in `jobs.rs`) apart):
     /// small row blocks.
     pub rows_alias: bool,
     /// Read about once from memory, each row panel's K blocks in turn (contiguous along K,
-    /// at most [`STREAMED_COL_PANELS`] column panels).
+    /// at most `STREAMED_COL_PANELS` (in `jobs.rs`) column panels).
     pub streamed: bool,
     /// The K table is contiguous ([`InPlaceFacts::k_contiguous`]); otherwise the micro-kernel
     /// prefetches a later panel's rows (the hardware prefetcher does not follow a
@@ -194,7 +194,7 @@ pub fn in_place_walk(plan: &GemmPlan, facts: Option<InPlaceFacts>) -> Option<InP
 }
 
 /// Where `A` comes from: one task per batch for many in-place batches of one K chunk each (at
-/// least [`BATCH_TASKS_PER_THREAD`] per thread, on more than one thread); in place; each task
+/// least `BATCH_TASKS_PER_THREAD` (in `jobs.rs`) per thread, on more than one thread); in place; each task
 /// packing its own rows when there are at least four such row blocks per thread; else packed
 /// in blocks.
 pub fn a_route(plan: &GemmPlan, in_place: bool, threads: usize) -> ARoute {
