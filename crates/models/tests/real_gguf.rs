@@ -14,7 +14,7 @@
 //! Without the variable a test says so and skips, unless `TINYGRAD_REQUIRE_REAL_GGUF=1` (CI),
 //! which makes it fail.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use tinygrad_models::{Decoder, Message, SamplingOptions, Tokenizer};
@@ -50,7 +50,7 @@ fn model_file(var: &str, fetch: &str) -> Option<PathBuf> {
 }
 
 /// Every check of `data/<name>-greedy.json` on the model at `path`.
-fn greedy_equals_transformers(path: &PathBuf, name: &str) {
+fn greedy_equals_transformers(path: &Path, name: &str) {
     let r = data(&format!("{name}-greedy.json"));
     let mut m = Decoder::load(path, &default_device()).unwrap();
     let t = Tokenizer::from_gguf(path).unwrap();
