@@ -12,7 +12,7 @@ export RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4
 # an explicit --target keeps the instrumentation flags off build scripts and proc macros
 HOST=$(rustc -vV | sed -n 's/^host: //p')
 cargo build --release --bins --target "$HOST"
-for target in safetensors_load shape_ops gguf_load torch_load onnx_load; do
+for target in ${FUZZ_TARGETS:-safetensors_load shape_ops gguf_load torch_load onnx_load gguf_tokenizer}; do
     scratch="target/corpus-$target"
     mkdir -p "$scratch"
     echo "fuzzing $target for ${SECONDS_PER_TARGET}s"

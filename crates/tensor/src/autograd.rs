@@ -47,7 +47,9 @@ static LEAVES: Mutex<Vec<Weak<Inner>>> = Mutex::new(Vec::new());
 
 thread_local! {
     static TRAINING: Cell<bool> = const { Cell::new(false) };
-    static GRAD_ENABLED: Cell<bool> = const { Cell::new(true) };
+    /// Live [`NoGradGuard`]s: gradients are enabled when there are none. A count, not a saved
+    /// mode per guard, so that guards dropped in any order leave the right mode.
+    static NO_GRAD_DEPTH: Cell<usize> = const { Cell::new(0) };
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -68,7 +70,7 @@ fn live_leaves() -> Vec<Tensor> {
 /// Whether a gradient can flow from `t` to a live `requires_grad` leaf (tinygrad's propagated
 /// `requires_grad` of a derived tensor): gradients are enabled and the leaf is in the graph.
 pub(crate) fn needs_grad(t: &Tensor) -> bool {
-    if !GRAD_ENABLED.with(Cell::get) {
+    if !grad_enabled() {
         return false;
     }
     let leaves: HashSet<UOp> = live_leaves().iter().map(Tensor::uop).collect();
@@ -77,11 +79,16 @@ pub(crate) fn needs_grad(t: &Tensor) -> bool {
 
 /// Applied to the result of every tensor op: inside a no-grad scope the result is detached.
 pub(crate) fn track(uop: UOp) -> UOp {
-    if GRAD_ENABLED.with(Cell::get) || uop.op() == Ops::Detach {
+    if grad_enabled() || uop.op() == Ops::Detach {
         uop
     } else {
         detach_uop(&uop)
     }
+}
+
+/// Whether no [`NoGradGuard`] lives on this thread.
+fn grad_enabled() -> bool {
+    NO_GRAD_DEPTH.with(Cell::get) == 0
 }
 
 fn detach_uop(u: &UOp) -> UOp {
@@ -105,16 +112,16 @@ impl Drop for TrainGuard {
     }
 }
 
-/// Re-enables gradients (to the previous mode) when dropped (see [`Tensor::no_grad_guard`]).
+/// Keeps gradients off while it lives; they come back when every guard of the thread is
+/// dropped, in whatever order (see [`Tensor::no_grad_guard`]).
 #[must_use = "gradients are re-enabled when the guard is dropped"]
 pub struct NoGradGuard {
-    prev: bool,
     _not_send: PhantomData<*const ()>,
 }
 
 impl Drop for NoGradGuard {
     fn drop(&mut self) {
-        GRAD_ENABLED.with(|g| g.set(self.prev));
+        NO_GRAD_DEPTH.with(|d| d.set(d.get().saturating_sub(1)));
     }
 }
 
@@ -507,7 +514,7 @@ impl Tensor {
     /// assert!(!Tensor::no_grad(Tensor::is_grad_enabled));
     /// ```
     pub fn is_grad_enabled() -> bool {
-        GRAD_ENABLED.with(Cell::get)
+        grad_enabled()
     }
 
     /// Runs `f` with gradients disabled: every tensor an op returns inside is detached, so no
@@ -536,9 +543,8 @@ impl Tensor {
     /// assert!(Tensor::is_grad_enabled());
     /// ```
     pub fn no_grad_guard() -> NoGradGuard {
-        let prev = GRAD_ENABLED.with(|g| g.replace(false));
+        NO_GRAD_DEPTH.with(|d| d.set(d.get() + 1));
         NoGradGuard {
-            prev,
             _not_send: PhantomData,
         }
     }

@@ -867,3 +867,36 @@ fn tiled_max_pool_gradient_matches_the_derived_one() {
         assert_eq!(g.to_vec::<f32>(), vec![0.25; 4], "{dev}: ties");
     }
 }
+
+/// Two `no_grad_guard`s dropped out of order (the outer one first): gradients stay off while
+/// either guard lives and come back when both are gone (guards that restored a saved mode left
+/// them on inside the inner guard and off after both).
+#[test]
+fn no_grad_guards_dropped_out_of_order_keep_gradients_off_until_both_are_gone() {
+    assert!(Tensor::is_grad_enabled());
+    let outer = Tensor::no_grad_guard();
+    let inner = Tensor::no_grad_guard();
+    drop(outer);
+    assert!(
+        !Tensor::is_grad_enabled(),
+        "gradients came back while the inner guard lives"
+    );
+    let x = Tensor::from_vec(vec![1.0f32, 2.0]).requires_grad(true);
+    assert!(!(&x * 2.0).is_requires_grad());
+    drop(inner);
+    assert!(
+        Tensor::is_grad_enabled(),
+        "gradients stayed off after both guards were dropped"
+    );
+    assert!((&x * 2.0).is_requires_grad());
+    // nested in order, as before
+    {
+        let _a = Tensor::no_grad_guard();
+        {
+            let _b = Tensor::no_grad_guard();
+            assert!(!Tensor::is_grad_enabled());
+        }
+        assert!(!Tensor::is_grad_enabled());
+    }
+    assert!(Tensor::is_grad_enabled());
+}
