@@ -23,6 +23,8 @@ pub struct Tokenizer {
     /// The BOS and EOS tokens' text, when the file names them.
     bos: Option<String>,
     eos: Option<String>,
+    /// One past the largest id (see [`Tokenizer::vocab_size`]).
+    id_space: usize,
 }
 
 impl Tokenizer {
@@ -57,6 +59,11 @@ impl Tokenizer {
                 path: path.to_string(),
                 message: e.to_string(),
             })?;
+        let id_space = inner
+            .get_vocab(true)
+            .values()
+            .max()
+            .map_or(0, |&id| id as usize + 1);
         Ok(Tokenizer {
             inner,
             path: path.to_string(),
@@ -64,6 +71,7 @@ impl Tokenizer {
             chat_template: None,
             bos: None,
             eos: None,
+            id_space,
         })
     }
 
@@ -210,9 +218,11 @@ impl Tokenizer {
         self.inner.token_to_id(token)
     }
 
-    /// The vocabulary's size, added tokens included.
+    /// The number of ids: one past the largest id of the vocabulary, added tokens included
+    /// (every id `encode` returns is below it; a vocabulary that lists a token twice has fewer
+    /// distinct tokens than ids).
     pub fn vocab_size(&self) -> usize {
-        self.inner.get_vocab_size(true)
+        self.id_space
     }
 
     /// The id padding uses: the file's padding id if it sets one, else `[PAD]`'s, else 0.

@@ -207,3 +207,34 @@ fn broken_tokenizer_metadata_is_an_error_naming_the_key() {
         "{e}"
     );
 }
+
+/// A vocabulary that lists a token twice (the later id wins, as in transformers' dict) has fewer
+/// distinct tokens than ids: `vocab_size` is the id space, so every id `encode` returns is below
+/// it (found by the `gguf_tokenizer` fuzz target: id 10 of a "9-token" vocabulary).
+#[test]
+fn a_token_listed_twice_keeps_every_id_below_vocab_size() {
+    let mut meta = IndexMap::new();
+    let s = |v: &str| GgufValue::String(v.into());
+    meta.insert("tokenizer.ggml.model".to_string(), s("llama"));
+    let tokens = ["<unk>", "<s>", "</s>", "\u{2581}", "a", "b", "ab", "x", "b"];
+    meta.insert(
+        "tokenizer.ggml.tokens".to_string(),
+        GgufValue::Array(tokens.iter().map(|t| s(t)).collect()),
+    );
+    meta.insert(
+        "tokenizer.ggml.scores".to_string(),
+        GgufValue::Array(
+            (0..tokens.len())
+                .map(|i| GgufValue::F32(-(i as f32)))
+                .collect(),
+        ),
+    );
+    let t = Tokenizer::from_gguf_metadata(&meta, "dup.gguf").unwrap();
+    assert_eq!(t.vocab_size(), tokens.len());
+    let ids = t.encode("b ab", true).unwrap();
+    assert!(ids.contains(&8), "{ids:?}: the later id of b");
+    assert!(
+        ids.iter().all(|&id| (id as usize) < t.vocab_size()),
+        "{ids:?}"
+    );
+}
