@@ -2,7 +2,9 @@
 //! packing kernels, an AVX2/FMA micro-kernel (6x16; AVX-512F: 6x32, or 12x16 for at most 16
 //! columns, chosen at run time, see [`tile`] and [`tile_for`]; the kernels are in
 //! `gemm/microkernel.rs`) with cache blocking on every core (the pool tasks and their block
-//! sizes are in `gemm/jobs.rs`), and a generated epilogue kernel (skipped for a plain matmul,
+//! sizes are in `gemm/jobs.rs`; what each launch does — which tile, `A` in place or packed, how
+//! `B` is packed, direct output — is decided in [`launch`] as pure functions of a given tile,
+//! tested for every tile on any machine), and a generated epilogue kernel (skipped for a plain matmul,
 //! whose whole row panels the tasks write straight into the output: see
 //! [`tinygrad_codegen::gemm::GemmPlan::direct_output`]).
 //!
