@@ -153,29 +153,7 @@ impl DecoderConfig {
                 // have `rope_theta` and `rope_scaling` at the top
                 let mut theta = c.f64_or("rope_theta", 10000.0)?;
                 if let Some(p) = c.get("rope_parameters") {
-                    let rope_type = p
-                        .get("rope_type")
-                        .and_then(|t| t.as_str())
-                        .unwrap_or("default");
-                    if rope_type != "default" {
-                        return Err(c.error(
-                            "rope_parameters",
-                            format!(
-                                "rope_type {rope_type:?} is not supported (expected \"default\")"
-                            ),
-                        ));
-                    }
-                    if let Some(t) = p.get("rope_theta") {
-                        theta = t
-                            .as_f64()
-                            .filter(|t| t.is_finite() && *t > 1.0)
-                            .ok_or_else(|| {
-                                c.error(
-                                    "rope_parameters",
-                                    format!("rope_theta {t} is not a number above 1"),
-                                )
-                            })?;
-                    }
+                    theta = rope_base(c, p, "", theta)?;
                 }
                 if let Some(s) = c.get("rope_scaling") {
                     return Err(c.error(
@@ -378,6 +356,33 @@ impl DecoderConfig {
     }
 }
 
+/// The rotary base a `rope_parameters` entry gives (`default` when it has none): its
+/// `rope_type` must be `default` (`what` prefixes the error: the layer type of Gemma's entries).
+fn rope_base(c: &JsonConfig, entry: &serde_json::Value, what: &str, default: f64) -> Result<f64> {
+    let rope_type = entry
+        .get("rope_type")
+        .and_then(|t| t.as_str())
+        .unwrap_or("default");
+    if rope_type != "default" {
+        return Err(c.error(
+            "rope_parameters",
+            format!("{what}rope_type {rope_type:?} is not supported (expected \"default\")"),
+        ));
+    }
+    match entry.get("rope_theta") {
+        None => Ok(default),
+        Some(t) => t
+            .as_f64()
+            .filter(|t| t.is_finite() && *t > 1.0)
+            .ok_or_else(|| {
+                c.error(
+                    "rope_parameters",
+                    format!("{what}rope_theta {t} is not a number above 1"),
+                )
+            }),
+    }
+}
+
 /// Gemma 3's layer pattern when the configuration lists no `layer_types`: every sixth layer
 /// global, the others sliding-window layers (transformers' and llama.cpp's default).
 const GEMMA3_PATTERN: usize = 6;
@@ -424,29 +429,8 @@ fn gemma3_from_hf(c: &JsonConfig) -> Result<DecoderConfig> {
             ("full_attention", &mut global),
             ("sliding_attention", &mut local),
         ] {
-            let Some(entry) = p.get(kind) else { continue };
-            let rope_type = entry
-                .get("rope_type")
-                .and_then(|t| t.as_str())
-                .unwrap_or("default");
-            if rope_type != "default" {
-                return Err(c.error(
-                    "rope_parameters",
-                    format!(
-                        "{kind}: rope_type {rope_type:?} is not supported (expected \"default\")"
-                    ),
-                ));
-            }
-            if let Some(t) = entry.get("rope_theta") {
-                *theta = t
-                    .as_f64()
-                    .filter(|t| t.is_finite() && *t > 1.0)
-                    .ok_or_else(|| {
-                        c.error(
-                            "rope_parameters",
-                            format!("{kind}: rope_theta {t} is not a number above 1"),
-                        )
-                    })?;
+            if let Some(entry) = p.get(kind) {
+                *theta = rope_base(c, entry, &format!("{kind}: "), *theta)?;
             }
         }
     }

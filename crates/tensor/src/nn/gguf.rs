@@ -221,7 +221,15 @@ pub fn gguf_load(path: impl AsRef<Path>) -> Result<Gguf, GgufError> {
 /// # Errors
 /// As [`gguf_load`], or if the device is unknown.
 pub fn gguf_load_on(path: impl AsRef<Path>, device: &str) -> Result<Gguf, GgufError> {
-    let p = path.as_ref();
+    with_file_bytes(path.as_ref(), |bytes, name| load(bytes, name, device))
+}
+
+/// Runs `f` on the bytes of the file at `p` (memory-mapped, or read as a stream where it cannot
+/// be mapped) and its name for errors.
+fn with_file_bytes<T>(
+    p: &Path,
+    f: impl FnOnce(&[u8], &str) -> Result<T, GgufError>,
+) -> Result<T, GgufError> {
     let name = p.display().to_string();
     let file = File::open(p).map_err(|e| err(&name, None, format!("cannot open: {e}")))?;
     let meta = file
@@ -231,16 +239,16 @@ pub fn gguf_load_on(path: impl AsRef<Path>, device: &str) -> Result<Gguf, GgufEr
         return Err(err(&name, None, "is a directory"));
     }
     if meta.is_file() && meta.len() > 0 {
-        // SAFETY: the mapping is read-only and lives only during the load, which copies the
-        // tensors' bytes out. Another process truncating or rewriting the file meanwhile could
-        // change or invalidate the mapped bytes: as with every memory-mapped reader, the file
-        // must not be modified while it is being loaded.
+        // SAFETY: the mapping is read-only and lives only while `f` runs; the loaders copy
+        // out what they keep (the tensors' bytes, the metadata). Another process truncating or
+        // rewriting the file meanwhile could change or invalidate the mapped bytes: as with
+        // every memory-mapped reader, the file must not be modified while it is being read.
         if let Ok(map) = unsafe { memmap2::Mmap::map(&file) } {
-            return load(&map, &name, device);
+            return f(&map, &name);
         }
     }
     let bytes = read_stream(file, &name)?;
-    load(&bytes, &name, device)
+    f(&bytes, &name)
 }
 
 /// The metadata key-value pairs of a GGUF file, in file order, without loading its tensors
@@ -257,28 +265,11 @@ pub fn gguf_load_on(path: impl AsRef<Path>, device: &str) -> Result<Gguf, GgufEr
 /// If the file can't be read, is not GGUF v2/v3, or its header is truncated or malformed (its
 /// tensors are not checked).
 pub fn gguf_metadata(path: impl AsRef<Path>) -> Result<IndexMap<String, GgufValue>, GgufError> {
-    let p = path.as_ref();
-    let name = p.display().to_string();
-    let file = File::open(p).map_err(|e| err(&name, None, format!("cannot open: {e}")))?;
-    let meta = file
-        .metadata()
-        .map_err(|e| err(&name, None, format!("cannot stat: {e}")))?;
-    if meta.is_dir() {
-        return Err(err(&name, None, "is a directory"));
-    }
-    if meta.is_file() && meta.len() > 0 {
-        // SAFETY: as in `gguf_load_on`: a read-only mapping that lives only while the header is
-        // parsed (the metadata is copied out); the file must not be modified meanwhile.
-        if let Ok(map) = unsafe { memmap2::Mmap::map(&file) } {
-            return header(&map)
-                .map(|h| h.metadata)
-                .map_err(|f| f.into_err(&name));
-        }
-    }
-    let bytes = read_stream(file, &name)?;
-    header(&bytes)
-        .map(|h| h.metadata)
-        .map_err(|f| f.into_err(&name))
+    with_file_bytes(path.as_ref(), |bytes, name| {
+        header(bytes)
+            .map(|h| h.metadata)
+            .map_err(|f| f.into_err(name))
+    })
 }
 
 /// Loads GGUF data held in memory (errors name it `<bytes>`).
