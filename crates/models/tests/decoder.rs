@@ -1,4 +1,4 @@
-//! GPT-2, LLaMA, Qwen2, Qwen3 and Gemma 3 decoders against `transformers`
+//! GPT-2, LLaMA, Qwen2, Qwen3, Phi-3 and Gemma 3 decoders against `transformers`
 //! (`data/decoders_ref.json`, `data/qwen_ref.json` and `data/gemma3_ref.json`, written by
 //! `data/gen_decoders.py`, `data/gen_qwen.py` and `data/gen_gemma3.py` from tiny seeded models; the
 //! Qwen and Gemma models from safetensors and from GGUF files of architectures `qwen2`, `qwen3` and
@@ -36,7 +36,7 @@ fn reference() -> &'static Value {
     read_once(&REF, "decoders_ref.json")
 }
 
-/// The Qwen2/Qwen3 references (`data/qwen_ref.json`, written by `data/gen_qwen.py`).
+/// The Qwen2/Qwen3/Phi-3 references (`data/qwen_ref.json`, written by `data/gen_qwen.py`).
 fn qwen_reference() -> &'static Value {
     static REF: OnceLock<Value> = OnceLock::new();
     read_once(&REF, "qwen_ref.json")
@@ -187,6 +187,15 @@ fn qwen3_from_safetensors_and_gguf_matches_transformers() {
     let r = &qwen_reference()["models"]["qwen3_tiny"];
     check_against("qwen3_tiny", r, "qwen3_tiny");
     check_against("qwen3_tiny_f32.gguf", r, "qwen3_tiny (gguf)");
+}
+
+/// Phi-3: fused query/key/value and gate/up projections, a sliding window of 3 in every layer
+/// (the 7-token prompt reaches past it).
+#[test]
+fn phi3_from_safetensors_and_gguf_matches_transformers() {
+    let r = &qwen_reference()["models"]["phi3_tiny"];
+    check_against("phi3_tiny", r, "phi3_tiny");
+    check_against("phi3_tiny_f32.gguf", r, "phi3_tiny (gguf)");
 }
 
 /// Gemma 3: four norms per block, GeGLU, scaled embeddings, head norms, five sliding-window

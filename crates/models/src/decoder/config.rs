@@ -1,6 +1,6 @@
 //! The decoder's configuration, from a Hugging Face `config.json` (GPT-2 and LLaMA-family
-//! `model_type`s: `llama`, `mistral`, `qwen2`, `qwen3`) or GGUF metadata
-//! (`general.architecture` = `llama`, `qwen2` or `qwen3`).
+//! `model_type`s: `llama`, `mistral`, `qwen2`, `qwen3`, `phi3`; `gemma3_text`) or GGUF metadata
+//! (`general.architecture` = `llama`, `qwen2`, `qwen3`, `phi3` or `gemma3`).
 
 use indexmap::IndexMap;
 use tinygrad_tensor::nn::gguf::GgufValue;
@@ -18,7 +18,8 @@ pub enum Arch {
     Gpt2,
     /// LLaMA and its kin: rotary positions, RMSNorm, SwiGLU MLP, grouped-query attention;
     /// Qwen2's biases on the query/key/value projections ([`DecoderConfig::qkv_bias`]), Qwen3's
-    /// RMSNorm of each query and key head ([`DecoderConfig::qk_norm`]).
+    /// RMSNorm of each query and key head ([`DecoderConfig::qk_norm`]), Phi-3's fused
+    /// projections (split by rows when loaded) and sliding window in every layer.
     Llama,
     /// Gemma 3: LLaMA's layout with four norms per block (before and after attention and MLP;
     /// RMSNorm scaling by `1 + weight`), a GeGLU MLP (tanh GELU), embeddings scaled by
@@ -127,7 +128,7 @@ impl DecoderConfig {
                 };
                 cfg.check(|f, m| c.error(f, m))
             }
-            Some(family @ ("llama" | "mistral" | "qwen2" | "qwen3")) => {
+            Some(family @ ("llama" | "mistral" | "qwen2" | "qwen3" | "phi3")) => {
                 let act = c.opt_str("hidden_act")?.unwrap_or("silu");
                 if act != "silu" {
                     return Err(c.error(
@@ -155,6 +156,17 @@ impl DecoderConfig {
                 if let Some(p) = c.get("rope_parameters") {
                     theta = rope_base(c, p, "", theta)?;
                 }
+                // Phi-3 may rotate only part of each head
+                let partial = c
+                    .get("rope_parameters")
+                    .and_then(|p| p.get("partial_rotary_factor"))
+                    .or_else(|| c.get("partial_rotary_factor"));
+                if let Some(f) = partial.filter(|f| f.as_f64() != Some(1.0)) {
+                    return Err(c.error(
+                        "partial_rotary_factor",
+                        format!("{f} is not supported (expected 1.0)"),
+                    ));
+                }
                 if let Some(s) = c.get("rope_scaling") {
                     return Err(c.error(
                         "rope_scaling",
@@ -169,11 +181,18 @@ impl DecoderConfig {
                 let hidden = c.usize("hidden_size", MAX_DIM)?;
                 let heads = c.usize("num_attention_heads", 4096)?;
                 let head_dim = c.opt_usize("head_dim", MAX_DIM)?.unwrap_or(hidden / heads);
+                let layers = c.usize("num_hidden_layers", 4096)?;
+                // Phi-3 attends over a sliding window in every layer when it names one
+                let window = if family == "phi3" {
+                    c.opt_usize("sliding_window", MAX_DIM)?
+                } else {
+                    None
+                };
                 let cfg = DecoderConfig {
                     arch: Arch::Llama,
                     vocab_size: c.usize("vocab_size", MAX_DIM)?,
                     hidden_size: hidden,
-                    num_layers: c.usize("num_hidden_layers", 4096)?,
+                    num_layers: layers,
                     num_heads: heads,
                     num_kv_heads: c.opt_usize("num_key_value_heads", 4096)?.unwrap_or(heads),
                     head_dim,
@@ -185,8 +204,8 @@ impl DecoderConfig {
                     eos_token_id: eos(c)?,
                     qkv_bias: family == "qwen2",
                     qk_norm: family == "qwen3",
-                    sliding_window: None,
-                    sliding_layers: Vec::new(),
+                    sliding_window: window,
+                    sliding_layers: vec![window.is_some(); layers],
                     rope_local_theta: theta,
                     attn_scale: 1.0 / (head_dim as f64).sqrt(),
                     embed_scale: 1.0,
@@ -196,7 +215,7 @@ impl DecoderConfig {
             Some("gemma3_text") => gemma3_from_hf(c),
             other => Err(unsupported(format!(
                 "model_type {other:?} is not supported by the decoder (expected \"gpt2\", \
-                 \"llama\", \"mistral\", \"qwen2\", \"qwen3\" or \"gemma3_text\")"
+                 \"llama\", \"mistral\", \"qwen2\", \"qwen3\", \"phi3\" or \"gemma3_text\")"
             ))),
         }
     }
@@ -216,12 +235,12 @@ impl DecoderConfig {
             .get("general.architecture")
             .and_then(GgufValue::as_str)
             .ok_or_else(|| err("general.architecture", "missing (expected a string)".into()))?;
-        if !matches!(arch, "llama" | "qwen2" | "qwen3" | "gemma3") {
+        if !matches!(arch, "llama" | "qwen2" | "qwen3" | "phi3" | "gemma3") {
             return Err(ModelError::Unsupported {
                 path: path.to_string(),
                 message: format!(
                     "general.architecture {arch:?} is not supported (expected \"llama\", \
-                     \"qwen2\", \"qwen3\" or \"gemma3\")"
+                     \"qwen2\", \"qwen3\", \"phi3\" or \"gemma3\")"
                 ),
             });
         }
@@ -274,6 +293,7 @@ impl DecoderConfig {
         };
         let gemma = arch == "gemma3";
         let layers = req("block_count", 4096)?;
+        let theta = float("rope.freq_base", if gemma { 1_000_000.0 } else { 10000.0 })?;
         let head_dim = int("attention.key_length", MAX_DIM)?.unwrap_or(hidden / heads);
         let cfg = DecoderConfig {
             arch: if gemma { Arch::Gemma3 } else { Arch::Llama },
@@ -290,7 +310,7 @@ impl DecoderConfig {
                 "attention.layer_norm_rms_epsilon",
                 if gemma { 1e-6 } else { 1e-5 },
             )?,
-            rope_theta: float("rope.freq_base", if gemma { 1_000_000.0 } else { 10000.0 })?,
+            rope_theta: theta,
             tie_word_embeddings: false,
             eos_token_id: meta
                 .get("tokenizer.ggml.eos_token_id")
@@ -300,17 +320,21 @@ impl DecoderConfig {
             qk_norm: arch == "qwen3" || gemma,
             // Gemma 3 (llama.cpp's defaults for the keys a file may lack: every sixth layer
             // global, local rotary base 10000, scale 1/sqrt(head_dim) but for 27B's sizes)
+            // (Phi-3: every layer over the window the file names, if it names one)
             sliding_window: if gemma {
                 Some(int("attention.sliding_window", MAX_DIM)?.unwrap_or(4096))
+            } else if arch == "phi3" {
+                int("attention.sliding_window", MAX_DIM)?
             } else {
                 None
             },
             sliding_layers: if gemma {
                 gemma3_default_layers(layers)
             } else {
-                Vec::new()
+                vec![arch == "phi3" && meta.contains_key("phi3.attention.sliding_window"); layers]
             },
-            rope_local_theta: 10000.0,
+            // (Gemma 3's local base is not in its files: llama.cpp's is 10000)
+            rope_local_theta: if gemma { 10000.0 } else { theta },
             // (llama.cpp: Gemma 3 27B, its 62 layers, scales by hidden / heads, as its
             // query_pre_attn_scalar says)
             attn_scale: if gemma && layers == 62 {

@@ -209,13 +209,25 @@ const GEMMA3_GGUF_NAMES: &[(&str, &str)] = &[
     ),
 ];
 
-/// The HF name of GGUF tensor `name`, with its block, if the tables (Gemma 3's first, for a
-/// `gemma3` file) have it.
-fn gguf_to_hf(name: &str, gemma: bool) -> Option<(String, Option<usize>)> {
-    let tables: &[&[(&str, &str)]] = if gemma {
-        &[GEMMA3_GGUF_NAMES, LLAMA_GGUF_NAMES]
-    } else {
-        &[LLAMA_GGUF_NAMES]
+/// Phi-3's fused projections.
+const PHI3_GGUF_NAMES: &[(&str, &str)] = &[
+    (
+        "blk.{i}.attn_qkv.weight",
+        "model.layers.{i}.self_attn.qkv_proj.weight",
+    ),
+    (
+        "blk.{i}.ffn_up.weight",
+        "model.layers.{i}.mlp.gate_up_proj.weight",
+    ),
+];
+
+/// The HF name of GGUF tensor `name` of a file of architecture `arch`, with its block, if the
+/// tables (the architecture's own first) have it.
+fn gguf_to_hf(name: &str, arch: Option<&str>) -> Option<(String, Option<usize>)> {
+    let tables: &[&[(&str, &str)]] = match arch {
+        Some("gemma3") => &[GEMMA3_GGUF_NAMES, LLAMA_GGUF_NAMES],
+        Some("phi3") => &[PHI3_GGUF_NAMES, LLAMA_GGUF_NAMES],
+        _ => &[LLAMA_GGUF_NAMES],
     };
     for (g, h) in tables.iter().flat_map(|t| t.iter()) {
         if let Some((pre, post)) = g.split_once("{i}") {
@@ -250,7 +262,7 @@ impl Decoder {
         Decoder::from_weights(config, &weights, device)
     }
 
-    /// Loads a GGUF file (architectures `llama`, `qwen2`, `qwen3`; f32/f16/bf16 and the quantized
+    /// Loads a GGUF file (architectures `llama`, `qwen2`, `qwen3`, `phi3`, `gemma3`; f32/f16/bf16 and the quantized
     /// types `tinygrad_tensor::nn::gguf` dequantizes). Its tensors are renamed to the Hugging Face
     /// names, and for `llama` llama.cpp's rotary row order of the query and key projections is
     /// undone (Qwen's files keep Hugging Face's order: llama.cpp runs them with NeoX rotary).
@@ -275,7 +287,7 @@ impl Decoder {
         let (heads, kv, hd) = (config.num_heads, config.num_kv_heads, config.head_dim);
         let mut tensors = BTreeMap::new();
         for (gname, t) in g.tensors {
-            let Some((hf, block)) = gguf_to_hf(&gname, gemma) else {
+            let Some((hf, block)) = gguf_to_hf(&gname, arch) else {
                 return Err(ModelError::Unsupported {
                     path: name,
                     message: format!("tensor `{gname}` is not one the decoder uses"),
@@ -395,6 +407,33 @@ impl Decoder {
                     let qkv = |name: &str, out: usize| {
                         w.linear(&format!("{b}.{name}"), h, out, c.qkv_bias)
                     };
+                    // Phi-3 fuses q/k/v into one projection and gate/up into another: each
+                    // part is a row range of the fused weight
+                    let rows = |l: &Linear, lo: usize, hi: usize| Linear {
+                        weight: l.weight.shrink(&[(lo, hi), (0, h)]),
+                        bias: None,
+                    };
+                    let (q, k, v) = if w.contains(&format!("{b}.self_attn.qkv_proj.weight")) {
+                        let f = lin("self_attn.qkv_proj", h, qd + 2 * kvd)?;
+                        (
+                            rows(&f, 0, qd),
+                            rows(&f, qd, qd + kvd),
+                            rows(&f, qd + kvd, qd + 2 * kvd),
+                        )
+                    } else {
+                        (
+                            qkv("self_attn.q_proj", qd)?,
+                            qkv("self_attn.k_proj", kvd)?,
+                            qkv("self_attn.v_proj", kvd)?,
+                        )
+                    };
+                    let m = c.intermediate_size;
+                    let (gate, up) = if w.contains(&format!("{b}.mlp.gate_up_proj.weight")) {
+                        let f = lin("mlp.gate_up_proj", h, 2 * m)?;
+                        (rows(&f, 0, m), rows(&f, m, 2 * m))
+                    } else {
+                        (lin("mlp.gate_proj", h, m)?, lin("mlp.up_proj", h, m)?)
+                    };
                     let head_norm = |name: &str| {
                         w.rms_norm(&format!("{b}.self_attn.{name}.weight"), hd, c.norm_eps)
                     };
@@ -404,9 +443,9 @@ impl Decoder {
                             h,
                             c.norm_eps,
                         )?),
-                        q: qkv("self_attn.q_proj", qd)?,
-                        k: qkv("self_attn.k_proj", kvd)?,
-                        v: qkv("self_attn.v_proj", kvd)?,
+                        q,
+                        k,
+                        v,
                         o: lin("self_attn.o_proj", qd, h)?,
                         qk_norm: if c.qk_norm {
                             Some((head_norm("q_norm")?, head_norm("k_norm")?))
@@ -415,16 +454,16 @@ impl Decoder {
                         },
                         post_attn_norm: None,
                         post_mlp_norm: None,
-                        sliding: false,
+                        sliding: c.sliding_layers.get(i).copied().unwrap_or(false),
                         mlp_norm: Norm::Rms(w.rms_norm(
                             &format!("{b}.post_attention_layernorm.weight"),
                             h,
                             c.norm_eps,
                         )?),
                         mlp: Mlp::SwiGlu {
-                            gate: lin("mlp.gate_proj", h, c.intermediate_size)?,
-                            up: lin("mlp.up_proj", h, c.intermediate_size)?,
-                            down: lin("mlp.down_proj", c.intermediate_size, h)?,
+                            gate,
+                            up,
+                            down: lin("mlp.down_proj", m, h)?,
                         },
                     });
                 }

@@ -1,5 +1,5 @@
-"""Tiny Qwen2 and Qwen3 decoders and their reference outputs, as `gen_decoders.py` makes for GPT-2
-and Llama (same prompt, weight draws, checks and reference layout; its helpers are imported).
+"""Tiny Qwen2, Qwen3 and Phi-3 decoders and their reference outputs, as `gen_decoders.py` makes for
+GPT-2 and Llama (same prompt, weight draws, checks and reference layout; its helpers are imported).
 
 Usage: python3 crates/models/tests/data/gen_qwen.py
 Needs PyPI's torch, transformers, numpy, safetensors and gguf.
@@ -8,11 +8,14 @@ Writes next to this script:
   qwen2_tiny/        Qwen2ForCausalLM (biases on q/k/v), f32, one model.safetensors
   qwen3_tiny/        Qwen3ForCausalLM (RMSNorm of each query and key head; head_dim 24, wider
                      than hidden / heads = 16), f32, one model.safetensors
-  qwen2_tiny_f32.gguf, qwen3_tiny_f32.gguf
+  phi3_tiny/         Phi3ForCausalLM (fused qkv_proj and gate_up_proj; a sliding window of 3 in
+                     every layer), f32, one model.safetensors
+  qwen2_tiny_f32.gguf, qwen3_tiny_f32.gguf, phi3_tiny_f32.gguf
                      the same weights in llama.cpp's GGUF layout for architectures `qwen2` and
                      `qwen3`: no row permutation of attn_q/attn_k (llama.cpp runs these with NeoX
                      rotary, Hugging Face's halves), biases `blk.N.attn_{q,k,v}.bias`, head norms
-                     `blk.N.attn_{q,k}_norm.weight`
+                     `blk.N.attn_{q,k}_norm.weight`; Phi-3's fused `attn_qkv` and `ffn_up`
+                     (gate rows first) and `phi3.attention.sliding_window`
   qwen_ref.json      reference logits / greedy generations computed with transformers in float32
 """
 import json
@@ -24,7 +27,7 @@ import torch
 import gguf
 import transformers
 from gguf import GGUFWriter, LlamaFileType
-from transformers import Qwen2Config, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM
+from transformers import Phi3Config, Phi3ForCausalLM, Qwen2Config, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM
 
 from gen_decoders import HERE, INIT_STD, check_reload, fresh_dir, init_weights, reference
 
@@ -37,7 +40,7 @@ ROPE_THETA = 1000000.0
 
 def build(cls, cfg_cls, seed, **extra):
     cfg = cfg_cls(**COMMON, **extra)
-    cfg.rope_parameters = {"rope_type": "default", "rope_theta": ROPE_THETA}
+    cfg.rope_parameters = {**(cfg.rope_parameters or {}), "rope_type": "default", "rope_theta": ROPE_THETA}
     cfg._attn_implementation = "eager"
     torch.manual_seed(seed)
     model = cls(cfg).to(torch.float32)
@@ -53,6 +56,7 @@ def gguf_tensors(state, cfg):
         p = f"model.layers.{i}."
         pairs = [
             ("attn_norm.weight", "input_layernorm.weight"),
+            ("attn_qkv.weight", "self_attn.qkv_proj.weight"),
             ("attn_q.weight", "self_attn.q_proj.weight"),
             ("attn_q.bias", "self_attn.q_proj.bias"),
             ("attn_k.weight", "self_attn.k_proj.weight"),
@@ -65,6 +69,7 @@ def gguf_tensors(state, cfg):
             ("ffn_norm.weight", "post_attention_layernorm.weight"),
             ("ffn_gate.weight", "mlp.gate_proj.weight"),
             ("ffn_up.weight", "mlp.up_proj.weight"),
+            ("ffn_up.weight", "mlp.gate_up_proj.weight"),
             ("ffn_down.weight", "mlp.down_proj.weight"),
         ]
         out += [(f"blk.{i}.{g}", state[p + h]) for g, h in pairs if p + h in state]
@@ -90,6 +95,8 @@ def write_gguf(path, arch, model):
     w.add_rope_freq_base(ROPE_THETA)
     w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
     w.add_vocab_size(cfg.vocab_size)
+    if getattr(cfg, "sliding_window", None) and arch == "phi3":
+        w.add_sliding_window(cfg.sliding_window)
     w.add_file_type(int(LlamaFileType.ALL_F32))
     names = []
     for gname, arr in gguf_tensors(state, cfg):
@@ -108,6 +115,7 @@ def main():
     for key, cls, cfg_cls, seed, extra, arch in (
         ("qwen2_tiny", Qwen2ForCausalLM, Qwen2Config, 2, {}, "qwen2"),
         ("qwen3_tiny", Qwen3ForCausalLM, Qwen3Config, 3, {"head_dim": 24, "attention_bias": False}, "qwen3"),
+        ("phi3_tiny", Phi3ForCausalLM, Phi3Config, 5, {"sliding_window": 3, "pad_token_id": 0}, "phi3"),
     ):
         print(key)
         model = build(cls, cfg_cls, seed, **extra)
