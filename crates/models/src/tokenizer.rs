@@ -28,17 +28,61 @@ pub struct Tokenizer {
 }
 
 impl Tokenizer {
-    /// Reads `tokenizer.json`.
+    /// Reads `tokenizer.json`, and the chat template and BOS/EOS tokens of the
+    /// `tokenizer_config.json` next to it when there is one (a Hugging Face directory).
     ///
     /// # Errors
-    /// If the file can't be read or does not parse as a tokenizer.
+    /// If the file can't be read or does not parse as a tokenizer, or the
+    /// `tokenizer_config.json` next to it is not JSON or has a chat template or BOS/EOS token of
+    /// the wrong type.
     pub fn from_file(path: &Path) -> Result<Tokenizer> {
         let name = path.display().to_string();
         let bytes = std::fs::read(path).map_err(|e| ModelError::Io {
             path: name.clone(),
             message: e.to_string(),
         })?;
-        Tokenizer::from_bytes(&bytes, &name)
+        let mut t = Tokenizer::from_bytes(&bytes, &name)?;
+        let config = path.with_file_name("tokenizer_config.json");
+        if config.is_file() {
+            t.read_config(&config)?;
+        }
+        Ok(t)
+    }
+
+    /// Takes the chat template and the BOS/EOS tokens of a Hugging Face `tokenizer_config.json`
+    /// (`chat_template` a string, or a list of named templates of which `default` is taken;
+    /// the tokens as strings or `{"content": ...}` objects).
+    fn read_config(&mut self, path: &Path) -> Result<()> {
+        let c = crate::config::JsonConfig::read(path)?;
+        let token = |field: &str| -> Result<Option<String>> {
+            match c.get(field) {
+                None | Some(serde_json::Value::Null) => Ok(None),
+                Some(v) => v
+                    .as_str()
+                    .or_else(|| v.get("content").and_then(|x| x.as_str()))
+                    .map(|s| Some(s.to_string()))
+                    .ok_or_else(|| c.error(field, format!("expected a token, got {v}"))),
+            }
+        };
+        self.bos = token("bos_token")?;
+        self.eos = token("eos_token")?;
+        self.chat_template = match c.get("chat_template") {
+            None | Some(serde_json::Value::Null) => None,
+            Some(serde_json::Value::String(t)) => Some(t.clone()),
+            Some(serde_json::Value::Array(named)) => named
+                .iter()
+                .find(|n| n.get("name").and_then(|x| x.as_str()) == Some("default"))
+                .and_then(|n| n.get("template").and_then(|x| x.as_str()))
+                .map(|t| Some(t.to_string()))
+                .ok_or_else(|| c.error("chat_template", "no template named \"default\""))?,
+            Some(v) => {
+                return Err(c.error(
+                    "chat_template",
+                    format!("expected a string or a list of named templates, got {v}"),
+                ));
+            }
+        };
+        Ok(())
     }
 
     /// Parses a `tokenizer.json` held in memory (errors name it `path`).

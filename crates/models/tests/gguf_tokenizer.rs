@@ -208,3 +208,57 @@ fn a_token_listed_twice_keeps_every_id_below_vocab_size() {
         "{ids:?}"
     );
 }
+
+/// A Hugging Face directory's `tokenizer_config.json` brings its chat template and BOS/EOS
+/// tokens (here SmolLM2's template, taken from its GGUF file, rendered as transformers renders
+/// it); a template of the wrong type is an error naming the field.
+#[test]
+fn a_hugging_face_directory_brings_its_chat_template() {
+    let dir = std::env::temp_dir().join(format!("tinygrad-hf-tokenizer-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let tokenizer_json = serde_json::json!({
+        "version": "1.0", "truncation": null, "padding": null, "added_tokens": [],
+        "normalizer": null, "pre_tokenizer": {"type": "Whitespace"}, "post_processor": null,
+        "decoder": null,
+        "model": {"type": "WordLevel", "vocab": {"[UNK]": 0, "hi": 1}, "unk_token": "[UNK]"},
+    });
+    std::fs::write(dir.join("tokenizer.json"), tokenizer_json.to_string()).unwrap();
+    let meta = gguf_metadata(data("smollm2-vocab.gguf")).unwrap();
+    let template = meta["tokenizer.chat_template"].as_str().unwrap();
+    let config = serde_json::json!({
+        "chat_template": template,
+        "bos_token": {"content": "<|im_start|>", "special": true},
+        "eos_token": "<|im_end|>",
+    });
+    std::fs::write(dir.join("tokenizer_config.json"), config.to_string()).unwrap();
+    let t = Tokenizer::from_file(&dir.join("tokenizer.json")).unwrap();
+    assert_eq!(
+        (t.bos_token(), t.eos_token()),
+        (Some("<|im_start|>"), Some("<|im_end|>"))
+    );
+    assert_eq!(t.encode("hi", false).unwrap(), vec![1]);
+    let r = reference();
+    for chat in r["chats"].as_array().unwrap() {
+        let messages: Vec<Message> = chat["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| Message::new(m["role"].as_str().unwrap(), m["content"].as_str().unwrap()))
+            .collect();
+        let generation_prompt = chat["add_generation_prompt"].as_bool().unwrap();
+        assert_eq!(
+            t.apply_chat_template(&messages, generation_prompt).unwrap(),
+            chat["text"].as_str().unwrap()
+        );
+    }
+    std::fs::write(dir.join("tokenizer_config.json"), r#"{"chat_template": 5}"#).unwrap();
+    let e = Tokenizer::from_file(&dir.join("tokenizer.json"))
+        .err()
+        .expect("a template that is a number")
+        .to_string();
+    assert!(
+        e.contains("tokenizer_config.json") && e.contains("chat_template"),
+        "{e}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
