@@ -1,4 +1,4 @@
-//! GPT-2, LLaMA, Qwen2, Qwen3, Phi-3 and Gemma 3 decoders against `transformers`
+//! GPT-2, LLaMA, Mistral (sliding window), Qwen2, Qwen3, Phi-3 and Gemma 3 decoders against `transformers`
 //! (`data/decoders_ref.json`, `data/qwen_ref.json` and `data/gemma3_ref.json`, written by
 //! `data/gen_decoders.py`, `data/gen_qwen.py` and `data/gen_gemma3.py` from tiny seeded models; the
 //! Qwen and Gemma models from safetensors and from GGUF files of architectures `qwen2`, `qwen3` and
@@ -36,7 +36,7 @@ fn reference() -> &'static Value {
     read_once(&REF, "decoders_ref.json")
 }
 
-/// The Qwen2/Qwen3/Phi-3 references (`data/qwen_ref.json`, written by `data/gen_qwen.py`).
+/// The Qwen2/Qwen3/Phi-3/Mistral references (`data/qwen_ref.json`, written by `data/gen_qwen.py`).
 fn qwen_reference() -> &'static Value {
     static REF: OnceLock<Value> = OnceLock::new();
     read_once(&REF, "qwen_ref.json")
@@ -196,6 +196,13 @@ fn phi3_from_safetensors_and_gguf_matches_transformers() {
     let r = &qwen_reference()["models"]["phi3_tiny"];
     check_against("phi3_tiny", r, "phi3_tiny");
     check_against("phi3_tiny_f32.gguf", r, "phi3_tiny (gguf)");
+}
+
+/// Mistral with a sliding window (of 3, in every layer: Mistral 7B v0.1's is 4096).
+#[test]
+fn mistral_with_a_sliding_window_matches_transformers() {
+    let r = &qwen_reference()["models"]["mistral_tiny"];
+    check_against("mistral_tiny", r, "mistral_tiny");
 }
 
 /// Gemma 3: four norms per block, GeGLU, scaled embeddings, head norms, five sliding-window

@@ -19,7 +19,8 @@ pub enum Arch {
     /// LLaMA and its kin: rotary positions, RMSNorm, SwiGLU MLP, grouped-query attention;
     /// Qwen2's biases on the query/key/value projections ([`DecoderConfig::qkv_bias`]), Qwen3's
     /// RMSNorm of each query and key head ([`DecoderConfig::qk_norm`]), Phi-3's fused
-    /// projections (split by rows when loaded) and sliding window in every layer.
+    /// projections (split by rows when loaded), Phi-3's and Mistral's sliding window in every
+    /// layer.
     Llama,
     /// Gemma 3: LLaMA's layout with four norms per block (before and after attention and MLP;
     /// RMSNorm scaling by `1 + weight`), a GeGLU MLP (tanh GELU), embeddings scaled by
@@ -173,17 +174,13 @@ impl DecoderConfig {
                         format!("{s} is not supported (expected null)"),
                     ));
                 }
-                if c.get("sliding_window").is_some() && kind.as_deref() == Some("mistral") {
-                    return Err(unsupported(
-                        "mistral's sliding_window attention is not supported".into(),
-                    ));
-                }
                 let hidden = c.usize("hidden_size", MAX_DIM)?;
                 let heads = c.usize("num_attention_heads", 4096)?;
                 let head_dim = c.opt_usize("head_dim", MAX_DIM)?.unwrap_or(hidden / heads);
                 let layers = c.usize("num_hidden_layers", 4096)?;
-                // Phi-3 attends over a sliding window in every layer when it names one
-                let window = if family == "phi3" {
+                // Phi-3 and Mistral attend over a sliding window in every layer when they name
+                // one
+                let window = if matches!(family, "phi3" | "mistral") {
                     c.opt_usize("sliding_window", MAX_DIM)?
                 } else {
                     None

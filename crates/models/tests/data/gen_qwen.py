@@ -1,4 +1,4 @@
-"""Tiny Qwen2, Qwen3 and Phi-3 decoders and their reference outputs, as `gen_decoders.py` makes for
+"""Tiny Qwen2, Qwen3, Phi-3 and Mistral decoders and their reference outputs, as `gen_decoders.py` makes for
 GPT-2 and Llama (same prompt, weight draws, checks and reference layout; its helpers are imported).
 
 Usage: python3 crates/models/tests/data/gen_qwen.py
@@ -10,6 +10,7 @@ Writes next to this script:
                      than hidden / heads = 16), f32, one model.safetensors
   phi3_tiny/         Phi3ForCausalLM (fused qkv_proj and gate_up_proj; a sliding window of 3 in
                      every layer), f32, one model.safetensors
+  mistral_tiny/      MistralForCausalLM with a sliding window of 3 in every layer, f32
   qwen2_tiny_f32.gguf, qwen3_tiny_f32.gguf, phi3_tiny_f32.gguf
                      the same weights in llama.cpp's GGUF layout for architectures `qwen2` and
                      `qwen3`: no row permutation of attn_q/attn_k (llama.cpp runs these with NeoX
@@ -27,7 +28,7 @@ import torch
 import gguf
 import transformers
 from gguf import GGUFWriter, LlamaFileType
-from transformers import Phi3Config, Phi3ForCausalLM, Qwen2Config, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM
+from transformers import MistralConfig, MistralForCausalLM, Phi3Config, Phi3ForCausalLM, Qwen2Config, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM
 
 from gen_decoders import HERE, INIT_STD, check_reload, fresh_dir, init_weights, reference
 
@@ -116,6 +117,7 @@ def main():
         ("qwen2_tiny", Qwen2ForCausalLM, Qwen2Config, 2, {}, "qwen2"),
         ("qwen3_tiny", Qwen3ForCausalLM, Qwen3Config, 3, {"head_dim": 24, "attention_bias": False}, "qwen3"),
         ("phi3_tiny", Phi3ForCausalLM, Phi3Config, 5, {"sliding_window": 3, "pad_token_id": 0}, "phi3"),
+        ("mistral_tiny", MistralForCausalLM, MistralConfig, 6, {"sliding_window": 3}, None),
     ):
         print(key)
         model = build(cls, cfg_cls, seed, **extra)
@@ -123,9 +125,11 @@ def main():
         model.save_pretrained(d, safe_serialization=True)
         ref = reference(model)
         check_reload(cls, d, ref)
-        names = write_gguf(os.path.join(HERE, f"{key}_f32.gguf"), arch, model)
-        models[key] = {"format": "hf_safetensors", "dir": key, "gguf": f"{key}_f32.gguf", "gguf_arch": arch,
-                       "gguf_tensors": names, "weights_dtype": "float32", "compute_dtype": "float32", **ref}
+        entry = {"format": "hf_safetensors", "dir": key, "weights_dtype": "float32", "compute_dtype": "float32"}
+        if arch is not None:  # (Mistral: the safetensors directory only)
+            names = write_gguf(os.path.join(HERE, f"{key}_f32.gguf"), arch, model)
+            entry.update({"gguf": f"{key}_f32.gguf", "gguf_arch": arch, "gguf_tensors": names})
+        models[key] = {**entry, **ref}
     out = {
         "generator": "gen_qwen.py",
         "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
