@@ -42,12 +42,7 @@ fn smollm2_chat_template_renders_as_transformers() {
     let t = Tokenizer::from_gguf(&data("smollm2-vocab.gguf")).unwrap();
     let chats = r["chats"].as_array().unwrap();
     for chat in chats {
-        let messages: Vec<Message> = chat["messages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|m| Message::new(m["role"].as_str().unwrap(), m["content"].as_str().unwrap()))
-            .collect();
+        let messages = tokenizer_cases::messages(&chat["messages"]);
         let generation_prompt = chat["add_generation_prompt"].as_bool().unwrap();
         assert_eq!(
             t.apply_chat_template(&messages, generation_prompt).unwrap(),
@@ -239,12 +234,7 @@ fn a_hugging_face_directory_brings_its_chat_template() {
     assert_eq!(t.encode("hi", false).unwrap(), vec![1]);
     let r = reference();
     for chat in r["chats"].as_array().unwrap() {
-        let messages: Vec<Message> = chat["messages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|m| Message::new(m["role"].as_str().unwrap(), m["content"].as_str().unwrap()))
-            .collect();
+        let messages = tokenizer_cases::messages(&chat["messages"]);
         let generation_prompt = chat["add_generation_prompt"].as_bool().unwrap();
         assert_eq!(
             t.apply_chat_template(&messages, generation_prompt).unwrap(),

@@ -17,7 +17,7 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use tinygrad_models::{Decoder, Message, SamplingOptions, Tokenizer};
+use tinygrad_models::{Decoder, SamplingOptions, Tokenizer};
 use tinygrad_tensor::default_device;
 
 mod tokenizer_cases;
@@ -76,12 +76,7 @@ fn greedy_equals_transformers(path: &Path, name: &str) {
     if chat.is_null() {
         return;
     }
-    let messages: Vec<Message> = chat["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| Message::new(m["role"].as_str().unwrap(), m["content"].as_str().unwrap()))
-        .collect();
+    let messages = tokenizer_cases::messages(&chat["messages"]);
     let want = ids(&chat["new_tokens"]);
     let mut streamed = String::new();
     let (reply, g) = m

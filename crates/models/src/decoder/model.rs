@@ -297,7 +297,11 @@ impl Decoder {
                 return Err(ModelError::Weight {
                     path: name,
                     tensor: gname,
-                    message: format!("block beyond llama.block_count = {}", config.num_layers),
+                    message: format!(
+                        "block beyond {}.block_count = {}",
+                        arch.unwrap_or("llama"),
+                        config.num_layers
+                    ),
                 });
             }
             // llama.cpp orders each head's rows as rotary pairs (2i, 2i+1); Hugging Face as

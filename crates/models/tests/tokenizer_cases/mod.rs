@@ -1,9 +1,9 @@
 //! What the tokenizer tests share: a reference's ids, and the check of a tokenizer against the
 //! cases `data/gen_gguf_tokenizer.py` writes (transformers' ids of each text with and without
-//! special tokens, and both decodings).
+//! special tokens, and both decodings), and a reference chat's messages.
 
 use serde_json::Value;
-use tinygrad_models::Tokenizer;
+use tinygrad_models::{Message, Tokenizer};
 
 /// The ids of a JSON array.
 pub fn ids(v: &Value) -> Vec<u32> {
@@ -11,6 +11,15 @@ pub fn ids(v: &Value) -> Vec<u32> {
         .expect("an array of ids")
         .iter()
         .map(|x| x.as_u64().expect("an id") as u32)
+        .collect()
+}
+
+/// The messages of a reference chat (`[{"role": .., "content": ..}, ..]`).
+pub fn messages(v: &Value) -> Vec<Message> {
+    v.as_array()
+        .expect("an array of messages")
+        .iter()
+        .map(|m| Message::new(m["role"].as_str().unwrap(), m["content"].as_str().unwrap()))
         .collect()
 }
 
