@@ -34,6 +34,11 @@
 //!
 //! Everything else is fused: elementwise chains, movement ops (as index math), a reduction and
 //! the elementwise ops after it.
+//!
+//! An `Assign(target, value)` node (built by the tensor layer's `assign_in_place` on a view of
+//! a realized buffer — reshape, shrink, permute, flip — and realized on its own) is an
+//! in-place write: its kernel stores `value` into the target view's elements of that existing
+//! buffer, and the node becomes the target view.
 
 mod cache;
 pub mod gather;
@@ -172,7 +177,9 @@ fn schedule_uncached(outputs: &[UOp], new_buffer: &mut dyn FnMut(DType, usize) -
             let mut low =
                 Lowering::new(&is_realized, numel, n_ranges, &mut seen, &mut cost, kernel);
             low.output = Some(n.clone());
-            let value = low.lower(n, &ranges, None, false);
+            // an in-place write computes its value into its target's buffer
+            let assign = n.op() == Ops::Assign;
+            let value = low.lower(if assign { n.s(1) } else { n }, &ranges, None, false);
             if let Some(r) = low.found.take() {
                 // each restart realizes one more node, so this ends
                 assert!(
@@ -195,9 +202,18 @@ fn schedule_uncached(outputs: &[UOp], new_buffer: &mut dyn FnMut(DType, usize) -
                 continue 'restart;
             }
             let inputs = std::mem::take(&mut low.inputs);
-            let buf = new_buffer(n.dtype(), numel);
+            let buf = if assign {
+                assign_target_buffer(n)
+            } else {
+                new_buffer(n.dtype(), numel)
+            };
             if numel > 0 {
-                let ast = store_kernel(n.dtype(), &sym, &ranges, gather::collapse_gathers(&value));
+                let value = gather::collapse_gathers(&value);
+                let ast = if assign {
+                    assign_kernel(n, &ranges, value)
+                } else {
+                    store_kernel(n.dtype(), &sym, &ranges, value)
+                };
                 let mut bufs = vec![buf.clone()];
                 bufs.extend(inputs.iter().map(|i| {
                     if i.op() == Ops::Buffer {
@@ -208,7 +224,12 @@ fn schedule_uncached(outputs: &[UOp], new_buffer: &mut dyn FnMut(DType, usize) -
                 }));
                 items.push(ScheduleItem { ast, bufs });
             }
-            becomes.insert(n.clone(), buffer_view(&buf, n.dtype(), &sym));
+            let view = if assign {
+                n.s(0).clone()
+            } else {
+                buffer_view(&buf, n.dtype(), &sym)
+            };
+            becomes.insert(n.clone(), view);
             done.insert(n.clone(), buf);
             built.push((n.clone(), kernel));
         }
@@ -274,6 +295,53 @@ fn strip_grad_markers(outputs: &[UOp]) -> (Vec<UOp>, HashMap<UOp, UOp>) {
         })
         .collect();
     (stripped, changed)
+}
+
+/// The buffer an `Assign` writes: the one below its target's movement ops.
+///
+/// # Panics
+/// If the target is not movement ops over a buffer (the tensor layer builds `Assign` only on
+/// such views).
+fn assign_target_buffer(n: &UOp) -> UOp {
+    let mut t = n.s(0).clone();
+    while matches!(
+        t.op(),
+        Ops::Reshape | Ops::Shrink | Ops::Permute | Ops::Flip
+    ) {
+        t = t.s(0).clone();
+    }
+    assert!(
+        t.op() == Ops::Buffer,
+        "schedule: an in-place write's target must be a view of a buffer (reshape, shrink, \
+         permute, flip), not of a {} node",
+        t.op()
+    );
+    t
+}
+
+/// The kernel of an in-place write `Assign(target, value)`: over the target view's elements
+/// (`ranges`), `value` stored at the index the view maps each element to in its buffer (slot
+/// 0). The index is the one a load of the view would read, so every view the lowering reads
+/// through can be written through; a gate on it (a symbolic index the range analysis cannot
+/// bound) gates the store.
+fn assign_kernel(n: &UOp, ranges: &[UOp], value: UOp) -> UOp {
+    let never = |_: &UOp| false;
+    let (mut seen, mut cost) = (HashMap::new(), HashMap::new());
+    let numel = n.shape_vec().iter().product();
+    let n_ranges = ranges.iter().filter(|r| r.op() == Ops::Range).count();
+    let mut low = Lowering::new(&never, numel, n_ranges, &mut seen, &mut cost, 0);
+    let load = low.lower(n.s(0), ranges, None, false);
+    assert!(
+        load.op() == Ops::Load && load.s(0).op() == Ops::Index,
+        "schedule: an in-place write's target lowered to {} instead of a load",
+        load.op()
+    );
+    let g = rangeify::global_for(n.dtype(), 0);
+    let mut src = vec![g.clone()];
+    src.extend(load.s(0).src()[1..].iter().cloned());
+    let index = UOp::new(Ops::Index, g.dtype(), src, Arg::None);
+    let store = UOp::new(Ops::Store, DType::VOID, vec![index, value], Arg::None);
+    UOp::new(Ops::Sink, DType::VOID, vec![store], Arg::None)
 }
 
 /// `buf` seen with `shape` (a reshape unless the shape is flat and not symbolic; with symbolic

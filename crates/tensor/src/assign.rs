@@ -140,6 +140,101 @@ impl Tensor {
 }
 
 impl Tensor {
+    /// Writes `value` into this tensor's elements **in place**, at once: the tensor must be a
+    /// realized buffer or a view of one through `reshape`, `shrink` (symbolic bounds included),
+    /// `permute` or `flip`, and only the elements it shows are written — one kernel over the
+    /// view's elements, whatever the size of the buffer under it. This is tinygrad's
+    /// `cache[:, :, pos:pos+1].assign(v).realize()` and torch's `copy_` into a slice: what a KV
+    /// cache needs to store one position per decoded token. `value` may broadcast to this
+    /// tensor's shape but must have its dtype and device. Returns `self`.
+    ///
+    /// Unlike [`Tensor::assign`], which gives the tensor a new buffer and leaves every lazy
+    /// tensor built from the old value computing from it, this writes into the buffer that
+    /// other tensors may share: every tensor that views it (the base, other slices) and every
+    /// lazy tensor reading it that is realized afterwards sees the new elements (as in torch
+    /// and tinygrad). Realize those first where they must see the old ones. Tensors realized
+    /// *together* from equal graphs share one buffer (the scheduler computes an equal graph
+    /// once: two `Tensor::zeros(..).contiguous()` in one `realize_all`), so write in place into
+    /// a buffer of its own: [`Tensor::empty_like`] filled by `assign_in_place`, a tensor made
+    /// from data, or one realized alone. A value that reads
+    /// the written buffer itself is computed into a buffer of its own first, so the write never
+    /// reads an element it already overwrote. Under a [`Jit`](crate::Jit), a replay writes into
+    /// the buffer the tensor holds then.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let cache = Tensor::zeros(&[2, 4], tinygrad_tensor::DType::FLOAT32).contiguous();
+    /// cache.realize();
+    /// let row = cache.shrink(&[(0, 2), (1, 2)]);
+    /// row.assign_in_place(&Tensor::from_slice(&[5.0f32, 6.0], &[2, 1])).unwrap();
+    /// assert_eq!(cache.to_vec::<f32>(), vec![0.0, 5.0, 0.0, 0.0, 0.0, 6.0, 0.0, 0.0]);
+    /// ```
+    ///
+    /// # Errors
+    /// If the device fails running the write (or computing `value`).
+    ///
+    /// # Panics
+    /// If the shapes don't broadcast to this tensor's shape, the dtypes or devices differ, the
+    /// tensor is on several devices, or it is not a view of a realized buffer through the
+    /// movement ops above (a lazy tensor, a `pad` or an `expand`: realize it, or take the view
+    /// of a realized tensor).
+    pub fn assign_in_place(
+        &self,
+        value: &Tensor,
+    ) -> Result<&Tensor, tinygrad_runtime::DeviceError> {
+        let (shape, vshape) = (self.shape(), value.shape());
+        assert_eq!(
+            value.dtype(),
+            self.dtype(),
+            "assign_in_place: dtype mismatch: tensor of shape {shape:?} has dtype {}, value has \
+             {} (cast the value first)",
+            self.dtype(),
+            value.dtype()
+        );
+        assert_eq!(
+            value.device(),
+            self.device(),
+            "assign_in_place: device mismatch: tensor is on {}, value on {} (move it with \
+             .to(..))",
+            self.device(),
+            value.device()
+        );
+        assert!(
+            !crate::multi::is_multi(self.device()),
+            "assign_in_place: the tensor (shape {shape:?}) is on several devices ({}); write \
+             into each device's part",
+            self.device()
+        );
+        let fits = broadcast_shape(&vshape, &shape).is_some_and(|s| s == shape);
+        assert!(
+            fits,
+            "assign_in_place: shape mismatch: tensor has shape {shape:?}, value has shape \
+             {vshape:?} (which does not broadcast to it)"
+        );
+        let target = self.uop();
+        let buf = written_buffer(&target).unwrap_or_else(|op| {
+            panic!(
+                "assign_in_place: the tensor (shape {shape:?}) must be a realized buffer or a \
+                 reshape, shrink, permute or flip of one, not a {op} node (realize it first, \
+                 or take the view of a realized tensor)"
+            )
+        });
+        let mut v = if vshape == shape {
+            value.uop()
+        } else {
+            value.broadcast_to(&shape).uop()
+        };
+        if v.toposort().contains(&buf) {
+            v = UOp::new(Ops::Contiguous, v.dtype(), vec![v], Arg::None);
+        }
+        if let Some(b) = tinygrad_runtime::Buffer::of(&buf) {
+            crate::jit::note_in_place(b.id());
+        }
+        let node = UOp::new(Ops::Assign, self.dtype(), vec![target, v], Arg::None);
+        Tensor::from_uop(node, self.device()).try_realize()?;
+        Ok(self)
+    }
+
     /// Writes `value` (this view's shape) into the view's base: the base's new value is its
     /// old one with the view's elements replaced (each movement op undone in reverse: reshape
     /// back, the inverse permutation, the same flip, a shrink padded back into place and
@@ -226,4 +321,16 @@ fn has_buffer(u: &UOp) -> bool {
         }
     }
     false
+}
+
+/// The buffer under `u`'s reshapes, shrinks, permutes and flips, or the first other op met.
+fn written_buffer(u: &UOp) -> Result<UOp, Ops> {
+    let mut t = u.clone();
+    loop {
+        match t.op() {
+            Ops::Buffer => return Ok(t),
+            Ops::Reshape | Ops::Shrink | Ops::Permute | Ops::Flip => t = t.s(0).clone(),
+            op => return Err(op),
+        }
+    }
 }

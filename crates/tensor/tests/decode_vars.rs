@@ -176,6 +176,64 @@ fn the_decode_step_through_a_jit_with_a_variable_replays_every_length() {
 }
 
 #[test]
+fn the_jitted_step_writes_one_row_in_place_at_the_variables_position() {
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    let (var, [ck, cv, rk, rv]) = setup();
+    for c in [&ck, &cv] {
+        c.realize();
+    }
+    // the position is the variable's value minus one: each step writes its one row into the
+    // caches' own buffers (no kernel over the whole cache), then attends over the first `len`
+    let mut jit = Jit::with_vars(|io: &[Tensor], v: &[BoundVar]| {
+        let len: SInt = (&v[0]).into();
+        let row_of =
+            |c: &Tensor| c.shrink_sym(&[(len.clone() - 1, len.clone()), (0.into(), DIM.into())]);
+        row_of(&ck).assign_in_place(&io[1]).unwrap();
+        row_of(&cv).assign_in_place(&io[2]).unwrap();
+        let (keys, values) = (sym_shrink(&ck, &len), sym_shrink(&cv, &len));
+        let scores = io[0].matmul(&keys.transpose(0, 1)) * (1.0 / (DIM as f64).sqrt());
+        vec![scores.softmax(-1).matmul(&values)]
+    });
+    let (k_buf, v_buf) = (ck.uop(), cv.uop());
+    for pos in 0..MAX {
+        let (q, k, v) = (
+            Tensor::from_slice(&row(pos, 0), &[1, DIM]),
+            Tensor::from_slice(&row(pos, 1), &[1, DIM]),
+            Tensor::from_slice(&row(pos, 2), &[1, DIM]),
+        );
+        let (before, runs) = (compile_count(), thread_run_counts());
+        let out = jit
+            .call_vars(&[q.clone(), k.clone(), v.clone()], &[var.bind(pos + 1)])
+            .unwrap_or_else(|e| panic!("step {pos}: {e}"));
+        if pos >= 3 {
+            assert_eq!(
+                thread_run_counts().0,
+                runs.0,
+                "step {pos}: a replay schedules nothing"
+            );
+            assert_eq!(
+                compile_count(),
+                before,
+                "step {pos}: a replay compiles nothing"
+            );
+        }
+        let concrete = |c: &Tensor, len: &SInt| c.shrink(&[(0, len.bound_value()), (0, DIM)]);
+        let want = step((&rk, &rv), pos, (pos + 1).into(), [&q, &k, &v], &concrete).to_vec::<f32>();
+        for (i, (g, w)) in out[0].to_vec::<f32>().iter().zip(&want).enumerate() {
+            assert!(
+                (g - w).abs() <= 1e-5 * w.abs().max(1.0),
+                "step {pos}[{i}]: {g} vs {w}"
+            );
+        }
+    }
+    assert_eq!(jit.replays(), MAX - 3, "captured at the third call");
+    // the caches kept their buffers, and hold every row the steps wrote
+    assert_eq!((ck.uop(), cv.uop()), (k_buf, v_buf), "written in place");
+    assert_eq!(ck.to_vec::<f32>(), rk.to_vec::<f32>(), "keys");
+    assert_eq!(cv.to_vec::<f32>(), rv.to_vec::<f32>(), "values");
+}
+
+#[test]
 fn a_variable_bound_outside_its_bounds_panics_naming_them() {
     let v = Variable::new("len", 1, 8);
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| v.bind(9)));

@@ -3,7 +3,8 @@
 //!
 //! The KV cache is one `(batch, kv_heads, cache_len, head_dim)` float32 tensor per block for keys
 //! and one for values. A forward over tokens at positions `start..start + len` writes their keys
-//! and values at those positions and attends over `0..start + len`. In the decode step that
+//! and values at those positions, in place (a kernel over those positions only, whatever the
+//! context), and attends over `0..start + len`. In the decode step that
 //! length is a bound [`Variable`](tinygrad_tensor::Variable), so every step runs the same
 //! kernels (and, under [`Jit`](tinygrad_tensor::Jit), replays without scheduling).
 
@@ -592,13 +593,18 @@ impl Decoder {
     pub fn reset_cache(&mut self, batch: usize) -> Result<()> {
         let c = &self.config;
         let shape = [batch, c.num_kv_heads, self.cache_len, c.head_dim];
+        let zeros = Tensor::zeros_on(&shape, DType::FLOAT32, &self.device);
         let mut cache = Vec::with_capacity(c.num_layers);
+        // each its own buffer, written in place (`zeros.contiguous()` realized together would
+        // be one buffer: equal graphs are computed once)
+        let fresh = || -> Result<Tensor> {
+            let t = Tensor::empty_like(&zeros);
+            t.assign_in_place(&zeros)?;
+            Ok(t)
+        };
         for _ in 0..c.num_layers {
-            let z = || Tensor::zeros_on(&shape, DType::FLOAT32, &self.device).contiguous();
-            cache.push((z(), z()));
+            cache.push((fresh()?, fresh()?));
         }
-        let refs: Vec<&Tensor> = cache.iter().flat_map(|(k, v)| [k, v]).collect();
-        Tensor::try_realize_all(&refs)?;
         self.cache = cache;
         self.filled.set(0);
         Ok(())
@@ -758,10 +764,11 @@ impl Decoder {
         }
     }
 
-    /// Writes keys and values `(batch, kv_heads, len, head_dim)` at the span's positions and
-    /// returns the cache's filled part `0..end`. The queries `q` are realized with the cache,
-    /// from the same normalized input (a tensor built from a lazy one keeps computing it: left
-    /// for later, they would compute the norm again).
+    /// Writes keys and values `(batch, kv_heads, len, head_dim)` at the span's positions, into
+    /// the cache's own buffers (only those positions: [`Tensor::assign_in_place`]), and returns
+    /// the cache's filled part `0..end`. The keys, values and queries `q` are realized together
+    /// first, from the same normalized input (a tensor built from a lazy one keeps computing
+    /// it: left for later, the queries would compute the norm again).
     fn write_cache(
         &self,
         ck: &Tensor,
@@ -772,36 +779,23 @@ impl Decoder {
         span: &Span,
     ) -> Result<(Tensor, Tensor)> {
         let cs = ck.shape();
-        let (n, len) = (self.cache_len, k.shape()[2]);
-        let at = Tensor::arange_on(0.0, n as f64, 1.0, DType::INT32, &self.device)
-            .reshape(&[1, 1, n as isize, 1]);
-        let (hit, end): (Tensor, SInt) = match span {
-            Span::Concrete { start } => {
-                let hit = at
-                    .ge(*start as i32)
-                    .logical_and(&at.lt((start + len) as i32));
-                (hit, (start + len).into())
-            }
-            Span::Symbolic { pos, end } => (at.eq(&pos.reshape(&[1, 1, 1, 1])), end.clone()),
+        let len = k.shape()[2];
+        let (at, end): (SInt, SInt) = match span {
+            Span::Concrete { start } => ((*start).into(), (start + len).into()),
+            Span::Symbolic { end, .. } => (end.clone() - 1, end.clone()),
         };
-        let place = |new: &Tensor| match span {
-            Span::Concrete { start } => {
-                new.pad(&[(0, 0), (0, 0), (*start, n - start - len), (0, 0)], 0.0)
-            }
-            Span::Symbolic { .. } => new.clone(),
-        };
-        ck.assign(&hit.where_(&place(k), ck));
-        cv.assign(&hit.where_(&place(v), cv));
-        Tensor::try_realize_all(&[ck, cv, q])?;
-        let view = |c: &Tensor| {
+        Tensor::try_realize_all(&[k, v, q])?;
+        let part = |c: &Tensor, lo: SInt, hi: SInt| {
             c.shrink_sym(&[
                 (0.into(), cs[0].into()),
                 (0.into(), cs[1].into()),
-                (0.into(), end.clone()),
+                (lo, hi),
                 (0.into(), cs[3].into()),
             ])
         };
-        Ok((view(ck), view(cv)))
+        part(ck, at.clone(), end.clone()).assign_in_place(k)?;
+        part(cv, at, end.clone()).assign_in_place(v)?;
+        Ok((part(ck, 0.into(), end.clone()), part(cv, 0.into(), end)))
     }
 }
 

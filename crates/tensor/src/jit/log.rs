@@ -35,6 +35,9 @@ pub(super) struct Log {
     pub(super) graphs: Vec<u64>,
     /// Buffers holding a `rand` call key: buffer id -> (device, words drawn).
     pub(super) rand_keys: HashMap<u64, (String, u64)>,
+    /// Buffers written in place ([`Tensor::assign_in_place`]): a replay writes into the buffer
+    /// the tensor holds then.
+    pub(super) in_place: std::collections::HashSet<u64>,
 }
 
 impl Log {
@@ -57,6 +60,18 @@ thread_local! {
 
 pub(super) fn key(inner: &Arc<Inner>) -> usize {
     Arc::as_ptr(inner) as usize
+}
+
+/// [`Tensor::assign_in_place`] wrote into buffer `id` (after reading the handle that holds it).
+pub(crate) fn note_in_place(id: u64) {
+    if !ACTIVE.with(Cell::get) {
+        return;
+    }
+    LOGS.with(|l| {
+        for log in l.borrow_mut().iter_mut() {
+            log.in_place.insert(id);
+        }
+    });
 }
 
 /// `Tensor::uop` read a handle.

@@ -21,11 +21,14 @@
 //!   parameter, an optimizer's moments, a running statistic). A replay reads that tensor's
 //!   *current* buffer, so an update made by the previous replay, or by the user between calls
 //!   (`assign`, `load_state_dict`), is seen;
-//! - **fixed**: any other buffer that existed before (nothing can change it: buffers are never
-//!   written twice);
+//! - **fixed**: any other buffer that existed before (nothing can change it: buffers are only
+//!   written twice by [`Tensor::assign_in_place`], whose target is a state or an input);
 //! - a **random key**: [`Tensor::rand`]'s per-call key, uploaded from the host; a replay derives
 //!   the next key as a normal call would, so replays draw new numbers, the same as without the
 //!   JIT.
+//!
+//! A launch of [`Tensor::assign_in_place`] writes into the buffer its target holds at the
+//! replay (state or input): the one write into an existing buffer a replay makes.
 //!
 //! A tensor that existed before the call and was given a new value by the function (an
 //! `assign` realized in it, an optimizer step) is given the replay's new value; the returned
@@ -68,7 +71,7 @@ use crate::tensor::view_buffer;
 use log::Recorder;
 use plan::{InputSig, Plan, Recorded, Signature, analyze, first_difference, input_buffers};
 
-pub(crate) use log::{note_grad, note_graph, note_rand_key, note_read, note_write};
+pub(crate) use log::{note_grad, note_graph, note_in_place, note_rand_key, note_read, note_write};
 
 /// What a [`Jit`] does when a call's inputs do not match its capture.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

@@ -299,6 +299,24 @@ pub(super) fn analyze(r: &Recorded) -> (Signature, Result<Plan, JitError>) {
         let mut roles = Vec::with_capacity(l.bufs().len());
         for (slot, b) in l.bufs().iter().enumerate() {
             let written = slot == 0;
+            if written && r.log.in_place.contains(&b.id()) {
+                // an in-place write: into the buffer the written tensor holds at replay (a
+                // state, or an input); one no tensor handle holds could not be found again
+                let (s, role) = classify(b, &mut src_of, &mut role_of, &mut problem);
+                if matches!(s, Src::Fixed(_)) {
+                    problem.get_or_insert_with(|| {
+                        JitError::Unreplayable(format!(
+                            "{} writes in place into a buffer ({}) that no tensor from before \
+                             the call holds",
+                            l.name(),
+                            describe_buffer(b)
+                        ))
+                    });
+                }
+                srcs.push(s);
+                roles.push(role);
+                continue;
+            }
             if written && !src_of.contains_key(&b.id()) {
                 if b.id() < first_new || uploaded.contains(&b.id()) {
                     problem.get_or_insert_with(|| {
