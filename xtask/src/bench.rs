@@ -59,6 +59,11 @@
 //!   (random weights): time to the first token in a cold process (compiles included) vs warm,
 //!   a 128-token prefill, and greedy decode per token (Jit + Variable KV length), the last two
 //!   vs PyTorch eager on the same weights.
+//! - `gguf_smollm2_decode`, `gguf_smollm2_prefill`, `gguf_smollm2_ttft`, `gguf_gemma3_decode`,
+//!   `gguf_gemma3_prefill`, `gguf_gemma3_ttft`: real quantized LLMs loaded from their GGUF files
+//!   (SmolLM2-135M Q4_1, Gemma-3-270M Q4_K_M; skipped, saying why, unless fetched): decode and
+//!   prefill-128 tokens/s and a warm first token's latency, vs llama.cpp's `llama-bench` on the
+//!   same file in the same run (`n/a` with the reason without it); see `gguf`.
 //! - `webgpu_add` `[q]`, `webgpu_matmul`, `webgpu_chain` `[q]`, `webgpu_chain256`,
 //!   `webgpu_mnist`: the `WEBGPU` device, see `device` — `a+b` and a matmul with their inputs on
 //!   the device, vs the `CPU` device; chains of 20 kernels and a beautiful_mnist training step, vs
@@ -92,6 +97,7 @@
 
 mod decode;
 mod device;
+mod gguf;
 mod models;
 mod onnx;
 mod pretrained;
@@ -132,6 +138,8 @@ enum Unit {
     Ms,
     /// Microseconds per run.
     Us,
+    /// Tokens per second for this many tokens per run.
+    TokensPerSec(f64),
 }
 
 impl Unit {
@@ -141,6 +149,7 @@ impl Unit {
             Unit::Gbs(_) => "GB/s",
             Unit::Ms => "ms",
             Unit::Us => "µs",
+            Unit::TokensPerSec(_) => "tok/s",
         }
     }
 
@@ -150,11 +159,12 @@ impl Unit {
             Unit::Gbs(bytes) => bytes / secs / 1e9,
             Unit::Ms => secs * 1e3,
             Unit::Us => secs * 1e6,
+            Unit::TokensPerSec(tokens) => tokens / secs,
         }
     }
 
     fn higher_is_better(self) -> bool {
-        matches!(self, Unit::Gflops(_) | Unit::Gbs(_))
+        matches!(self, Unit::Gflops(_) | Unit::Gbs(_) | Unit::TokensPerSec(_))
     }
 }
 
@@ -1469,6 +1479,36 @@ fn benches() -> Vec<(&'static str, bool, BenchFn)> {
             "llama_decode",
             false,
             Box::new(|o| Some(pretrained::bench_llama_decode(o))),
+        ),
+        (
+            "gguf_smollm2_decode",
+            false,
+            Box::new(|o| gguf::bench(gguf::Model::SmolLm2, gguf::Phase::Decode, o)),
+        ),
+        (
+            "gguf_smollm2_prefill",
+            false,
+            Box::new(|o| gguf::bench(gguf::Model::SmolLm2, gguf::Phase::Prefill, o)),
+        ),
+        (
+            "gguf_smollm2_ttft",
+            false,
+            Box::new(|o| gguf::bench(gguf::Model::SmolLm2, gguf::Phase::FirstToken, o)),
+        ),
+        (
+            "gguf_gemma3_decode",
+            false,
+            Box::new(|o| gguf::bench(gguf::Model::Gemma3, gguf::Phase::Decode, o)),
+        ),
+        (
+            "gguf_gemma3_prefill",
+            false,
+            Box::new(|o| gguf::bench(gguf::Model::Gemma3, gguf::Phase::Prefill, o)),
+        ),
+        (
+            "gguf_gemma3_ttft",
+            false,
+            Box::new(|o| gguf::bench(gguf::Model::Gemma3, gguf::Phase::FirstToken, o)),
         ),
         (
             "webgpu_add",

@@ -1,0 +1,294 @@
+//! Rows of real quantized LLMs from GGUF files, as a user runs them (`Decoder::load` of the one
+//! file, its default context), next to llama.cpp's `llama-bench -t <threads>` on the same file in
+//! the same run (half of our runs before it, half after).
+//!
+//! The models (skipped, saying why, when the file is missing):
+//! - SmolLM2-135M-Instruct Q4_1: `SMOLLM2_GGUF`, else `target/models/SmolLM2-135M-Instruct.Q4_1.gguf`
+//!   (`scripts/fetch_smollm2.sh`);
+//! - Gemma-3-270M Q4_K_M: `GEMMA3_GGUF`, else `target/models/gemma-3-270m-q4_k_m.gguf`
+//!   (`scripts/fetch_gemma3.sh`).
+//!
+//! llama.cpp's `llama-bench`: `LLAMA_BENCH`, else `target/llama.cpp/bin/llama-bench`
+//! (`scripts/build_llama_bench.sh` builds it from the source PyPI's `llama-cpp-python` sdist
+//! vendors), else `llama-bench` on the `PATH`; `n/a` with the reason otherwise.
+//!
+//! For each model three rows:
+//! - `decode`: tokens/s of greedy decoding (Jit + symbolic KV length), 48 tokens after the first
+//!   prompt of `crates/models/tests/data/<model>-greedy.json`; checked: the tokens equal
+//!   transformers' greedy run recorded there. llama.cpp: `-p 0 -n 48` (its `tg48`).
+//! - `prefill`: tokens/s of a 128-token prompt's forward (the KV cache emptied first) up to the
+//!   last position's logits. llama.cpp: `-p 128 -n 0` (`pp128`).
+//! - `ttft`: time to the first token of a warm model for a 16-token prompt (the same forward,
+//!   the token picked), ms. llama.cpp: its `pp16` time.
+//!
+//! Each note also gives the process's resident memory after the row's runs (`VmRSS`: this model,
+//! plus what earlier rows left in the buffer pool) next to the file's size and the KV cache's.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use tinygrad_models::{Decoder, SamplingOptions};
+
+use super::*;
+
+/// One of the real models.
+#[derive(Clone, Copy)]
+pub(super) enum Model {
+    SmolLm2,
+    Gemma3,
+}
+
+impl Model {
+    fn label(self) -> &'static str {
+        match self {
+            Model::SmolLm2 => "SmolLM2-135M Q4_1 (GGUF)",
+            Model::Gemma3 => "Gemma-3-270M Q4_K_M (GGUF)",
+        }
+    }
+
+    /// The file, or why there is none.
+    fn file(self) -> Result<PathBuf, String> {
+        let (var, name, fetch) = match self {
+            Model::SmolLm2 => (
+                "SMOLLM2_GGUF",
+                "SmolLM2-135M-Instruct.Q4_1.gguf",
+                "fetch_smollm2.sh",
+            ),
+            Model::Gemma3 => ("GEMMA3_GGUF", "gemma-3-270m-q4_k_m.gguf", "fetch_gemma3.sh"),
+        };
+        let path = std::env::var_os(var)
+            .map(PathBuf::from)
+            .unwrap_or_else(|| Path::new("target/models").join(name));
+        if path.is_file() {
+            Ok(path)
+        } else {
+            Err(format!(
+                "{} is not a file (set {var}, or bash scripts/{fetch})",
+                path.display()
+            ))
+        }
+    }
+
+    /// transformers' greedy run on the file: the first prompt's ids and its 48 new tokens.
+    fn reference(self) -> Result<(Vec<u32>, Vec<u32>), String> {
+        let name = match self {
+            Model::SmolLm2 => "smollm2-greedy.json",
+            Model::Gemma3 => "gemma3-270m-greedy.json",
+        };
+        let path = Path::new("crates/models/tests/data").join(name);
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let json: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        let ids = |v: &serde_json::Value| -> Option<Vec<u32>> {
+            v.as_array()?
+                .iter()
+                .map(|x| x.as_u64().map(|x| x as u32))
+                .collect()
+        };
+        let case = &json["plain"][0];
+        match (ids(&case["ids"]), ids(&case["new_tokens"])) {
+            (Some(p), Some(t)) => Ok((p, t)),
+            _ => Err(format!("{}: no plain[0].ids/new_tokens", path.display())),
+        }
+    }
+}
+
+/// What a row measures.
+#[derive(Clone, Copy, PartialEq)]
+pub(super) enum Phase {
+    Decode,
+    Prefill,
+    FirstToken,
+}
+
+/// llama.cpp's `llama-bench`, or why there is none.
+fn llama_bench() -> Result<PathBuf, String> {
+    if let Some(p) = std::env::var_os("LLAMA_BENCH") {
+        let p = PathBuf::from(p);
+        return if p.is_file() {
+            Ok(p)
+        } else {
+            Err(format!("LLAMA_BENCH={} is not a file", p.display()))
+        };
+    }
+    let local = Path::new("target/llama.cpp/bin/llama-bench");
+    if local.is_file() {
+        return Ok(local.to_path_buf());
+    }
+    match Command::new("llama-bench").arg("--help").output() {
+        Ok(_) => Ok(PathBuf::from("llama-bench")),
+        Err(_) => Err(
+            "no llama-bench (set LLAMA_BENCH, or bash scripts/build_llama_bench.sh)".to_string(),
+        ),
+    }
+}
+
+/// llama.cpp's median tokens/s for a prompt of `prompt` tokens (`generated` 0) or `generated`
+/// tokens (`prompt` 0) on `file`, `reps` repetitions on `threads` threads.
+fn llama_cpp_rate(
+    file: &Path,
+    prompt: usize,
+    generated: usize,
+    reps: usize,
+    threads: usize,
+) -> Result<f64, String> {
+    let exe = llama_bench()?;
+    let out = Command::new(&exe)
+        .arg("-m")
+        .arg(file)
+        .args(["-t", &threads.to_string()])
+        .args(["-p", &prompt.to_string(), "-n", &generated.to_string()])
+        .args(["-r", &reps.to_string(), "-o", "json"])
+        .output()
+        .map_err(|e| format!("{}: {e}", exe.display()))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let tail: Vec<&str> = err.lines().rev().take(3).collect();
+        return Err(format!(
+            "llama-bench failed ({}): {}",
+            out.status,
+            tail.join(" / ")
+        ));
+    }
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .map_err(|e| format!("llama-bench's JSON output: {e}"))?;
+    let test = json
+        .as_array()
+        .and_then(|a| a.first())
+        .ok_or("llama-bench printed no test")?;
+    let samples: Option<Vec<f64>> = test["samples_ts"]
+        .as_array()
+        .and_then(|a| a.iter().map(serde_json::Value::as_f64).collect());
+    match (samples, test["avg_ts"].as_f64()) {
+        (Some(s), _) if !s.is_empty() => Ok(median(s)),
+        (_, Some(avg)) => Ok(avg),
+        _ => Err("llama-bench's JSON has no samples_ts or avg_ts".into()),
+    }
+}
+
+/// The process's resident memory, in MB (`VmRSS` of `/proc/self/status`), if readable.
+fn resident_mb() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024.0 / 1e6)
+}
+
+/// Deterministic token ids in `1..vocab`, `n` of them (the prefill and first-token prompts; the
+/// timing of a forward does not depend on which ids it reads).
+fn prompt_ids(n: usize, vocab: usize) -> Vec<u32> {
+    (0..n)
+        .map(|i| (1 + (i * 7919 + 104_729) % (vocab - 1)) as u32)
+        .collect()
+}
+
+/// The row of `phase` on `model`: `None` (after saying why) when the file is missing.
+pub(super) fn bench(model: Model, phase: Phase, o: &Opts) -> Option<Row> {
+    let what = match phase {
+        Phase::Decode => "greedy decode",
+        Phase::Prefill => "prefill 128 tokens",
+        Phase::FirstToken => "time to first token (warm), 16-token prompt",
+    };
+    let name = format!("{}, {what}", model.label());
+    let file = match model.file() {
+        Ok(f) => f,
+        Err(why) => {
+            println!("{name}: skipped: {why}");
+            return None;
+        }
+    };
+    let (ref_prompt, ref_tokens) = match model.reference() {
+        Ok(r) => r,
+        Err(why) => {
+            println!("{name}: skipped: {why}");
+            return None;
+        }
+    };
+    let dev = tinygrad_tensor::default_device();
+    let mut m = match Decoder::load(&file, &dev) {
+        Ok(m) => m,
+        Err(e) => {
+            println!("{name}: skipped: the model does not load: {e}");
+            return None;
+        }
+    };
+    let threads = threads();
+    let greedy = SamplingOptions::default();
+    let (prompt, new, runs) = match phase {
+        Phase::Decode => (ref_prompt, ref_tokens.len(), reps(o.quick, 6)),
+        Phase::Prefill => (prompt_ids(128, m.config.vocab_size), 1, reps(o.quick, 10)),
+        Phase::FirstToken => (prompt_ids(16, m.config.vocab_size), 1, reps(o.quick, 10)),
+    };
+    let mut generate = || {
+        m.generate(&prompt, new, &greedy, None, &mut |_| true)
+            .expect("the model generates")
+    };
+    // the warm-up run compiles the kernels; its tokens are the ones checked
+    let warm = generate();
+    let tokens_ok = phase != Phase::Decode || warm.tokens == ref_tokens;
+    let seconds = |g: tinygrad_models::Generation| match phase {
+        // per decoded token (the first token comes from the prefill)
+        Phase::Decode => g.decode_secs / (g.tokens.len() - 1) as f64,
+        Phase::Prefill | Phase::FirstToken => g.first_token_secs,
+    };
+    let (llama_prompt, llama_gen) = match phase {
+        Phase::Decode => (0, ref_tokens.len()),
+        Phase::Prefill => (128, 0),
+        Phase::FirstToken => (16, 0),
+    };
+    let mut times = Vec::new();
+    let half = runs.div_ceil(2);
+    for _ in 0..half {
+        times.push(seconds(generate()));
+    }
+    let llama = llama_cpp_rate(&file, llama_prompt, llama_gen, 5, threads);
+    for _ in 0..half {
+        times.push(seconds(generate()));
+    }
+    let secs = median(times);
+    // per-token units: a decode row's secs are one token's; a prefill's, 128 tokens'
+    let (unit, per_run) = match phase {
+        Phase::Decode => (Unit::TokensPerSec(1.0), 1.0),
+        Phase::Prefill => (Unit::TokensPerSec(128.0), 128.0),
+        Phase::FirstToken => (Unit::Ms, 16.0),
+    };
+    let llama_ref = match llama {
+        Ok(rate) => Reference::timed("llama.cpp", per_run / rate, unit, tokens_ok),
+        Err(why) => Reference {
+            name: "llama.cpp".into(),
+            measured: None,
+            note: format!(
+                "n/a: {why}{}",
+                if tokens_ok {
+                    String::new()
+                } else {
+                    "; WRONG RESULT: the greedy tokens differ from transformers'".into()
+                }
+            ),
+        },
+    };
+    let c = &m.config;
+    let kv_mb = (2 * c.num_layers * c.num_kv_heads * m.context() * c.head_dim * 4) as f64 / 1e6;
+    let file_mb = std::fs::metadata(&file).map_or(0.0, |md| md.len() as f64 / 1e6);
+    let rss = resident_mb().map_or("n/a".into(), |mb| format!("{mb:.0} MB"));
+    let check = match phase {
+        Phase::Decode => format!(
+            "{} greedy tokens {} transformers'; ",
+            ref_tokens.len(),
+            if tokens_ok { "equal" } else { "DIFFER from" }
+        ),
+        _ => String::new(),
+    };
+    Some(Row {
+        name,
+        secs,
+        unit,
+        refs: vec![llama_ref],
+        note: format!(
+            "{check}context {} tokens; process resident {rss} (file {file_mb:.0} MB, KV cache {kv_mb:.0} \
+             MB); llama-bench -t {threads} -p {llama_prompt} -n {llama_gen}",
+            m.context()
+        ),
+    })
+}
