@@ -186,6 +186,9 @@ impl Device for CpuDevice {
         &self,
         ast: &tinygrad_uop::UOp,
     ) -> Option<Result<crate::device::CompiledAst, DeviceError>> {
+        if let Some(q) = crate::quant::compile(ast) {
+            return Some(q);
+        }
         if ast
             .toposort()
             .iter()

@@ -44,6 +44,7 @@ pub mod gguf;
 pub mod init;
 pub mod layers;
 pub mod optim;
+pub mod quant;
 pub mod state;
 pub mod torch;
 

@@ -1,0 +1,199 @@
+//! [`QuantizedTensor`]: a weight matrix kept as GGUF's quantized blocks in device memory
+//! (tinygrad's `tinygrad/llm` and llama.cpp keep them so too), and its product with float32
+//! activations.
+//!
+//! [`QuantizedTensor::linear`] computes `x @ w.T` for `x` of `[..., cols]`:
+//! - on a CPU device, for at most [`NATIVE_ROWS`] rows of `x` (decoding a token), with the
+//!   runtime's native loops over the blocks ([`tinygrad_runtime::quant`]): a kernel of its own
+//!   that reads each block once, dequantizing it in registers;
+//! - otherwise (more rows: a prompt; or another device) through the IR: the weight is
+//!   dequantized by tensor ops on the blocks ([`QuantizedTensor::dequantize`]) and multiplied —
+//!   into a float32 buffer first when `x` has many rows, so the CPU's GEMM path takes the
+//!   product; fused into the product's kernel otherwise.
+//!
+//! Every element is dequantized as `gguf.quants` does (bit-exact, on both routes), so the two
+//! differ from each other and from dequantize-then-matmul only by the order of the float32 sums.
+
+use tinygrad_runtime::quant::{QuantType, quant_matmul_ast};
+use tinygrad_runtime::{Buffer, DeviceError, get_device, run_schedule};
+use tinygrad_schedule::{ScheduleItem, is_buffer_view};
+use tinygrad_uop::{Arg, Ops, UOp};
+
+use crate::Tensor;
+use crate::tensor::view_buffer;
+use tinygrad_dtype::DType;
+
+/// Rows of `x` up to which a CPU product takes the native loops (a decode step's one token, a
+/// few sequences): beyond, dequantizing once and a GEMM is faster.
+pub const NATIVE_ROWS: usize = 8;
+
+/// A `[rows, cols]` weight held as quantized blocks: `blocks` is `[rows, row_bytes]` `UINT8`
+/// (each row `cols / block` blocks of GGUF type `ty`), realized on its device.
+#[derive(Clone, Debug)]
+pub struct QuantizedTensor {
+    /// The blocks, `[rows, cols / ty.block() * ty.block_bytes()]` bytes.
+    pub blocks: Tensor,
+    /// The block type.
+    pub ty: QuantType,
+    /// Rows of the weight.
+    pub rows: usize,
+    /// Columns of the weight (a multiple of the type's block).
+    pub cols: usize,
+}
+
+impl QuantizedTensor {
+    /// The weight of `rows x cols` in the blocks `raw` (exactly `rows * cols / block *
+    /// block_bytes` bytes), on `device`.
+    ///
+    /// # Panics
+    /// If `cols` is not a multiple of the type's block or `raw` has another length (the GGUF
+    /// loader checks both first and reports an `Err`).
+    pub fn from_blocks(raw: &[u8], ty: QuantType, rows: usize, cols: usize, device: &str) -> Self {
+        assert!(
+            cols.is_multiple_of(ty.block()),
+            "QuantizedTensor::from_blocks: {} columns are not a multiple of the {}-weight {} block",
+            cols,
+            ty.block(),
+            ty.name()
+        );
+        let row_bytes = cols / ty.block() * ty.block_bytes();
+        assert_eq!(
+            raw.len(),
+            rows * row_bytes,
+            "QuantizedTensor::from_blocks: {rows} x {cols} {} weights take {} bytes",
+            ty.name(),
+            rows * row_bytes
+        );
+        let blocks = Tensor::from_bytes(raw, DType::UINT8, &[rows, row_bytes], device);
+        blocks.realize();
+        QuantizedTensor {
+            blocks,
+            ty,
+            rows,
+            cols,
+        }
+    }
+
+    /// Bytes of one row's blocks.
+    pub fn row_bytes(&self) -> usize {
+        self.cols / self.ty.block() * self.ty.block_bytes()
+    }
+
+    /// The shape `[rows, cols]`.
+    pub fn shape(&self) -> Vec<usize> {
+        vec![self.rows, self.cols]
+    }
+
+    /// The device.
+    pub fn device(&self) -> &str {
+        self.blocks.device()
+    }
+
+    /// The same weight with its rows rearranged by `f`, a function of a `[rows, row_bytes]`
+    /// tensor that moves whole rows (reshapes, permutes and shrinks of the row axis) and
+    /// returns `[new_rows, row_bytes]`; realized into blocks of their own.
+    ///
+    /// # Panics
+    /// If `f` changes the row length.
+    pub fn map_rows(&self, f: impl FnOnce(&Tensor) -> Tensor) -> QuantizedTensor {
+        let blocks = f(&self.blocks).contiguous();
+        let s = blocks.shape();
+        assert!(
+            s.len() == 2 && s[1] == self.row_bytes(),
+            "QuantizedTensor::map_rows: the rows became {s:?}, not [_, {}]",
+            self.row_bytes()
+        );
+        blocks.realize();
+        QuantizedTensor {
+            rows: s[0],
+            blocks,
+            ty: self.ty,
+            cols: self.cols,
+        }
+    }
+
+    /// Rows `lo..hi` (a fused projection's part).
+    pub fn rows_range(&self, lo: usize, hi: usize) -> QuantizedTensor {
+        let rb = self.row_bytes();
+        self.map_rows(|b| b.shrink(&[(lo, hi), (0, rb)]))
+    }
+
+    /// The weight as `[rows, cols]` float32, lazily: tensor ops on the blocks, bit-exact with
+    /// `gguf.quants.dequantize` (an `Embedding` over it reads only the rows it selects).
+    pub fn dequantize(&self) -> Tensor {
+        let nb = self.rows * self.cols / self.ty.block();
+        let blocks = self
+            .blocks
+            .reshape(&[nb as isize, self.ty.block_bytes() as isize]);
+        super::gguf::dequantize(&blocks, self.ty.name(), nb, self.device())
+            .reshape(&[self.rows as isize, self.cols as isize])
+    }
+
+    /// `x @ w.T` for `x` of `[..., cols]` (any float dtype, computed in float32):
+    /// `[..., rows]` float32 (see the module docs for the two routes).
+    ///
+    /// # Errors
+    /// If the device fails (the native route realizes `x` and runs its kernel at once).
+    ///
+    /// # Panics
+    /// If `x`'s last dimension is not `cols`, or `x` is on another device.
+    pub fn linear(&self, x: &Tensor) -> Result<Tensor, DeviceError> {
+        let s = x.shape();
+        assert!(
+            s.last() == Some(&self.cols) && x.device() == self.device(),
+            "QuantizedTensor::linear: x of shape {s:?} on {} against a {} x {} {} weight on {}",
+            x.device(),
+            self.rows,
+            self.cols,
+            self.ty.name(),
+            self.device()
+        );
+        let m: usize = s[..s.len() - 1].iter().product();
+        let mut out_shape: Vec<isize> = s[..s.len() - 1].iter().map(|&d| d as isize).collect();
+        out_shape.push(self.rows as isize);
+        let x = if x.dtype() == DType::FLOAT32 {
+            x.clone()
+        } else {
+            x.cast(DType::FLOAT32)
+        };
+        let native = m > 0
+            && m <= NATIVE_ROWS
+            && get_device(x.device())?.name().starts_with("CPU")
+            && tinygrad_runtime::quant::enabled();
+        if !native {
+            let w = self.dequantize();
+            let w = if m > NATIVE_ROWS { w.contiguous() } else { w };
+            return Ok(x.matmul(&w.t()));
+        }
+        let x2 = x.reshape(&[m as isize, self.cols as isize]);
+        let x2 = if is_buffer_view(&x2.uop()) {
+            x2
+        } else {
+            let c = x2.contiguous();
+            c.try_realize()?;
+            c
+        };
+        let (xu, bu) = (x2.uop(), self.blocks.uop());
+        let (Some(_), Some(_)) = (view_buffer(&xu), view_buffer(&bu)) else {
+            unreachable!("x and the blocks are realized buffer views")
+        };
+        let dev = get_device(x.device())?;
+        let out = Buffer::new(dev.name(), DType::FLOAT32, m * self.rows).uop();
+        let item = ScheduleItem {
+            ast: quant_matmul_ast(self.ty, m, self.rows, self.cols),
+            bufs: vec![out.clone(), flat_buffer(&bu), flat_buffer(&xu)],
+        };
+        run_schedule(dev.as_ref(), &[item])?;
+        Ok(Tensor::from_uop(out, dev.name()).reshape(&out_shape))
+    }
+}
+
+/// The `Buffer` UOp under a buffer view's reshapes.
+fn flat_buffer(u: &UOp) -> UOp {
+    let mut b = u.clone();
+    while b.op() == Ops::Reshape {
+        b = b.s(0).clone();
+    }
+    debug_assert!(b.op() == Ops::Buffer && matches!(b.arg(), Arg::Buffer(..)));
+    b
+}
