@@ -11,6 +11,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use tinygrad_tensor::nn::quant::QuantizedTensor;
 use tinygrad_tensor::nn::state::safe_load_on;
 use tinygrad_tensor::nn::{Embedding, LayerNorm, Linear, RMSNorm};
 use tinygrad_tensor::{DType, Tensor};
@@ -24,6 +25,65 @@ pub struct Weights {
     pub path: String,
     /// The tensors by checkpoint name.
     pub tensors: BTreeMap<String, Tensor>,
+    /// Weight matrices kept as quantized blocks (a GGUF file's), by checkpoint name: projections
+    /// read them as blocks ([`Proj::Quantized`]), embeddings dequantize the rows they select.
+    pub quantized: BTreeMap<String, QuantizedTensor>,
+}
+
+/// A projection `x W^T (+ b)` computing in float32: a float weight, or one kept as quantized
+/// blocks (whose product reads the blocks: `QuantizedTensor::linear`).
+pub enum Proj {
+    /// A float weight (any float dtype, cast inside the kernel).
+    Dense(Linear),
+    /// Quantized blocks, and a float bias.
+    Quantized {
+        /// The weight, `(out, in)`.
+        weight: QuantizedTensor,
+        /// The bias, `(out,)`.
+        bias: Option<Tensor>,
+    },
+}
+
+impl Proj {
+    /// `x W^T (+ b)` in float32, for `x` of `[..., in]`.
+    ///
+    /// # Errors
+    /// If the device fails (a quantized product on the CPU runs at once).
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        match self {
+            Proj::Dense(l) => Ok(linear_f32(l, x)),
+            Proj::Quantized { weight, bias } => {
+                let y = weight.linear(x)?;
+                Ok(match bias {
+                    Some(b) => y + as_f32(b),
+                    None => y,
+                })
+            }
+        }
+    }
+
+    /// Output rows `lo..hi` (a fused projection's part: Phi-3's qkv and gate/up).
+    pub fn rows(&self, lo: usize, hi: usize) -> Proj {
+        match self {
+            Proj::Dense(l) => {
+                let inp = l.weight.shape()[1];
+                Proj::Dense(Linear {
+                    weight: l.weight.shrink(&[(lo, hi), (0, inp)]),
+                    bias: l.bias.as_ref().map(|b| b.shrink(&[(lo, hi)])),
+                })
+            }
+            Proj::Quantized { weight, bias } => Proj::Quantized {
+                weight: weight.rows_range(lo, hi),
+                bias: bias.as_ref().map(|b| b.shrink(&[(lo, hi)])),
+            },
+        }
+    }
+}
+
+impl From<Linear> for Proj {
+    fn from(l: Linear) -> Proj {
+        Proj::Dense(l)
+    }
 }
 
 impl Weights {
@@ -32,7 +92,14 @@ impl Weights {
         Weights {
             path: path.into(),
             tensors,
+            quantized: BTreeMap::new(),
         }
+    }
+
+    /// These weights with `quantized` matrices kept as blocks besides the tensors.
+    pub fn with_quantized(mut self, quantized: BTreeMap<String, QuantizedTensor>) -> Weights {
+        self.quantized = quantized;
+        self
     }
 
     /// The safetensors weights of a Hugging Face model directory, onto `device`: the single
@@ -109,9 +176,9 @@ impl Weights {
         }
     }
 
-    /// Whether the checkpoint has `name`.
+    /// Whether the checkpoint has `name` (a tensor, or a matrix kept quantized).
     pub fn contains(&self, name: &str) -> bool {
-        self.tensors.contains_key(name)
+        self.tensors.contains_key(name) || self.quantized.contains_key(name)
     }
 
     /// Tensor `name`, which must be a float tensor of exactly `shape`.
@@ -143,6 +210,37 @@ impl Weights {
     pub fn linear(&self, prefix: &str, inp: usize, out: usize, bias: bool) -> Result<Linear> {
         Ok(Linear {
             weight: self.get(&format!("{prefix}.weight"), &[out, inp])?,
+            bias: if bias {
+                Some(self.get(&format!("{prefix}.bias"), &[out])?)
+            } else {
+                None
+            },
+        })
+    }
+
+    /// A projection `in_features -> out_features` from `{prefix}.weight` (`(out, in)`), kept
+    /// as blocks when the checkpoint holds it quantized, and with `bias`, `{prefix}.bias`.
+    ///
+    /// # Errors
+    /// As [`Weights::get`] (a quantized weight of another shape too).
+    pub fn proj(&self, prefix: &str, inp: usize, out: usize, bias: bool) -> Result<Proj> {
+        let name = format!("{prefix}.weight");
+        let Some(q) = self.quantized.get(&name) else {
+            return Ok(Proj::Dense(self.linear(prefix, inp, out, bias)?));
+        };
+        if q.shape() != [out, inp] {
+            return Err(self.error(
+                &name,
+                format!(
+                    "expected shape {:?}, got {:?} ({})",
+                    [out, inp],
+                    q.shape(),
+                    q.ty.name()
+                ),
+            ));
+        }
+        Ok(Proj::Quantized {
+            weight: q.clone(),
             bias: if bias {
                 Some(self.get(&format!("{prefix}.bias"), &[out])?)
             } else {
@@ -198,6 +296,18 @@ impl Weights {
     /// # Errors
     /// As [`Weights::get`].
     pub fn embedding(&self, name: &str, vocab: usize, dim: usize) -> Result<Embedding> {
+        if let Some(q) = self.quantized.get(name) {
+            if q.shape() != [vocab, dim] {
+                return Err(self.error(
+                    name,
+                    format!("expected shape {:?}, got {:?}", [vocab, dim], q.shape()),
+                ));
+            }
+            // dequantized lazily: a lookup reads and unpacks only the rows it selects
+            return Ok(Embedding {
+                weight: q.dequantize(),
+            });
+        }
         Ok(Embedding {
             weight: self.get(name, &[vocab, dim])?,
         })

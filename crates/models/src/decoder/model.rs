@@ -12,14 +12,14 @@ use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use tinygrad_tensor::nn::gguf::{GgufValue, gguf_load_on};
+use tinygrad_tensor::nn::gguf::{GgufValue, gguf_load_quantized_on};
 use tinygrad_tensor::nn::{Embedding, LayerNorm, Linear, Module, RMSNorm};
 use tinygrad_tensor::{DType, SInt, Tensor};
 
 use super::config::{Arch, DecoderConfig};
 use crate::config::JsonConfig;
 use crate::error::{ModelError, Result, check_token_ids};
-use crate::weights::{Weights, as_f32, linear_f32};
+use crate::weights::{Proj, Weights, as_f32};
 
 /// A normalization layer of either family.
 enum Norm {
@@ -39,34 +39,24 @@ impl Norm {
 /// The MLP of either family.
 enum Mlp {
     /// GPT-2: `proj(gelu_tanh(fc(x)))`.
-    Gelu { fc: Linear, proj: Linear },
+    Gelu { fc: Proj, proj: Proj },
     /// LLaMA: `down(silu(gate(x)) * up(x))`.
-    SwiGlu {
-        gate: Linear,
-        up: Linear,
-        down: Linear,
-    },
+    SwiGlu { gate: Proj, up: Proj, down: Proj },
     /// Gemma: `down(gelu_tanh(gate(x)) * up(x))`.
-    GeGlu {
-        gate: Linear,
-        up: Linear,
-        down: Linear,
-    },
+    GeGlu { gate: Proj, up: Proj, down: Proj },
 }
 
 impl Mlp {
-    fn forward(&self, x: &Tensor) -> Tensor {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
         match self {
-            Mlp::Gelu { fc, proj } => linear_f32(proj, &linear_f32(fc, x).gelu()),
+            Mlp::Gelu { fc, proj } => proj.forward(&fc.forward(x)?.gelu()),
             // gate and up are their own (GEMM) kernels, not one kernel of two reductions
-            Mlp::SwiGlu { gate, up, down } => linear_f32(
-                down,
-                &(linear_f32(gate, x).contiguous().silu() * linear_f32(up, x).contiguous()),
-            ),
-            Mlp::GeGlu { gate, up, down } => linear_f32(
-                down,
-                &(linear_f32(gate, x).contiguous().gelu() * linear_f32(up, x).contiguous()),
-            ),
+            Mlp::SwiGlu { gate, up, down } => {
+                down.forward(&(gate.forward(x)?.contiguous().silu() * up.forward(x)?.contiguous()))
+            }
+            Mlp::GeGlu { gate, up, down } => {
+                down.forward(&(gate.forward(x)?.contiguous().gelu() * up.forward(x)?.contiguous()))
+            }
         }
     }
 }
@@ -74,10 +64,10 @@ impl Mlp {
 /// One transformer block.
 struct Block {
     attn_norm: Norm,
-    q: Linear,
-    k: Linear,
-    v: Linear,
-    o: Linear,
+    q: Proj,
+    k: Proj,
+    v: Proj,
+    o: Proj,
     /// Qwen3's and Gemma's RMSNorm of each query and key head (over `head_dim`).
     qk_norm: Option<(RMSNorm, RMSNorm)>,
     /// Gemma's norms of the attention's and the MLP's outputs.
@@ -117,7 +107,8 @@ pub struct Decoder {
     positions: Option<Embedding>,
     blocks: Vec<Block>,
     norm: Norm,
-    lm_head: Tensor,
+    /// The output projection (the embedding's weight when tied).
+    lm_head: Proj,
     /// Rotary tables `(cache_len, head_dim)`: cos and sin (LLaMA).
     rope: Option<(Tensor, Tensor)>,
     /// The sliding-window layers' rotary tables (Gemma 3's local base).
@@ -273,7 +264,10 @@ impl Decoder {
     /// `rope_freqs` table, say), rather than ignoring what would change the results.
     pub fn load_gguf(path: &Path, device: &str) -> Result<Decoder> {
         let name = path.display().to_string();
-        let g = gguf_load_on(path, device).map_err(|e| ModelError::Weight {
+        // quantized matrices stay blocks: read as blocks by the projections (the CPU's native
+        // products, the IR's fused dequantization elsewhere), dequantized row by row by the
+        // embedding
+        let mut g = gguf_load_quantized_on(path, device).map_err(|e| ModelError::Weight {
             path: name.clone(),
             tensor: e.tensor.clone().unwrap_or_default(),
             message: e.message,
@@ -287,8 +281,9 @@ impl Decoder {
         let gemma = arch == Some("gemma3");
         let (heads, kv, hd) = (config.num_heads, config.num_kv_heads, config.head_dim);
         let mut tensors = BTreeMap::new();
-        for (gname, t) in g.tensors {
-            let Some((hf, block)) = gguf_to_hf(&gname, arch) else {
+        let mut quantized = BTreeMap::new();
+        for gname in &g.tensor_order {
+            let Some((hf, block)) = gguf_to_hf(gname, arch) else {
                 return Err(ModelError::Unsupported {
                     path: name,
                     message: format!("tensor `{gname}` is not one the decoder uses"),
@@ -297,7 +292,7 @@ impl Decoder {
             if block.is_some_and(|b| b >= config.num_layers) {
                 return Err(ModelError::Weight {
                     path: name,
-                    tensor: gname,
+                    tensor: gname.clone(),
                     message: format!(
                         "block beyond {}.block_count = {}",
                         arch.unwrap_or("llama"),
@@ -316,15 +311,27 @@ impl Decoder {
             } else {
                 None
             };
+            let reorder = |t: &Tensor, n: usize| {
+                let inp = t.shape()[1] as isize;
+                let (n, hd) = (n as isize, hd as isize);
+                t.reshape(&[n, hd / 2, 2, inp])
+                    .transpose(1, 2)
+                    .reshape(&[n * hd, inp])
+                    .contiguous()
+            };
+            if let Some(q) = g.quantized.remove(gname) {
+                let q = match n {
+                    Some(n) if q.rows == n * hd => q.map_rows(|b| reorder(b, n)),
+                    _ => q,
+                };
+                quantized.insert(hf, q);
+                continue;
+            }
+            let Some(t) = g.tensors.remove(gname) else {
+                continue;
+            };
             let t = match n {
-                Some(n) if t.ndim() == 2 && t.shape()[0] == n * hd => {
-                    let inp = t.shape()[1] as isize;
-                    let (n, hd) = (n as isize, hd as isize);
-                    t.reshape(&[n, hd / 2, 2, inp])
-                        .transpose(1, 2)
-                        .reshape(&[n * hd, inp])
-                        .contiguous()
-                }
+                Some(n) if t.ndim() == 2 && t.shape()[0] == n * hd => reorder(&t, n),
                 _ => t,
             };
             // llama.cpp stores Gemma's norm weights plus one (ggml's RMSNorm multiplies by the
@@ -338,10 +345,11 @@ impl Decoder {
             tensors.insert(hf, t);
         }
         let mut config = config;
-        config.tie_word_embeddings = !tensors.contains_key("lm_head.weight");
-        let weights = Weights::new(name, tensors);
-        let refs: Vec<&Tensor> = weights.tensors.values().collect();
+        config.tie_word_embeddings =
+            !tensors.contains_key("lm_head.weight") && !quantized.contains_key("lm_head.weight");
+        let refs: Vec<&Tensor> = tensors.values().collect();
         Tensor::try_realize_all(&refs)?;
+        let weights = Weights::new(name, tensors).with_quantized(quantized);
         Decoder::from_weights(config, &weights, device)
     }
 
@@ -368,9 +376,11 @@ impl Decoder {
                     let b = format!("{p}h.{i}");
                     let qkv = w.conv1d(&format!("{b}.attn.c_attn"), h, 3 * h)?;
                     let bias = qkv.bias.clone().expect("conv1d has a bias");
-                    let part = |j: usize| Linear {
-                        weight: qkv.weight.shrink(&[(j * h, (j + 1) * h), (0, h)]),
-                        bias: Some(bias.shrink(&[(j * h, (j + 1) * h)])),
+                    let part = |j: usize| {
+                        Proj::Dense(Linear {
+                            weight: qkv.weight.shrink(&[(j * h, (j + 1) * h), (0, h)]),
+                            bias: Some(bias.shrink(&[(j * h, (j + 1) * h)])),
+                        })
                     };
                     blocks.push(Block {
                         attn_norm: Norm::Layer(w.layer_norm(
@@ -381,15 +391,19 @@ impl Decoder {
                         q: part(0),
                         k: part(1),
                         v: part(2),
-                        o: w.conv1d(&format!("{b}.attn.c_proj"), h, h)?,
+                        o: w.conv1d(&format!("{b}.attn.c_proj"), h, h)?.into(),
                         qk_norm: None,
                         post_attn_norm: None,
                         post_mlp_norm: None,
                         sliding: false,
                         mlp_norm: Norm::Layer(w.layer_norm(&format!("{b}.ln_2"), h, c.norm_eps)?),
                         mlp: Mlp::Gelu {
-                            fc: w.conv1d(&format!("{b}.mlp.c_fc"), h, c.intermediate_size)?,
-                            proj: w.conv1d(&format!("{b}.mlp.c_proj"), c.intermediate_size, h)?,
+                            fc: w
+                                .conv1d(&format!("{b}.mlp.c_fc"), h, c.intermediate_size)?
+                                .into(),
+                            proj: w
+                                .conv1d(&format!("{b}.mlp.c_proj"), c.intermediate_size, h)?
+                                .into(),
                         },
                     });
                 }
@@ -399,6 +413,10 @@ impl Decoder {
                 } else {
                     embed.weight.clone()
                 };
+                let head = Proj::Dense(Linear {
+                    weight: head,
+                    bias: None,
+                });
                 (embed, Some(pos), blocks, norm, head)
             }
             Arch::Llama => {
@@ -407,17 +425,13 @@ impl Decoder {
                 for i in 0..c.num_layers {
                     let b = format!("model.layers.{i}");
                     let lin = |name: &str, inp: usize, out: usize| {
-                        w.linear(&format!("{b}.{name}"), inp, out, false)
+                        w.proj(&format!("{b}.{name}"), inp, out, false)
                     };
-                    let qkv = |name: &str, out: usize| {
-                        w.linear(&format!("{b}.{name}"), h, out, c.qkv_bias)
-                    };
+                    let qkv =
+                        |name: &str, out: usize| w.proj(&format!("{b}.{name}"), h, out, c.qkv_bias);
                     // Phi-3 fuses q/k/v into one projection and gate/up into another: each
                     // part is a row range of the fused weight
-                    let rows = |l: &Linear, lo: usize, hi: usize| Linear {
-                        weight: l.weight.shrink(&[(lo, hi), (0, h)]),
-                        bias: None,
-                    };
+                    let rows = |l: &Proj, lo: usize, hi: usize| l.rows(lo, hi);
                     let (q, k, v) = if w.contains(&format!("{b}.self_attn.qkv_proj.weight")) {
                         let f = lin("self_attn.qkv_proj", h, qd + 2 * kvd)?;
                         (
@@ -473,11 +487,7 @@ impl Decoder {
                     });
                 }
                 let norm = Norm::Rms(w.rms_norm("model.norm.weight", h, c.norm_eps)?);
-                let head = if c.tie_word_embeddings {
-                    embed.weight.clone()
-                } else {
-                    w.get("lm_head.weight", &[c.vocab_size, h])?
-                };
+                let head = output_head(w, c, &embed)?;
                 (embed, None, blocks, norm, head)
             }
             Arch::Gemma3 => {
@@ -494,7 +504,7 @@ impl Decoder {
                 for i in 0..c.num_layers {
                     let b = format!("model.layers.{i}");
                     let lin = |name: &str, inp: usize, out: usize| {
-                        w.linear(&format!("{b}.{name}"), inp, out, false)
+                        w.proj(&format!("{b}.{name}"), inp, out, false)
                     };
                     let block_norm = |name: &str| {
                         Ok::<_, ModelError>(Norm::Rms(norm(&format!("{b}.{name}.weight"), h)?))
@@ -521,11 +531,7 @@ impl Decoder {
                     });
                 }
                 let final_norm = Norm::Rms(norm("model.norm.weight", h)?);
-                let head = if c.tie_word_embeddings {
-                    embed.weight.clone()
-                } else {
-                    w.get("lm_head.weight", &[c.vocab_size, h])?
-                };
+                let head = output_head(w, c, &embed)?;
                 (embed, None, blocks, final_norm, head)
             }
         };
@@ -706,9 +712,9 @@ impl Decoder {
                 Some((qn, kn)) => (Some(qn), Some(kn)),
                 None => (None, None),
             };
-            let mut q = split(linear_f32(&block.q, &h), heads, q_norm);
-            let mut k = split(linear_f32(&block.k, &h), kv, k_norm);
-            let v = split(linear_f32(&block.v, &h), kv, None);
+            let mut q = split(block.q.forward(&h)?, heads, q_norm);
+            let mut k = split(block.k.forward(&h)?, kv, k_norm);
+            let v = split(block.v.forward(&h)?, kv, None);
             let table = if block.sliding { &rope_local } else { &rope };
             if let Some((cos, sin)) = table {
                 q = apply_rope(&q, cos, sin);
@@ -728,12 +734,12 @@ impl Decoder {
                 self.cache_len,
             );
             let attn = attn.transpose(1, 2).reshape(&[bi, li, heads * hd]);
-            let out = linear_f32(&block.o, &attn);
+            let out = block.o.forward(&attn)?;
             x += match &block.post_attn_norm {
                 Some(n) => n.forward(&out),
                 None => out,
             };
-            let out = block.mlp.forward(&block.mlp_norm.forward(&x));
+            let out = block.mlp.forward(&block.mlp_norm.forward(&x))?;
             x = &x
                 + match &block.post_mlp_norm {
                     Some(n) => n.forward(&out),
@@ -747,7 +753,7 @@ impl Decoder {
                 .reshape(&[bi, c.hidden_size as isize])
         };
         let x = self.norm.forward(&x);
-        Ok(x.matmul(&as_f32(&self.lm_head).t()))
+        self.lm_head.forward(&x)
     }
 
     /// Rows `span` of a per-position table `(cache_len, width)`: `(len, width)`.
@@ -796,6 +802,25 @@ impl Decoder {
         part(ck, at.clone(), end.clone()).assign_in_place(k)?;
         part(cv, at, end.clone()).assign_in_place(v)?;
         Ok((part(ck, 0.into(), end.clone()), part(cv, 0.into(), end)))
+    }
+}
+
+/// The output projection of a LLaMA-family model: `lm_head.weight`, or with tied embeddings
+/// the embedding's table — read as blocks when the checkpoint keeps it quantized.
+fn output_head(w: &Weights, c: &DecoderConfig, embed: &Embedding) -> Result<Proj> {
+    let (vocab, h) = (c.vocab_size, c.hidden_size);
+    if !c.tie_word_embeddings {
+        return w.proj("lm_head", h, vocab, false);
+    }
+    match w.quantized.get("model.embed_tokens.weight") {
+        Some(q) => Ok(Proj::Quantized {
+            weight: q.clone(),
+            bias: None,
+        }),
+        None => Ok(Proj::Dense(Linear {
+            weight: embed.weight.clone(),
+            bias: None,
+        })),
     }
 }
 
