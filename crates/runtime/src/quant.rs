@@ -98,12 +98,14 @@ impl QuantType {
     }
 }
 
-/// What a quantized product computes: `x [m, k] @ w.T`, `w` `[n, k]` in blocks of `ty`.
+/// What a quantized kernel computes: `x [m, k] @ w.T`, `w` `[n, k]` in blocks of `ty`; with
+/// `m == 0`, the weight itself dequantized, `[n, k]` float32 (what a GEMM then multiplies: a
+/// prompt's many rows).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct QuantMatmul {
     /// The weight's block type.
     pub ty: QuantType,
-    /// Rows of `x` (and of the output).
+    /// Rows of `x` (and of the output); 0: the kernel dequantizes the weight.
     pub m: usize,
     /// Rows of the weight (columns of the output).
     pub n: usize,
@@ -132,7 +134,24 @@ type ProductKey = (QuantType, usize, usize, usize);
 /// If `k` is not a multiple of the type's block, or a size is 0.
 pub fn quant_matmul_ast(ty: QuantType, m: usize, n: usize, k: usize) -> UOp {
     assert!(
-        m > 0 && n > 0 && k > 0 && k.is_multiple_of(ty.block()),
+        m > 0,
+        "quant_matmul_ast: x has no rows (quant_dequantize_ast dequantizes)"
+    );
+    quant_ast(ty, m, n, k)
+}
+
+/// The kernel AST that dequantizes a `[n, k]` weight of `ty` blocks into float32, exactly as
+/// `gguf.quants` does (slots: the `[n, k]` float32 output, the blocks), for a CPU device.
+///
+/// # Panics
+/// If `k` is not a multiple of the type's block, or a size is 0.
+pub fn quant_dequantize_ast(ty: QuantType, n: usize, k: usize) -> UOp {
+    quant_ast(ty, 0, n, k)
+}
+
+fn quant_ast(ty: QuantType, m: usize, n: usize, k: usize) -> UOp {
+    assert!(
+        n > 0 && k > 0 && k.is_multiple_of(ty.block()),
         "quant_matmul_ast: {} weights of {n} x {k} with {m} rows of x: the sizes must be \
          positive and k a multiple of {}",
         ty.name(),
@@ -203,6 +222,21 @@ fn isa() -> Isa {
 pub(crate) fn compile(ast: &UOp) -> Option<Result<CompiledAst, DeviceError>> {
     let spec = quant_matmul_of(ast)?;
     let isa = isa();
+    if spec.m == 0 {
+        let name = format!("dq_{}_{}_{}", spec.ty.name(), spec.n, spec.k);
+        let source = format!(
+            "native dequantization ({isa:?}): {} x {} {} blocks to float32",
+            spec.n,
+            spec.k,
+            spec.ty.name()
+        );
+        let flops = (spec.n * spec.k) as f64;
+        return Some(Ok((
+            Arc::new(QuantKernel { spec, isa, source }),
+            name,
+            flops,
+        )));
+    }
     let name = format!("q_{}_{}_{}_{}", spec.ty.name(), spec.m, spec.n, spec.k);
     let source = format!(
         "native quantized product ({isa:?}): [{}, {}] float32 @ ({} x {} in {} blocks).T",
@@ -235,6 +269,10 @@ impl Kernel for QuantKernel {
         assert!(vars.is_empty(), "a quantized product has no variables");
         let s = self.spec;
         let row_bytes = s.k / s.ty.block() * s.ty.block_bytes();
+        if s.m == 0 {
+            self.dequantize(bufs, row_bytes);
+            return;
+        }
         let extents = [s.m * s.n, s.n * row_bytes, s.m * s.k];
         // (checks every slot's dtype and that each buffer holds its extent)
         let locked = lock_buffers(
@@ -285,6 +323,167 @@ impl Kernel for QuantKernel {
 
     fn source(&self) -> &str {
         &self.source
+    }
+}
+
+impl QuantKernel {
+    /// The weight dequantized into slot 0 (`m == 0`), rows split over the thread pool.
+    fn dequantize(&self, bufs: &[Arc<Buffer>], row_bytes: usize) {
+        let s = self.spec;
+        let locked = lock_buffers(
+            bufs,
+            &[DType::FLOAT32, DType::UINT8],
+            &[s.n * s.k, s.n * row_bytes],
+        );
+        let (out, w) = (locked.addrs[0], locked.addrs[1]);
+        let isa = self.isa;
+        let pool = global_pool();
+        let per_task = s.n.div_ceil(pool.threads() * TASKS_PER_THREAD).max(1);
+        pool.run(
+            s.n.div_ceil(per_task),
+            Box::new(move |t| {
+                let rows = t * per_task..((t + 1) * per_task).min(s.n);
+                // SAFETY: `lock_buffers` checked that the output holds n * k floats and the
+                // weight n * row_bytes bytes, and keeps both locked until this launch returns
+                // (the pool's `run` returns after every task); tasks write disjoint rows.
+                unsafe {
+                    let w = std::slice::from_raw_parts(
+                        (w as *const u8).add(rows.start * row_bytes),
+                        rows.len() * row_bytes,
+                    );
+                    let out = std::slice::from_raw_parts_mut(
+                        (out as *mut f32).add(rows.start * s.k),
+                        rows.len() * s.k,
+                    );
+                    dequantize_rows(isa, s.ty, w, out);
+                }
+            }),
+        );
+    }
+}
+
+/// Blocks `w` of `ty` dequantized into `out` (their values, in order), with the loops of `isa`.
+fn dequantize_rows(isa: Isa, ty: QuantType, w: &[u8], out: &mut [f32]) {
+    match isa {
+        // SAFETY: `isa()` chose AVX-512 only where it detected avx512f/bw/vl and fma on this
+        // CPU.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => unsafe { dequantize_avx512(ty, w, out) },
+        // SAFETY: `isa()` chose AVX2 only where it detected avx2 and fma on this CPU.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => unsafe { dequantize_avx2(ty, w, out) },
+        _ => dequantize_blocks(ty, w, out),
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,fma")]
+unsafe fn dequantize_avx512(ty: QuantType, w: &[u8], out: &mut [f32]) {
+    dequantize_blocks(ty, w, out);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn dequantize_avx2(ty: QuantType, w: &[u8], out: &mut [f32]) {
+    dequantize_blocks(ty, w, out);
+}
+
+/// Every block's values, with `gguf.quants`' formulas and float operations (bit-exact).
+#[inline(always)]
+fn dequantize_blocks(ty: QuantType, w: &[u8], out: &mut [f32]) {
+    for (b, o) in w
+        .chunks_exact(ty.block_bytes())
+        .zip(out.chunks_exact_mut(ty.block()))
+    {
+        dequantize_block(ty, b, o);
+    }
+}
+
+/// One block's values (`out` has the block's length).
+#[inline(always)]
+pub(crate) fn dequantize_block(ty: QuantType, b: &[u8], out: &mut [f32]) {
+    match ty {
+        QuantType::Q4_0 | QuantType::Q4_1 | QuantType::Q5_0 | QuantType::Q5_1 => {
+            let (min, five, qs_at, qh_at) = match ty {
+                QuantType::Q4_0 => (None, false, 2, 0),
+                QuantType::Q4_1 => (Some(f16_at(&b[2..])), false, 4, 0),
+                QuantType::Q5_0 => (None, true, 6, 2),
+                _ => (Some(f16_at(&b[2..])), true, 8, 4),
+            };
+            let d = f16_at(b);
+            let qh = if five {
+                u32::from_le_bytes([b[qh_at], b[qh_at + 1], b[qh_at + 2], b[qh_at + 3]])
+            } else {
+                0
+            };
+            let off = match ty {
+                QuantType::Q4_0 => 8,
+                QuantType::Q5_0 => 16,
+                _ => 0,
+            };
+            let out: &mut [f32; 32] = out.try_into().expect("32 values");
+            for j in 0..16 {
+                let q = b[qs_at + j];
+                let lo = i32::from(q & 0x0F) | (((qh >> j) & 1) << 4) as i32;
+                let hi = i32::from(q >> 4) | (((qh >> (j + 16)) & 1) << 4) as i32;
+                match min {
+                    Some(m) => {
+                        out[j] = d * lo as f32 + m;
+                        out[j + 16] = d * hi as f32 + m;
+                    }
+                    None => {
+                        out[j] = d * (lo - off) as f32;
+                        out[j + 16] = d * (hi - off) as f32;
+                    }
+                }
+            }
+        }
+        QuantType::Q8_0 => {
+            let d = f16_at(b);
+            for j in 0..32 {
+                out[j] = f32::from(b[2 + j] as i8) * d;
+            }
+        }
+        QuantType::Q4K => {
+            let (d, dmin) = (f16_at(b), f16_at(&b[2..]));
+            let (s0, s1, s2) = (&b[4..8], &b[8..12], &b[12..16]);
+            let mut sc = [0u8; 8];
+            let mut mn = [0u8; 8];
+            for j in 0..4 {
+                sc[j] = s0[j] & 0x3F;
+                sc[j + 4] = (s2[j] & 0x0F) | ((s0[j] >> 2) & 0x30);
+                mn[j] = s1[j] & 0x3F;
+                mn[j + 4] = (s2[j] >> 4) | ((s1[j] >> 2) & 0x30);
+            }
+            for c in 0..4 {
+                let (dl, ml) = (d * f32::from(sc[2 * c]), dmin * f32::from(mn[2 * c]));
+                let (dh, mh) = (
+                    d * f32::from(sc[2 * c + 1]),
+                    dmin * f32::from(mn[2 * c + 1]),
+                );
+                for i in 0..32 {
+                    let q = b[16 + c * 32 + i];
+                    out[2 * c * 32 + i] = dl * f32::from(q & 0x0F) - ml;
+                    out[(2 * c + 1) * 32 + i] = dh * f32::from(q >> 4) - mh;
+                }
+            }
+        }
+        QuantType::Q6K => {
+            let d = f16_at(&b[208..]);
+            for h in 0..2 {
+                for r in 0..4 {
+                    let dd0 = d * f32::from(b[192 + h * 8 + r * 2] as i8);
+                    let dd1 = d * f32::from(b[192 + h * 8 + r * 2 + 1] as i8);
+                    for i in 0..32 {
+                        let l = b[h * 64 + (r % 2) * 32 + i];
+                        let low = if r < 2 { l & 0x0F } else { l >> 4 };
+                        let high = (b[128 + h * 32 + i] >> (2 * r)) & 3;
+                        let q = f32::from((low | (high << 4)) as i8 - 32);
+                        out[h * 128 + r * 32 + i] = if i < 16 { dd0 } else { dd1 } * q;
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -903,6 +1102,44 @@ mod tests {
                     ty.name(),
                     out[0]
                 );
+            }
+        }
+    }
+
+    /// The native dequantization against the reference, bit for bit, on random blocks whose
+    /// scales take every kind of value (NaN and infinities included).
+    #[test]
+    fn blocks_dequantize_bit_exactly() {
+        for ty in [
+            QuantType::Q4_0,
+            QuantType::Q4_1,
+            QuantType::Q5_0,
+            QuantType::Q5_1,
+            QuantType::Q8_0,
+            QuantType::Q4K,
+            QuantType::Q6K,
+        ] {
+            let mut s = 99u32;
+            let blocks = 64;
+            let mut w = vec![0u8; blocks * ty.block_bytes()];
+            for byte in w.iter_mut() {
+                s = s.wrapping_mul(1_103_515_245).wrapping_add(12345);
+                *byte = (s >> 16) as u8;
+            }
+            for isa in [Isa::Portable, isa()] {
+                let mut out = vec![0.0f32; blocks * ty.block()];
+                dequantize_rows(isa, ty, &w, &mut out);
+                for (b, blk) in w.chunks_exact(ty.block_bytes()).enumerate() {
+                    let want = dequant(ty, blk);
+                    let got = &out[b * ty.block()..(b + 1) * ty.block()];
+                    for (j, (g, e)) in got.iter().zip(&want).enumerate() {
+                        assert!(
+                            g.to_bits() == e.to_bits() || (g.is_nan() && e.is_nan()),
+                            "{} ({isa:?}) block {b}[{j}]: {g} vs {e}",
+                            ty.name()
+                        );
+                    }
+                }
             }
         }
     }

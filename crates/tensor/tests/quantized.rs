@@ -3,7 +3,8 @@
 //! CPU and `CPU_AVX512` choose), and the IR route on the CPU (`CPU_QUANT=0`, or more rows than
 //! `NATIVE_ROWS`), REF and WEBGPU — equals the product with the dequantized weight computed in
 //! f64, within float32 rounding; the dequantized weight itself is the GGUF loader's (bit-exact
-//! with `gguf.quants`, checked in `tests/gguf.rs`); a `Jit` replays the native kernel.
+//! with `gguf.quants`, checked in `tests/gguf.rs`), and the CPU's native dequantization (the
+//! route of many rows) equals it bit for bit; a `Jit` replays the native kernel.
 
 mod common;
 
@@ -116,6 +117,34 @@ fn products_equal_the_dequantized_product_on_webgpu() {
         check(dev, 1);
         check(dev, NATIVE_ROWS + 1);
     });
+}
+
+#[test]
+fn the_native_dequantization_is_the_irs_bit_for_bit() {
+    let (rows, cols) = (19, 512);
+    for (t, ty) in TYPES.into_iter().enumerate() {
+        let q = QuantizedTensor::from_blocks(
+            &blocks(ty, rows, cols, 11 + t as u32),
+            ty,
+            rows,
+            cols,
+            "CPU",
+        );
+        let native: Vec<u32> = q
+            .dequantized()
+            .unwrap()
+            .to_vec::<f32>()
+            .iter()
+            .map(|v| v.to_bits())
+            .collect();
+        let ir: Vec<u32> = q
+            .dequantize()
+            .to_vec::<f32>()
+            .iter()
+            .map(|v| v.to_bits())
+            .collect();
+        assert_eq!(native, ir, "{}", ty.name());
+    }
 }
 
 #[test]

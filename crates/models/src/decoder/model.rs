@@ -592,13 +592,19 @@ impl Decoder {
         self.reset_cache(1)
     }
 
-    /// Empties the KV cache, sized for `batch` sequences.
+    /// Empties the KV cache, sized for `batch` sequences. A cache of that size already there is
+    /// kept and only marked empty: a forward attends over the positions it wrote since, never
+    /// beyond (a new one is zeroed).
     ///
     /// # Errors
     /// If the device fails.
     pub fn reset_cache(&mut self, batch: usize) -> Result<()> {
         let c = &self.config;
         let shape = [batch, c.num_kv_heads, self.cache_len, c.head_dim];
+        if self.cache.len() == c.num_layers && self.cache.iter().all(|(k, _)| k.shape() == shape) {
+            self.filled.set(0);
+            return Ok(());
+        }
         let zeros = Tensor::zeros_on(&shape, DType::FLOAT32, &self.device);
         let mut cache = Vec::with_capacity(c.num_layers);
         // each its own buffer, written in place (`zeros.contiguous()` realized together would

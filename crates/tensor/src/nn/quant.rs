@@ -6,15 +6,16 @@
 //! - on a CPU device, for at most [`NATIVE_ROWS`] rows of `x` (decoding a token), with the
 //!   runtime's native loops over the blocks ([`tinygrad_runtime::quant`]): a kernel of its own
 //!   that reads each block once, dequantizing it in registers;
-//! - otherwise (more rows: a prompt; or another device) through the IR: the weight is
-//!   dequantized by tensor ops on the blocks ([`QuantizedTensor::dequantize`]) and multiplied —
-//!   into a float32 buffer first when `x` has many rows, so the CPU's GEMM path takes the
-//!   product; fused into the product's kernel otherwise.
+//! - otherwise (more rows: a prompt; or another device) the weight is dequantized and
+//!   multiplied: into a float32 buffer first when `x` has many rows
+//!   ([`QuantizedTensor::dequantized`]: the CPU's native loops, so its GEMM path takes the
+//!   product), or by tensor ops on the blocks fused into the product's kernel
+//!   ([`QuantizedTensor::dequantize`], the IR route of every device).
 //!
 //! Every element is dequantized as `gguf.quants` does (bit-exact, on both routes), so the two
 //! differ from each other and from dequantize-then-matmul only by the order of the float32 sums.
 
-use tinygrad_runtime::quant::{QuantType, quant_matmul_ast};
+use tinygrad_runtime::quant::{QuantType, quant_dequantize_ast, quant_matmul_ast};
 use tinygrad_runtime::{Buffer, DeviceError, get_device, run_schedule};
 use tinygrad_schedule::{ScheduleItem, is_buffer_view};
 use tinygrad_uop::{Arg, Ops, UOp};
@@ -129,6 +130,27 @@ impl QuantizedTensor {
             .reshape(&[self.rows as isize, self.cols as isize])
     }
 
+    /// The weight dequantized into a `[rows, cols]` float32 buffer of its own (what a GEMM
+    /// multiplies): on a CPU device by the runtime's native loops, at once; elsewhere lazily,
+    /// [`QuantizedTensor::dequantize`] made contiguous. Bit-exact with `gguf.quants` either way.
+    ///
+    /// # Errors
+    /// If the device fails.
+    pub fn dequantized(&self) -> Result<Tensor, DeviceError> {
+        let dev = get_device(self.device())?;
+        if !dev.name().starts_with("CPU") || !tinygrad_runtime::quant::enabled() {
+            return Ok(self.dequantize().contiguous());
+        }
+        let bu = self.blocks.uop();
+        let out = Buffer::new(dev.name(), DType::FLOAT32, self.rows * self.cols).uop();
+        let item = ScheduleItem {
+            ast: quant_dequantize_ast(self.ty, self.rows, self.cols),
+            bufs: vec![out.clone(), flat_buffer(&bu)],
+        };
+        run_schedule(dev.as_ref(), &[item])?;
+        Ok(Tensor::from_uop(out, dev.name()).reshape(&[self.rows as isize, self.cols as isize]))
+    }
+
     /// `x @ w.T` for `x` of `[..., cols]` (any float dtype, computed in float32):
     /// `[..., rows]` float32 (see the module docs for the two routes).
     ///
@@ -161,8 +183,11 @@ impl QuantizedTensor {
             && get_device(x.device())?.name().starts_with("CPU")
             && tinygrad_runtime::quant::enabled();
         if !native {
-            let w = self.dequantize();
-            let w = if m > NATIVE_ROWS { w.contiguous() } else { w };
+            let w = if m > NATIVE_ROWS {
+                self.dequantized()?
+            } else {
+                self.dequantize()
+            };
             return Ok(x.matmul(&w.t()));
         }
         let x2 = x.reshape(&[m as isize, self.cols as isize]);
