@@ -295,16 +295,21 @@ impl Kernel for QuantKernel {
                 let rows = t * per_task..((t + 1) * per_task).min(s.n);
                 // SAFETY: `lock_buffers` checked that the output holds m * n floats, the
                 // weight n * row_bytes bytes and x m * k floats, and holds the buffers locked
-                // until this launch returns (the pool's `run` returns after every task). Tasks
-                // write disjoint output elements (their own rows `r`, at i * n + r), and nothing
-                // else writes these buffers during the launch.
+                // until this launch returns (the pool's `run` returns after every task). Each
+                // task's output slices are its own rows of each x-row, out[i * n + rows],
+                // disjoint from every other task's (rows do not overlap), and nothing else
+                // writes these buffers during the launch.
                 unsafe {
                     let w = std::slice::from_raw_parts(w as *const u8, s.n * row_bytes);
                     let x = std::slice::from_raw_parts(x as *const f32, s.m * s.k);
-                    let out = std::slice::from_raw_parts_mut(
-                        (out as *mut f32).add(rows.start),
-                        (s.m - 1) * s.n + rows.len(),
-                    );
+                    let mut outs: Vec<&mut [f32]> = (0..s.m)
+                        .map(|i| {
+                            std::slice::from_raw_parts_mut(
+                                (out as *mut f32).add(i * s.n + rows.start),
+                                rows.len(),
+                            )
+                        })
+                        .collect();
                     let job = Rows {
                         ty: s.ty,
                         w,
@@ -313,9 +318,8 @@ impl Kernel for QuantKernel {
                         sums: &sums,
                         k: s.k,
                         m: s.m,
-                        n: s.n,
                     };
-                    run_rows(isa, &job, rows, out);
+                    run_rows(isa, &job, rows, &mut outs);
                 }
             }),
         );
@@ -496,13 +500,11 @@ struct Rows<'a> {
     sums: &'a [f32],
     k: usize,
     m: usize,
-    n: usize,
 }
 
-/// Rows `rows` of the product into `out` (from the first row's element of x-row 0: element
-/// `i * n + (r - rows.start)` is x-row `i`'s product with weight row `r`), with the loops of
-/// `isa`.
-fn run_rows(isa: Isa, job: &Rows<'_>, rows: std::ops::Range<usize>, out: &mut [f32]) {
+/// Rows `rows` of the product into `out` (one slice per x-row: `out[i][r - rows.start]` is
+/// x-row `i`'s product with weight row `r`), with the loops of `isa`.
+fn run_rows(isa: Isa, job: &Rows<'_>, rows: std::ops::Range<usize>, out: &mut [&mut [f32]]) {
     match isa {
         // SAFETY: `isa()` chose AVX-512 only where it detected avx512f/bw/vl and fma on this
         // CPU.
@@ -517,7 +519,7 @@ fn run_rows(isa: Isa, job: &Rows<'_>, rows: std::ops::Range<usize>, out: &mut [f
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,fma")]
-unsafe fn rows_avx512(job: &Rows<'_>, rows: std::ops::Range<usize>, out: &mut [f32]) {
+unsafe fn rows_avx512(job: &Rows<'_>, rows: std::ops::Range<usize>, out: &mut [&mut [f32]]) {
     let (first, end) = (rows.start, rows.end);
     for r in rows {
         let row = &job.w[r * job.row_bytes..(r + 1) * job.row_bytes];
@@ -527,7 +529,7 @@ unsafe fn rows_avx512(job: &Rows<'_>, rows: std::ops::Range<usize>, out: &mut [f
             let sums = &job.sums[i * job.k / 32..(i + 1) * job.k / 32];
             // SAFETY: this function's features are the caller's guarantee; `row` holds
             // k / block whole blocks (row_bytes), and x and sums their k and k / 32 elements.
-            out[i * job.n + r - first] = unsafe { avx512::row_dot(job.ty, row, x, sums) };
+            out[i][r - first] = unsafe { avx512::row_dot(job.ty, row, x, sums) };
         }
     }
 }
@@ -748,7 +750,7 @@ mod avx512 {
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn rows_avx2(job: &Rows<'_>, rows: std::ops::Range<usize>, out: &mut [f32]) {
+unsafe fn rows_avx2(job: &Rows<'_>, rows: std::ops::Range<usize>, out: &mut [&mut [f32]]) {
     rows_portable(job, rows, out);
 }
 
@@ -773,7 +775,7 @@ fn prefetch_row(job: &Rows<'_>, r: usize, end: usize) {
 
 /// The loops, compiled for each ISA by being inlined into its function.
 #[inline(always)]
-fn rows_portable(job: &Rows<'_>, rows: std::ops::Range<usize>, out: &mut [f32]) {
+fn rows_portable(job: &Rows<'_>, rows: std::ops::Range<usize>, out: &mut [&mut [f32]]) {
     let (first, end) = (rows.start, rows.end);
     for r in rows {
         prefetch_row(job, r + 2, end);
@@ -781,7 +783,7 @@ fn rows_portable(job: &Rows<'_>, rows: std::ops::Range<usize>, out: &mut [f32]) 
         for i in 0..job.m {
             let x = &job.x[i * job.k..(i + 1) * job.k];
             let sums = &job.sums[i * job.k / 32..(i + 1) * job.k / 32];
-            out[i * job.n + r - first] = row_dot(job.ty, row, x, sums);
+            out[i][r - first] = row_dot(job.ty, row, x, sums);
         }
     }
 }
@@ -1091,11 +1093,10 @@ mod tests {
                 sums: &sums,
                 k,
                 m: 1,
-                n: 1,
             };
             for (name, isa) in [("portable", Isa::Portable), ("this CPU's", isa())] {
                 let mut out = [0.0f32];
-                run_rows(isa, &job, 0..1, &mut out);
+                run_rows(isa, &job, 0..1, &mut [&mut out[..]]);
                 assert!(
                     (f64::from(out[0]) - want).abs() <= 1e-5 * bound + 1e-6,
                     "{} ({name} loops): {} vs {want}",

@@ -228,6 +228,10 @@ impl Tensor {
             v = UOp::new(Ops::Contiguous, v.dtype(), vec![v], Arg::None);
         }
         if let Some(b) = tinygrad_runtime::Buffer::of(&buf) {
+            // a buffer never written yet is zeroed now: the write's kernel treats its output as
+            // overwritten whole, and would otherwise get a reused allocation whose other
+            // elements hold stale data
+            b.try_allocate(false)?;
             crate::jit::note_in_place(b.id());
         }
         let node = UOp::new(Ops::Assign, self.dtype(), vec![target, v], Arg::None);

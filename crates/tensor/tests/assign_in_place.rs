@@ -127,6 +127,28 @@ fn writes_only_the_view_on_webgpu() {
     common::on_webgpu("writes_only_the_view_on_webgpu", suite);
 }
 
+#[test]
+fn a_fresh_buffer_written_in_part_is_zero_elsewhere() {
+    // a large freed buffer of the same size goes to the buffer pool: the fresh buffer must not
+    // take it (its ones would show through the elements not written)
+    let n = 1 << 20;
+    for _ in 0..3 {
+        let ones = Tensor::ones(&[n], DType::FLOAT32).contiguous();
+        ones.realize();
+        drop(ones);
+        let t = Tensor::empty(&[n], DType::FLOAT32);
+        t.shrink(&[(5, 6)])
+            .assign_in_place(&Tensor::from_slice(&[3.0f32], &[1]))
+            .unwrap();
+        let v = t.to_vec::<f32>();
+        assert_eq!(v[5], 3.0);
+        assert!(
+            v.iter().enumerate().all(|(i, &x)| i == 5 || x == 0.0),
+            "the elements not written are zero"
+        );
+    }
+}
+
 fn panic_of(f: impl FnOnce()) -> String {
     common::install_quiet_hook();
     let e = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).expect_err("it panics");

@@ -229,7 +229,7 @@ pub(super) fn bench(model: Model, phase: Phase, o: &Opts) -> Option<Row> {
     let tokens_ok = phase != Phase::Decode || warm.tokens == ref_tokens;
     let seconds = |g: tinygrad_models::Generation| match phase {
         // per decoded token (the first token comes from the prefill)
-        Phase::Decode => g.decode_secs / (g.tokens.len() - 1) as f64,
+        Phase::Decode => g.decode_secs / g.tokens.len().saturating_sub(1).max(1) as f64,
         Phase::Prefill | Phase::FirstToken => g.first_token_secs,
     };
     let (llama_prompt, llama_gen) = match phase {

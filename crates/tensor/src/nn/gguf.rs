@@ -338,6 +338,14 @@ pub fn gguf_load_bytes(bytes: &[u8], device: &str) -> Result<Gguf, GgufError> {
     load(bytes, "<bytes>", device, false)
 }
 
+/// [`gguf_load_bytes`] keeping quantized matrices as blocks, as [`gguf_load_quantized_on`].
+///
+/// # Errors
+/// As [`gguf_load_on`].
+pub fn gguf_load_quantized_bytes(bytes: &[u8], device: &str) -> Result<Gguf, GgufError> {
+    load(bytes, "<bytes>", device, true)
+}
+
 fn err(path: &str, tensor: Option<&str>, message: impl Into<String>) -> GgufError {
     GgufError {
         path: path.to_string(),

@@ -119,6 +119,33 @@ impl QuantizedTensor {
         self.map_rows(|b| b.shrink(&[(lo, hi), (0, rb)]))
     }
 
+    /// The blocks as a realized buffer view (realized, or copied into a buffer of their own,
+    /// when they are not one: the fields are public).
+    ///
+    /// # Panics
+    /// If the blocks are not `[rows, row_bytes]` `UINT8`.
+    fn blocks_buffer(&self) -> Result<UOp, DeviceError> {
+        assert!(
+            self.blocks.dtype() == DType::UINT8
+                && self.blocks.shape() == [self.rows, self.row_bytes()],
+            "QuantizedTensor: blocks of {} {:?}, expected uint8 [{}, {}] for {} x {} {} weights",
+            self.blocks.dtype(),
+            self.blocks.shape(),
+            self.rows,
+            self.row_bytes(),
+            self.rows,
+            self.cols,
+            self.ty.name()
+        );
+        let u = self.blocks.uop();
+        if is_buffer_view(&u) {
+            return Ok(u);
+        }
+        let c = self.blocks.contiguous();
+        c.try_realize()?;
+        Ok(c.uop())
+    }
+
     /// The weight as `[rows, cols]` float32, lazily: tensor ops on the blocks, bit-exact with
     /// `gguf.quants.dequantize` (an `Embedding` over it reads only the rows it selects).
     pub fn dequantize(&self) -> Tensor {
@@ -141,7 +168,7 @@ impl QuantizedTensor {
         if !dev.name().starts_with("CPU") || !tinygrad_runtime::quant::enabled() {
             return Ok(self.dequantize().contiguous());
         }
-        let bu = self.blocks.uop();
+        let bu = self.blocks_buffer()?;
         let out = Buffer::new(dev.name(), DType::FLOAT32, self.rows * self.cols).uop();
         let item = ScheduleItem {
             ast: quant_dequantize_ast(self.ty, self.rows, self.cols),
@@ -198,10 +225,8 @@ impl QuantizedTensor {
             c.try_realize()?;
             c
         };
-        let (xu, bu) = (x2.uop(), self.blocks.uop());
-        let (Some(_), Some(_)) = (view_buffer(&xu), view_buffer(&bu)) else {
-            unreachable!("x and the blocks are realized buffer views")
-        };
+        let (xu, bu) = (x2.uop(), self.blocks_buffer()?);
+        debug_assert!(view_buffer(&xu).is_some(), "x is a realized buffer view");
         let dev = get_device(x.device())?;
         let out = Buffer::new(dev.name(), DType::FLOAT32, m * self.rows).uop();
         let item = ScheduleItem {
