@@ -524,12 +524,12 @@ unsafe fn rows_avx512(job: &Rows<'_>, rows: std::ops::Range<usize>, out: &mut [&
     for r in rows {
         let row = &job.w[r * job.row_bytes..(r + 1) * job.row_bytes];
         prefetch_row(job, r + 2, end);
-        for i in 0..job.m {
+        for (i, o) in out.iter_mut().enumerate().take(job.m) {
             let x = &job.x[i * job.k..(i + 1) * job.k];
             let sums = &job.sums[i * job.k / 32..(i + 1) * job.k / 32];
             // SAFETY: this function's features are the caller's guarantee; `row` holds
             // k / block whole blocks (row_bytes), and x and sums their k and k / 32 elements.
-            out[i][r - first] = unsafe { avx512::row_dot(job.ty, row, x, sums) };
+            o[r - first] = unsafe { avx512::row_dot(job.ty, row, x, sums) };
         }
     }
 }
@@ -780,10 +780,10 @@ fn rows_portable(job: &Rows<'_>, rows: std::ops::Range<usize>, out: &mut [&mut [
     for r in rows {
         prefetch_row(job, r + 2, end);
         let row = &job.w[r * job.row_bytes..(r + 1) * job.row_bytes];
-        for i in 0..job.m {
+        for (i, o) in out.iter_mut().enumerate().take(job.m) {
             let x = &job.x[i * job.k..(i + 1) * job.k];
             let sums = &job.sums[i * job.k / 32..(i + 1) * job.k / 32];
-            out[i][r - first] = row_dot(job.ty, row, x, sums);
+            o[r - first] = row_dot(job.ty, row, x, sums);
         }
     }
 }
