@@ -62,6 +62,26 @@ impl Proj {
         }
     }
 
+    /// [`Proj::forward`] as a kernel of its own (the GEMM path's, or the quantized product's),
+    /// not fused into what reads it: a dense product is made `contiguous`, a quantized one
+    /// already is a buffer.
+    ///
+    /// # Errors
+    /// As [`Proj::forward`].
+    pub fn forward_own(&self, x: &Tensor) -> Result<Tensor> {
+        match self {
+            Proj::Quantized { bias: None, .. } => self.forward(x),
+            _ => Ok(self.forward(x)?.contiguous()),
+        }
+    }
+
+    /// Whether the product reads its input from a buffer (a quantized product on the CPU
+    /// realizes a lazy input first: an input shared by several projections is better realized
+    /// once by the caller).
+    pub fn reads_realized_input(&self) -> bool {
+        matches!(self, Proj::Quantized { .. })
+    }
+
     /// Output rows `lo..hi` (a fused projection's part: Phi-3's qkv and gate/up).
     pub fn rows(&self, lo: usize, hi: usize) -> Proj {
         match self {

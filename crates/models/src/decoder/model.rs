@@ -52,11 +52,19 @@ impl Mlp {
             Mlp::Gelu { fc, proj } => proj.forward(&fc.forward(x)?.gelu()),
             // gate and up are their own (GEMM) kernels, not one kernel of two reductions
             Mlp::SwiGlu { gate, up, down } => {
-                down.forward(&(gate.forward(x)?.contiguous().silu() * up.forward(x)?.contiguous()))
+                down.forward(&(gate.forward_own(x)?.silu() * up.forward_own(x)?))
             }
             Mlp::GeGlu { gate, up, down } => {
-                down.forward(&(gate.forward(x)?.contiguous().gelu() * up.forward(x)?.contiguous()))
+                down.forward(&(gate.forward_own(x)?.gelu() * up.forward_own(x)?))
             }
+        }
+    }
+
+    /// Whether its first projection reads a realized input (see [`Proj::reads_realized_input`]).
+    fn reads_realized_input(&self) -> bool {
+        match self {
+            Mlp::Gelu { fc, .. } => fc.reads_realized_input(),
+            Mlp::SwiGlu { gate, .. } | Mlp::GeGlu { gate, .. } => gate.reads_realized_input(),
         }
     }
 }
@@ -704,10 +712,15 @@ impl Decoder {
             // realization (the cache's, and the next block's)
             x.try_realize()?;
             let h = block.attn_norm.forward(&x);
+            if block.q.reads_realized_input() {
+                // the quantized products read their input from a buffer: computed once here,
+                // not once per projection
+                h.try_realize()?;
+            }
             // each projection is its own (GEMM) kernel: fused into the rotary or attention
             // kernels that read it twice, it would be recomputed there, outside the GEMM path
             let split = |t: Tensor, n: isize, norm: Option<&RMSNorm>| {
-                let t = t.contiguous().reshape(&[bi, li, n, hd]);
+                let t = t.reshape(&[bi, li, n, hd]);
                 match norm {
                     Some(norm) => norm.forward(&t),
                     None => t,
@@ -718,9 +731,9 @@ impl Decoder {
                 Some((qn, kn)) => (Some(qn), Some(kn)),
                 None => (None, None),
             };
-            let mut q = split(block.q.forward(&h)?, heads, q_norm);
-            let mut k = split(block.k.forward(&h)?, kv, k_norm);
-            let v = split(block.v.forward(&h)?, kv, None);
+            let mut q = split(block.q.forward_own(&h)?, heads, q_norm);
+            let mut k = split(block.k.forward_own(&h)?, kv, k_norm);
+            let v = split(block.v.forward_own(&h)?, kv, None);
             let table = if block.sliding { &rope_local } else { &rope };
             if let Some((cos, sin)) = table {
                 q = apply_rope(&q, cos, sin);
@@ -745,7 +758,11 @@ impl Decoder {
                 Some(n) => n.forward(&out),
                 None => out,
             };
-            let out = block.mlp.forward(&block.mlp_norm.forward(&x))?;
+            let h = block.mlp_norm.forward(&x);
+            if block.mlp.reads_realized_input() {
+                h.try_realize()?;
+            }
+            let out = block.mlp.forward(&h)?;
             x = &x
                 + match &block.post_mlp_norm {
                     Some(n) => n.forward(&out),

@@ -179,7 +179,7 @@ impl QuantizedTensor {
     }
 
     /// `x @ w.T` for `x` of `[..., cols]` (any float dtype, computed in float32):
-    /// `[..., rows]` float32 (see the module docs for the two routes).
+    /// `[..., rows]` float32, a kernel of its own (see the module docs for the two routes).
     ///
     /// # Errors
     /// If the device fails (the native route realizes `x` and runs its kernel at once).
@@ -215,7 +215,8 @@ impl QuantizedTensor {
             } else {
                 self.dequantize()
             };
-            return Ok(x.matmul(&w.t()));
+            // (a kernel of its own, as the native route's is)
+            return Ok(x.matmul(&w.t()).contiguous());
         }
         let x2 = x.reshape(&[m as isize, self.cols as isize]);
         let x2 = if is_buffer_view(&x2.uop()) {
