@@ -340,6 +340,13 @@ pub fn gguf_load_bytes(bytes: &[u8], device: &str) -> Result<Gguf, GgufError> {
 
 /// [`gguf_load_bytes`] keeping quantized matrices as blocks, as [`gguf_load_quantized_on`].
 ///
+/// ```
+/// use tinygrad_tensor::nn::gguf::gguf_load_quantized_bytes;
+/// let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/golden/formats/quants.gguf");
+/// let g = gguf_load_quantized_bytes(&std::fs::read(path).unwrap(), "CPU").unwrap();
+/// assert_eq!(g.quantized["q4_0"].shape(), vec![3, 64]);
+/// ```
+///
 /// # Errors
 /// As [`gguf_load_on`].
 pub fn gguf_load_quantized_bytes(bytes: &[u8], device: &str) -> Result<Gguf, GgufError> {

@@ -15,7 +15,8 @@
 //! Every element is dequantized as `gguf.quants` does (bit-exact, on both routes), so the two
 //! differ from each other and from dequantize-then-matmul only by the order of the float32 sums.
 
-use tinygrad_runtime::quant::{QuantType, quant_dequantize_ast, quant_matmul_ast};
+pub use tinygrad_runtime::quant::QuantType;
+use tinygrad_runtime::quant::{quant_dequantize_ast, quant_matmul_ast};
 use tinygrad_runtime::{Buffer, DeviceError, get_device, run_schedule};
 use tinygrad_schedule::{ScheduleItem, is_buffer_view};
 use tinygrad_uop::{Arg, Ops, UOp};
@@ -49,6 +50,18 @@ impl QuantizedTensor {
     /// # Panics
     /// If `cols` is not a multiple of the type's block or `raw` has another length (the GGUF
     /// loader checks both first and reports an `Err`).
+    ///
+    /// ```
+    /// use tinygrad_tensor::nn::quant::{QuantType, QuantizedTensor};
+    /// // two Q8_0 rows of 32 weights: an f16 scale, then 32 signed bytes
+    /// let mut raw = vec![];
+    /// for (scale, first) in [(0x3C00u16, 0i8), (0x3800, -16)] { // 1.0 and 0.5
+    ///     raw.extend(scale.to_le_bytes());
+    ///     raw.extend((0..32).map(|j| (first + j as i8) as u8));
+    /// }
+    /// let w = QuantizedTensor::from_blocks(&raw, QuantType::Q8_0, 2, 32, "CPU");
+    /// assert_eq!((w.shape(), w.blocks.shape()), (vec![2, 32], vec![2, 34]));
+    /// ```
     pub fn from_blocks(raw: &[u8], ty: QuantType, rows: usize, cols: usize, device: &str) -> Self {
         assert!(
             cols.is_multiple_of(ty.block()),
@@ -76,16 +89,52 @@ impl QuantizedTensor {
     }
 
     /// Bytes of one row's blocks.
+    ///
+    /// ```
+    /// use tinygrad_tensor::nn::quant::{QuantType, QuantizedTensor};
+    /// // two Q8_0 rows of 32 weights: an f16 scale, then 32 signed bytes
+    /// let mut raw = vec![];
+    /// for (scale, first) in [(0x3C00u16, 0i8), (0x3800, -16)] { // 1.0 and 0.5
+    ///     raw.extend(scale.to_le_bytes());
+    ///     raw.extend((0..32).map(|j| (first + j as i8) as u8));
+    /// }
+    /// let w = QuantizedTensor::from_blocks(&raw, QuantType::Q8_0, 2, 32, "CPU");
+    /// assert_eq!(w.row_bytes(), 34);
+    /// ```
     pub fn row_bytes(&self) -> usize {
         self.cols / self.ty.block() * self.ty.block_bytes()
     }
 
     /// The shape `[rows, cols]`.
+    ///
+    /// ```
+    /// use tinygrad_tensor::nn::quant::{QuantType, QuantizedTensor};
+    /// // two Q8_0 rows of 32 weights: an f16 scale, then 32 signed bytes
+    /// let mut raw = vec![];
+    /// for (scale, first) in [(0x3C00u16, 0i8), (0x3800, -16)] { // 1.0 and 0.5
+    ///     raw.extend(scale.to_le_bytes());
+    ///     raw.extend((0..32).map(|j| (first + j as i8) as u8));
+    /// }
+    /// let w = QuantizedTensor::from_blocks(&raw, QuantType::Q8_0, 2, 32, "CPU");
+    /// assert_eq!(w.shape(), vec![2, 32]);
+    /// ```
     pub fn shape(&self) -> Vec<usize> {
         vec![self.rows, self.cols]
     }
 
     /// The device.
+    ///
+    /// ```
+    /// use tinygrad_tensor::nn::quant::{QuantType, QuantizedTensor};
+    /// // two Q8_0 rows of 32 weights: an f16 scale, then 32 signed bytes
+    /// let mut raw = vec![];
+    /// for (scale, first) in [(0x3C00u16, 0i8), (0x3800, -16)] { // 1.0 and 0.5
+    ///     raw.extend(scale.to_le_bytes());
+    ///     raw.extend((0..32).map(|j| (first + j as i8) as u8));
+    /// }
+    /// let w = QuantizedTensor::from_blocks(&raw, QuantType::Q8_0, 2, 32, "CPU");
+    /// assert_eq!(w.device(), "CPU");
+    /// ```
     pub fn device(&self) -> &str {
         self.blocks.device()
     }
@@ -96,6 +145,19 @@ impl QuantizedTensor {
     ///
     /// # Panics
     /// If `f` changes the row length.
+    ///
+    /// ```
+    /// use tinygrad_tensor::nn::quant::{QuantType, QuantizedTensor};
+    /// // two Q8_0 rows of 32 weights: an f16 scale, then 32 signed bytes
+    /// let mut raw = vec![];
+    /// for (scale, first) in [(0x3C00u16, 0i8), (0x3800, -16)] { // 1.0 and 0.5
+    ///     raw.extend(scale.to_le_bytes());
+    ///     raw.extend((0..32).map(|j| (first + j as i8) as u8));
+    /// }
+    /// let w = QuantizedTensor::from_blocks(&raw, QuantType::Q8_0, 2, 32, "CPU");
+    /// let swapped = w.map_rows(|b| b.flip(&[0]));
+    /// assert_eq!(swapped.dequantize().to_vec::<f32>()[..2], [-8.0, -7.5]);
+    /// ```
     pub fn map_rows(&self, f: impl FnOnce(&Tensor) -> Tensor) -> QuantizedTensor {
         let blocks = f(&self.blocks).contiguous();
         let s = blocks.shape();
@@ -114,6 +176,20 @@ impl QuantizedTensor {
     }
 
     /// Rows `lo..hi` (a fused projection's part).
+    ///
+    /// ```
+    /// use tinygrad_tensor::nn::quant::{QuantType, QuantizedTensor};
+    /// // two Q8_0 rows of 32 weights: an f16 scale, then 32 signed bytes
+    /// let mut raw = vec![];
+    /// for (scale, first) in [(0x3C00u16, 0i8), (0x3800, -16)] { // 1.0 and 0.5
+    ///     raw.extend(scale.to_le_bytes());
+    ///     raw.extend((0..32).map(|j| (first + j as i8) as u8));
+    /// }
+    /// let w = QuantizedTensor::from_blocks(&raw, QuantType::Q8_0, 2, 32, "CPU");
+    /// let second = w.rows_range(1, 2);
+    /// assert_eq!(second.shape(), vec![1, 32]);
+    /// assert_eq!(second.dequantize().to_vec::<f32>()[31], 7.5);
+    /// ```
     pub fn rows_range(&self, lo: usize, hi: usize) -> QuantizedTensor {
         let rb = self.row_bytes();
         self.map_rows(|b| b.shrink(&[(lo, hi), (0, rb)]))
@@ -148,6 +224,19 @@ impl QuantizedTensor {
 
     /// The weight as `[rows, cols]` float32, lazily: tensor ops on the blocks, bit-exact with
     /// `gguf.quants.dequantize` (an `Embedding` over it reads only the rows it selects).
+    ///
+    /// ```
+    /// use tinygrad_tensor::nn::quant::{QuantType, QuantizedTensor};
+    /// // two Q8_0 rows of 32 weights: an f16 scale, then 32 signed bytes
+    /// let mut raw = vec![];
+    /// for (scale, first) in [(0x3C00u16, 0i8), (0x3800, -16)] { // 1.0 and 0.5
+    ///     raw.extend(scale.to_le_bytes());
+    ///     raw.extend((0..32).map(|j| (first + j as i8) as u8));
+    /// }
+    /// let w = QuantizedTensor::from_blocks(&raw, QuantType::Q8_0, 2, 32, "CPU");
+    /// let v = w.dequantize().to_vec::<f32>();
+    /// assert_eq!((v[1], v[31], v[32], v[63]), (1.0, 31.0, -8.0, 7.5));
+    /// ```
     pub fn dequantize(&self) -> Tensor {
         let nb = self.rows * self.cols / self.ty.block();
         let blocks = self
@@ -163,6 +252,19 @@ impl QuantizedTensor {
     ///
     /// # Errors
     /// If the device fails.
+    ///
+    /// ```
+    /// use tinygrad_tensor::nn::quant::{QuantType, QuantizedTensor};
+    /// // two Q8_0 rows of 32 weights: an f16 scale, then 32 signed bytes
+    /// let mut raw = vec![];
+    /// for (scale, first) in [(0x3C00u16, 0i8), (0x3800, -16)] { // 1.0 and 0.5
+    ///     raw.extend(scale.to_le_bytes());
+    ///     raw.extend((0..32).map(|j| (first + j as i8) as u8));
+    /// }
+    /// let w = QuantizedTensor::from_blocks(&raw, QuantType::Q8_0, 2, 32, "CPU");
+    /// let d = w.dequantized().unwrap();
+    /// assert_eq!(d.to_vec::<f32>(), w.dequantize().to_vec::<f32>());
+    /// ```
     pub fn dequantized(&self) -> Result<Tensor, DeviceError> {
         let dev = get_device(self.device())?;
         if !dev.name().starts_with("CPU") || !tinygrad_runtime::quant::enabled() {
@@ -186,6 +288,21 @@ impl QuantizedTensor {
     ///
     /// # Panics
     /// If `x`'s last dimension is not `cols`, or `x` is on another device.
+    ///
+    /// ```
+    /// use tinygrad_tensor::nn::quant::{QuantType, QuantizedTensor};
+    /// // two Q8_0 rows of 32 weights: an f16 scale, then 32 signed bytes
+    /// let mut raw = vec![];
+    /// for (scale, first) in [(0x3C00u16, 0i8), (0x3800, -16)] { // 1.0 and 0.5
+    ///     raw.extend(scale.to_le_bytes());
+    ///     raw.extend((0..32).map(|j| (first + j as i8) as u8));
+    /// }
+    /// let w = QuantizedTensor::from_blocks(&raw, QuantType::Q8_0, 2, 32, "CPU");
+    /// use tinygrad_tensor::Tensor;
+    /// let x = Tensor::ones(&[1, 32], tinygrad_tensor::DType::FLOAT32);
+    /// // sums of each row: 0 + 1 + ... + 31, and 0.5 * (-16 + ... + 15)
+    /// assert_eq!(w.linear(&x).unwrap().to_vec::<f32>(), vec![496.0, -8.0]);
+    /// ```
     pub fn linear(&self, x: &Tensor) -> Result<Tensor, DeviceError> {
         let s = x.shape();
         assert!(
