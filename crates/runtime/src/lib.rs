@@ -16,8 +16,8 @@
 //! - [`webgpu`]: the `WEBGPU` device (WGSL compute shaders through wgpu on Vulkan; cargo feature
 //!   `webgpu`, on by default).
 //! - [`reference`](mod@reference): `REF`, an interpreter of the linear program — the oracle for every backend.
-//! - [`quant`]: the CPU's products with GGUF's quantized weights, read as blocks (AVX-512/AVX2
-//!   loops).
+//! - [`quant`]: the CPU's products with GGUF's quantized weights, read as blocks, and their
+//!   dequantization (AVX-512/AVX2 loops).
 //! - [`row_reduce`]: the CPU's row-reduction path (contiguous `sum`/`max`/`mean` rows in
 //!   AVX-512/AVX2 loops).
 //! - [`realize`]: running a schedule with a compiled-kernel cache and `DEBUG` output.

@@ -7,10 +7,12 @@
 //!
 //! Each element is dequantized exactly as `gguf.quants` (and the tensor layer's IR dequantizer)
 //! does, in float32 with the same operations in the same order, so the products differ from
-//! dequantize-then-matmul only by the order of the float32 sum. The loops are written over
-//! fixed-size arrays that the compiler vectorizes; they are compiled three times — for AVX-512,
-//! for AVX2 with FMA, and portably — and chosen at run time by the CPU's features
-//! (`CPU_AVX512=0` picks AVX2 on a CPU with both, as for the GEMM path).
+//! dequantize-then-matmul only by the order of the float32 sum (each block as `scale *
+//! sum(q * x) + min * sum(x)`). The products have AVX-512 and AVX2 loops written with
+//! intrinsics and a portable one; the dequantization is written over fixed-size arrays that the
+//! compiler vectorizes, compiled for each; the loops are chosen at run time by the CPU's
+//! features (`CPU_AVX512=0` picks AVX2 on a CPU with both, as for the GEMM path). Each thread
+//! streams a contiguous run of weight rows, prefetching the row after next.
 //!
 //! The kernel is a schedule item like any other: its AST is [`quant_matmul_ast`] (a `Noop`
 //! carrying a [`QuantMatmul`], which only the CPU device compiles), its slots the output, the
