@@ -319,13 +319,13 @@ impl Decoder {
             } else {
                 None
             };
+            // (lazy: the float tensor and the blocks are each made contiguous once)
             let reorder = |t: &Tensor, n: usize| {
                 let inp = t.shape()[1] as isize;
                 let (n, hd) = (n as isize, hd as isize);
                 t.reshape(&[n, hd / 2, 2, inp])
                     .transpose(1, 2)
                     .reshape(&[n * hd, inp])
-                    .contiguous()
             };
             if let Some(q) = g.quantized.remove(gname) {
                 let q = match n {
@@ -339,7 +339,7 @@ impl Decoder {
                 continue;
             };
             let t = match n {
-                Some(n) if t.ndim() == 2 && t.shape()[0] == n * hd => reorder(&t, n),
+                Some(n) if t.ndim() == 2 && t.shape()[0] == n * hd => reorder(&t, n).contiguous(),
                 _ => t,
             };
             // llama.cpp stores Gemma's norm weights plus one (ggml's RMSNorm multiplies by the

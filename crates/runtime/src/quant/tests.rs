@@ -1,0 +1,145 @@
+//! The loops of every ISA against each other and the dequantized values.
+
+use super::portable::{dequantize_block, f16_at};
+use super::*;
+
+/// Every ISA this CPU runs (portable, AVX2, AVX-512).
+fn isas() -> Vec<Isa> {
+    let mut v = vec![Isa::Portable];
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::is_x86_feature_detected as has;
+        if has!("avx2") && has!("fma") {
+            v.push(Isa::Avx2);
+        }
+        if has!("avx512f") && has!("avx512bw") && has!("avx512vl") && has!("fma") {
+            v.push(Isa::Avx512);
+        }
+    }
+    v
+}
+
+/// One block's values through the dequantization loops (checked bit for bit against the
+/// tensor layer's IR dequantizer, itself bit-exact with `gguf.quants`, in
+/// `crates/tensor/tests/quantized.rs`).
+fn dequant(ty: QuantType, b: &[u8]) -> Vec<f32> {
+    let mut out = vec![0.0f32; ty.block()];
+    dequantize_block(ty, b, &mut out);
+    out
+}
+
+/// Every type's loops (the CPU's ISA and portable) against the reference values' product
+/// computed in f64, within float32 rounding.
+#[test]
+fn row_products_equal_the_dequantized_products() {
+    for ty in [
+        QuantType::Q4_0,
+        QuantType::Q4_1,
+        QuantType::Q5_0,
+        QuantType::Q5_1,
+        QuantType::Q8_0,
+        QuantType::Q4K,
+        QuantType::Q6K,
+    ] {
+        let blocks = 3;
+        let mut row = vec![0u8; blocks * ty.block_bytes()];
+        let mut s = 12345u32;
+        for byte in row.iter_mut() {
+            s = s.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            *byte = (s >> 16) as u8;
+        }
+        // small, finite scales of both signs
+        for b in 0..blocks {
+            let at = b * ty.block_bytes();
+            let scale_at: &[usize] = match ty {
+                QuantType::Q4_1 | QuantType::Q5_1 | QuantType::Q4K => &[0, 2],
+                QuantType::Q6K => &[208],
+                _ => &[0],
+            };
+            for &o in scale_at {
+                let v = 0.01 - 0.007 * (b + o) as f32;
+                let h = half::f16::from_f32(v).to_bits();
+                row[at + o..at + o + 2].copy_from_slice(&h.to_le_bytes());
+            }
+        }
+        let k = blocks * ty.block();
+        let x: Vec<f32> = (0..k)
+            .map(|i| ((i * 37 % 101) as f32 - 50.0) / 25.0)
+            .collect();
+        let sums: Vec<f32> = x.chunks_exact(32).map(|c| c.iter().sum()).collect();
+        let mut want = 0.0f64;
+        let mut bound = 0.0f64;
+        for (b, blk) in row.chunks_exact(ty.block_bytes()).enumerate() {
+            for (j, v) in dequant(ty, blk).iter().enumerate() {
+                let p = f64::from(*v) * f64::from(x[b * ty.block() + j]);
+                want += p;
+                bound += p.abs();
+            }
+        }
+        let job = Rows {
+            ty,
+            w: &row,
+            row_bytes: row.len(),
+            x: &x,
+            sums: &sums,
+            k,
+            m: 1,
+        };
+        for isa in isas() {
+            let name = format!("{isa:?}");
+            let mut out = [0.0f32];
+            run_rows(isa, &job, 0..1, &mut [&mut out[..]]);
+            assert!(
+                (f64::from(out[0]) - want).abs() <= 1e-5 * bound + 1e-6,
+                "{} ({name} loops): {} vs {want}",
+                ty.name(),
+                out[0]
+            );
+        }
+    }
+}
+
+/// The dequantization compiled for this CPU's ISA equals the portable one bit for bit, on
+/// random blocks whose scales take every kind of value (NaN and infinities included).
+#[test]
+fn every_isa_dequantizes_alike() {
+    for ty in [
+        QuantType::Q4_0,
+        QuantType::Q4_1,
+        QuantType::Q5_0,
+        QuantType::Q5_1,
+        QuantType::Q8_0,
+        QuantType::Q4K,
+        QuantType::Q6K,
+    ] {
+        let mut s = 99u32;
+        let blocks = 64;
+        let mut w = vec![0u8; blocks * ty.block_bytes()];
+        for byte in w.iter_mut() {
+            s = s.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            *byte = (s >> 16) as u8;
+        }
+        let run = |isa: Isa| {
+            let mut out = vec![0.0f32; blocks * ty.block()];
+            dequantize_rows(isa, ty, &w, &mut out);
+            out.iter()
+                .map(|v| if v.is_nan() { u32::MAX } else { v.to_bits() })
+                .collect::<Vec<_>>()
+        };
+        for isa in isas() {
+            assert_eq!(run(Isa::Portable), run(isa), "{} ({isa:?})", ty.name());
+        }
+    }
+}
+
+#[test]
+fn halves_convert_exactly() {
+    for h in 0..=u16::MAX {
+        let want = half::f16::from_bits(h).to_f32();
+        let got = f16_at(&h.to_le_bytes());
+        assert!(
+            got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+            "{h:#06x}: {got} vs {want}"
+        );
+    }
+}
