@@ -12,15 +12,7 @@ use tinygrad_runtime::quant::QuantType;
 use tinygrad_tensor::nn::quant::{NATIVE_ROWS, QuantizedTensor};
 use tinygrad_tensor::{Jit, Tensor};
 
-const TYPES: [QuantType; 7] = [
-    QuantType::Q4_0,
-    QuantType::Q4_1,
-    QuantType::Q5_0,
-    QuantType::Q5_1,
-    QuantType::Q8_0,
-    QuantType::Q4K,
-    QuantType::Q6K,
-];
+const TYPES: [QuantType; 7] = QuantType::ALL;
 
 /// Pseudo-random blocks for `rows x cols` weights of `ty`, whose f16 scales (and minimums) are
 /// small finite numbers of both signs.

@@ -4,7 +4,7 @@
 use std::arch::x86_64::*;
 
 use super::QuantType;
-use super::portable::f16_at;
+use super::portable::{f16_at, q4k_scales};
 
 /// 16 bytes as float32 lanes, unsigned.
 ///
@@ -121,15 +121,7 @@ pub(super) unsafe fn row_dot(ty: QuantType, row: &[u8], x: &[f32], sums: &[f32])
                 for b in 0..nb {
                     let blk = &row[b * 144..(b + 1) * 144];
                     let (d, dmin) = (f16_at(blk), f16_at(&blk[2..]));
-                    let (s0, s1, s2) = (&blk[4..8], &blk[8..12], &blk[12..16]);
-                    let mut sc = [0u8; 8];
-                    let mut mn = [0u8; 8];
-                    for j in 0..4 {
-                        sc[j] = s0[j] & 0x3F;
-                        sc[j + 4] = (s2[j] & 0x0F) | ((s0[j] >> 2) & 0x30);
-                        mn[j] = s1[j] & 0x3F;
-                        mn[j + 4] = (s2[j] >> 4) | ((s1[j] >> 2) & 0x30);
-                    }
+                    let (sc, mn) = q4k_scales(blk);
                     for c in 0..4 {
                         let p = blk.as_ptr().add(16 + c * 32) as *const __m128i;
                         let (b0, b1) = (_mm_loadu_si128(p), _mm_loadu_si128(p.add(1)));

@@ -65,6 +65,17 @@ pub enum QuantType {
 }
 
 impl QuantType {
+    /// Every block type, in GGUF's order.
+    pub const ALL: [QuantType; 7] = [
+        QuantType::Q4_0,
+        QuantType::Q4_1,
+        QuantType::Q5_0,
+        QuantType::Q5_1,
+        QuantType::Q8_0,
+        QuantType::Q4K,
+        QuantType::Q6K,
+    ];
+
     /// The type of GGUF's name for it (`Q4_K`, ...), if the kernel reads it.
     pub fn from_name(name: &str) -> Option<QuantType> {
         Some(match name {

@@ -61,15 +61,7 @@ pub(super) fn dequantize_block(ty: QuantType, b: &[u8], out: &mut [f32]) {
         }
         QuantType::Q4K => {
             let (d, dmin) = (f16_at(b), f16_at(&b[2..]));
-            let (s0, s1, s2) = (&b[4..8], &b[8..12], &b[12..16]);
-            let mut sc = [0u8; 8];
-            let mut mn = [0u8; 8];
-            for j in 0..4 {
-                sc[j] = s0[j] & 0x3F;
-                sc[j + 4] = (s2[j] & 0x0F) | ((s0[j] >> 2) & 0x30);
-                mn[j] = s1[j] & 0x3F;
-                mn[j + 4] = (s2[j] >> 4) | ((s1[j] >> 2) & 0x30);
-            }
+            let (sc, mn) = q4k_scales(b);
             for c in 0..4 {
                 let (dl, ml) = (d * f32::from(sc[2 * c]), dmin * f32::from(mn[2 * c]));
                 let (dh, mh) = (
@@ -124,6 +116,21 @@ fn add_scaled(acc: &mut [f32; LANES], scale: f32, s: &[f32; LANES]) {
     for l in 0..LANES {
         acc[l] += scale * s[l];
     }
+}
+
+/// A Q4_K block's 8 sub-block scales and minimums (6 bits each, packed in its bytes 4..16).
+#[inline(always)]
+pub(super) fn q4k_scales(b: &[u8]) -> ([u8; 8], [u8; 8]) {
+    let (s0, s1, s2) = (&b[4..8], &b[8..12], &b[12..16]);
+    let mut sc = [0u8; 8];
+    let mut mn = [0u8; 8];
+    for j in 0..4 {
+        sc[j] = s0[j] & 0x3F;
+        sc[j + 4] = (s2[j] & 0x0F) | ((s0[j] >> 2) & 0x30);
+        mn[j] = s1[j] & 0x3F;
+        mn[j + 4] = (s2[j] >> 4) | ((s1[j] >> 2) & 0x30);
+    }
+    (sc, mn)
 }
 
 /// The IEEE half at `b[0..2]` (little-endian) as float32, exactly (normals, subnormals, zeros,
@@ -209,15 +216,7 @@ pub(super) fn row_dot(ty: QuantType, row: &[u8], x: &[f32], sums: &[f32]) -> f32
         QuantType::Q4K => {
             for (b, blk) in row.chunks_exact(144).enumerate() {
                 let (d, dmin) = (f16_at(blk), f16_at(&blk[2..]));
-                let (s0, s1, s2) = (&blk[4..8], &blk[8..12], &blk[12..16]);
-                let mut sc = [0u8; 8];
-                let mut mn = [0u8; 8];
-                for j in 0..4 {
-                    sc[j] = s0[j] & 0x3F;
-                    sc[j + 4] = (s2[j] & 0x0F) | ((s0[j] >> 2) & 0x30);
-                    mn[j] = s1[j] & 0x3F;
-                    mn[j + 4] = (s2[j] >> 4) | ((s1[j] >> 2) & 0x30);
-                }
+                let (sc, mn) = q4k_scales(blk);
                 for c in 0..4 {
                     let qs: &[u8; 32] = blk[16 + c * 32..48 + c * 32].try_into().expect("32");
                     let (lo_sub, hi_sub) = (b * 8 + 2 * c, b * 8 + 2 * c + 1);

@@ -32,15 +32,7 @@ fn dequant(ty: QuantType, b: &[u8]) -> Vec<f32> {
 /// computed in f64, within float32 rounding.
 #[test]
 fn row_products_equal_the_dequantized_products() {
-    for ty in [
-        QuantType::Q4_0,
-        QuantType::Q4_1,
-        QuantType::Q5_0,
-        QuantType::Q5_1,
-        QuantType::Q8_0,
-        QuantType::Q4K,
-        QuantType::Q6K,
-    ] {
+    for ty in QuantType::ALL {
         let blocks = 3;
         let mut row = vec![0u8; blocks * ty.block_bytes()];
         let mut s = 12345u32;
@@ -103,15 +95,7 @@ fn row_products_equal_the_dequantized_products() {
 /// random blocks whose scales take every kind of value (NaN and infinities included).
 #[test]
 fn every_isa_dequantizes_alike() {
-    for ty in [
-        QuantType::Q4_0,
-        QuantType::Q4_1,
-        QuantType::Q5_0,
-        QuantType::Q5_1,
-        QuantType::Q8_0,
-        QuantType::Q4K,
-        QuantType::Q6K,
-    ] {
+    for ty in QuantType::ALL {
         let mut s = 99u32;
         let blocks = 64;
         let mut w = vec![0u8; blocks * ty.block_bytes()];
