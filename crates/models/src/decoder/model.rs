@@ -96,7 +96,9 @@ pub(super) enum Span {
         start: usize,
     },
     /// One token at the position held by the tensor `pos` (`[1]`, int32); `end` (its position
-    /// plus one: the attended length) is symbolic.
+    /// plus one: the attended length) is symbolic. The two must agree (`pos == end - 1`): the
+    /// rotary rows and the sliding window read `pos`, the KV cache write goes to `end - 1`.
+    /// `Decoder::generate` and `Decoder::decode_step` build both from one position.
     Symbolic {
         /// The position, on the device.
         pos: Tensor,

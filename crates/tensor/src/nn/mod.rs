@@ -1,5 +1,6 @@
 //! Neural networks, as tinygrad's `tinygrad.nn`: layers ([`layers`]), optimizers ([`optim`]),
-//! weight files ([`state`]) and weight initialization ([`init`]).
+//! weight files ([`state`], [`gguf`], [`torch`]), weights kept as GGUF's quantized blocks
+//! ([`quant`]) and weight initialization ([`init`]).
 //!
 //! Models are plain structs of layers. Two traits connect them to the rest:
 //! - [`Module`]: `forward(&self, x) -> Tensor` (tinygrad's `__call__`); closures are modules too,
