@@ -152,6 +152,7 @@ pub(crate) struct Sides<'a> {
 
 /// `operand` as an in-place operand, when it is an ungated `float32` load with a separable
 /// index.
+// A read in place: mnist kernels per step 945 -> 488 ms (see docs/performance.md)
 pub(crate) fn in_place_operand(operand: &UOp, s: &Sides<'_>) -> Option<InPlaceOperand> {
     if operand.dtype() != DType::FLOAT32 {
         return None;

@@ -206,6 +206,7 @@ pub fn plan_row_reduce(ast: &UOp) -> Option<RowReducePlan> {
         let col = outs.remove(pos);
         let mut cols = col.1;
         let mut zeroed = vec![r.clone(), col.2];
+        // [128,64,32,3,3].sum(0): 10 -> 0.8 ms (see docs/performance.md)
         // Output ranges that continue the columns in both the input and the output (a weight
         // gradient's `[co, ci, kh, kw]` over partials `[div, co, ci, kh, kw]`: `kw` alone is 3
         // columns, all four 18,432) join them, innermost first.

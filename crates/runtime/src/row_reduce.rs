@@ -29,9 +29,11 @@ use crate::thread_pool::global_pool;
 
 /// Rows shorter than this stay on the generic kernels (their own 4-lane loops reach the
 /// short row's end before wider vectors would pay off).
+// native loops: sum of 16M 14 -> 36-43 GB/s on Xeon (see docs/performance.md)
 pub const MIN_ROW: usize = 64;
 
 /// Column groups narrower than this stay on the generic kernels.
+// sum(axis=0) of 4096^2: 15.2 -> 2.6 ms on Xeon (see docs/performance.md)
 pub const MIN_COLS: usize = 16;
 
 /// The most columns one task accumulates at once (4 KiB of accumulators, in L1).
@@ -46,6 +48,7 @@ pub const MIN_ELEMENTS: usize = 1 << 14;
 /// pages) a standalone model of the loop summed 256 rows of 64 Ki floats in 2.43-2.61 ms with
 /// 4 streams against 2.72-2.91 ms with one, and 4096 rows of 4 Ki in 2.42-2.52 against
 /// 2.71-2.81 (medians of 15, 5 alternating rounds); L2-resident rows were no slower.
+// sum of 16M 2.11-2.39 -> 1.62-1.84 ms on Zen 2 (see docs/performance.md)
 const STREAMS: usize = 4;
 
 /// Elements a launch must read before its rows are split across the thread pool.
@@ -474,6 +477,7 @@ mod x86 {
     /// a Xeon; prefetching every cache line a page ahead gave 44-50 (median of 30, same run).
     /// The AVX2 loops do not prefetch: on an AVX2-only AMD EPYC (Zen) the same prefetches cost
     /// 8% (a 2-thread sum of 64 MiB in huge pages: 22.7 GB/s with them, 24.7 without).
+    // 27-41 -> 44-50 GB/s on Xeon; AVX2 loops 8% slower with it on Zen 2 (see docs/performance.md)
     const PREFETCH_FLOATS: usize = 1024;
 
     /// Prefetches the `lines` cache lines that start `PREFETCH_FLOATS` past element `i`.

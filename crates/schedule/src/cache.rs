@@ -158,6 +158,7 @@ fn topo_positions(outputs: &[UOp]) -> (Vec<UOp>, Positions) {
 }
 
 /// Schedules `outputs` through the cache: `schedule` computes a schedule on a miss.
+// mnist: scheduling ~110 -> ~2 ms per step; warm 20-op chain ~27 -> ~6 us (see docs/performance.md)
 pub(crate) fn cached_schedule(
     outputs: &[UOp],
     new_buffer: &mut dyn FnMut(DType, usize) -> UOp,

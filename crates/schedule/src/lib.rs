@@ -138,6 +138,7 @@ fn schedule_uncached(outputs: &[UOp], new_buffer: &mut dyn FnMut(DType, usize) -
         }
     }
 
+    // 6-layer decoder: scheduling 294 -> 17 ms (see docs/performance.md)
     // Build kernels for every realized node, in topological order; when lowering finds a node
     // that must be realized (a reduction broadcast, nested or used in two places, an expensive
     // node used twice), add it and rebuild every kernel from the first one that inlined it, so

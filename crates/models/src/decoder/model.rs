@@ -709,6 +709,7 @@ impl Decoder {
         );
         let (bi, li) = (b as isize, len as isize);
         for (block, (ck, cv)) in self.blocks.iter().zip(&self.cache) {
+            // 125M LLaMA: prefill 2304 -> 358 ms, decode 131 -> 38 ms (see docs/performance.md)
             // the block's input is realized first: everything built from it below would
             // otherwise recompute it from the embeddings, through every earlier block, at each
             // realization (the cache's, and the next block's)

@@ -13,10 +13,12 @@ use crate::thread_pool::global_pool;
 /// Bytes of `A` a task multiplies by every `B` panel before its next rows (see
 /// `BlockJob::task`): half of a 512 KiB L2 (the Zen cores measured; larger elsewhere), the rest
 /// for `B` and `C`.
+// matmul 2048 micro-kernel 244 -> 240 ms (see docs/performance.md)
 pub(super) const A_L2_BYTES: usize = 256 << 10;
 
 /// K blocks shorter than this (a convolution over one input channel: K = 25) run their tiles
 /// row panel by row panel over blocks of [`B_L2_BYTES`] of `B` (see `BlockJob::task`).
+// mnist conv1 micro-kernel 9.2-11.5 -> 5.4-6.9 ms (see docs/performance.md)
 pub(super) const SHORT_K_BLOCK: usize = 64;
 
 /// Bytes of packed `B` per block of column panels of a short-K task.
@@ -24,11 +26,13 @@ pub(super) const B_L2_BYTES: usize = 128 << 10;
 
 /// An in-place `A` contiguous along K multiplied by at most this many column panels is read
 /// about once from memory: see `InPlaceA::streamed`.
+// MiniLM-shaped encoder 1x12: 9.1-9.3 -> 8.1-8.4 ms on Zen 2 (see docs/performance.md)
 pub(super) const STREAMED_COL_PANELS: usize = 2;
 
 /// How many panels ahead the in-place micro-kernel prefetches `A` (one row of that panel, at
 /// every `k`). A convolution's input read in place misses in every cache at the first panel of
 /// each image, and the hardware prefetcher does not follow its short strided runs.
+// mnist single-row band GEMMs 28.0 -> 17.2 ms per step (see docs/performance.md)
 pub(super) const PREFETCH_PANELS: usize = 4;
 
 /// Bytes of `A` per block instead of [`A_L2_BYTES`] when `A` is read in place from rows a
@@ -43,6 +47,7 @@ pub(super) const PREFETCH_PANELS: usize = 4;
 /// against 171 with 24 KiB. Not measured with AVX-512. beautiful_mnist's GEMMs
 /// do not alias and keep the larger block (taking 24 KiB for them too did not change its
 /// step).
+// matmul 1024 0.77-0.88x -> 0.87-0.95x of numpy on Zen 2 (see docs/performance.md)
 pub(super) const A_ALIASED_BYTES: usize = 48 << 10;
 
 /// The distance between rows (in bytes) at which their slices alias in the caches: L1's
@@ -72,6 +77,7 @@ pub fn repacked_a_blocks() -> u64 {
 pub(super) const A_BLOCK_BYTES: usize = 1 << 20;
 
 /// Bytes of packed `A` per task of a [`FusedRowsJob`]: with `B`'s panels, within one core's L2 (512 KiB here).
+// conv 204800x32x800: 350 -> 272 ms (see docs/performance.md)
 pub(super) const FUSED_A_BYTES: usize = 384 << 10;
 
 /// Row panels per task of a [`FusedRowsJob`].
@@ -267,6 +273,7 @@ pub(super) fn task_grid(m_panels: usize, n_panels: usize, threads: usize) -> (us
 /// 32). Measured on a 2-vCPU Zen 2, alternating in one process, medians of 12 runs: matmul
 /// 2048 96.4 -> 94.8 and 97.5 -> 96.8 ms (two runs); matmul 1024 (64 panels) was 0.2-0.6%
 /// slower with 64, so it keeps 32.
+// matmul 2048 96.4 -> 94.8 ms on Zen 2 (see docs/performance.md)
 fn column_block(n_panels: usize) -> usize {
     if n_panels >= 128 { 64 } else { 32 }
 }

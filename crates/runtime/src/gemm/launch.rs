@@ -114,6 +114,7 @@ pub struct InPlaceWalk {
     /// 95.2 -> 94.3, 95.1 -> 95.1, 97.6 -> 96.4 and 99.3 -> 97.5 ms.
     /// Not for a row block streamed once ([`InPlaceWalk::streamed`]): a copy would be a second
     /// pass over it.
+    // matmul 1024 12.93 -> 12.35 ms on Zen 2 (see docs/performance.md)
     pub repacked: bool,
 }
 
@@ -142,11 +143,13 @@ pub struct LaunchPlan {
 /// iteration reads a column strip of `B`: `nr` floats from each row, rows far apart (8 KiB in
 /// matmul 2048), a cache miss per row that no prefetcher follows. Four panels read four
 /// adjacent lines per row (measured packing a 2048 x 2048 `B` on one core: 4.9 -> 2.6 ms).
+// packing matmul 2048's B on one core: 4.5-4.9 -> 2.6 ms (see docs/performance.md)
 pub const PACK_B_PANEL_GROUP: usize = 4;
 
 /// The shortest K chunk whose `B` packing takes [`PACK_B_PANEL_GROUP`] panels per iteration.
 /// Short strips gain nothing: beautiful_mnist's first convolution (K = 25, its `B` an im2col
 /// gather of nearby pixels) packed in 2.5 ms with groups of 4 against 2.0 without.
+// at K = 25 grouping was slower: 2.0 -> 2.5 ms (see docs/performance.md)
 pub const PACK_B_GROUP_MIN_K: usize = 256;
 
 /// Panels of `B` packed per iteration: [`PACK_B_PANEL_GROUP`] where they divide the panel
@@ -168,6 +171,7 @@ pub fn b_panel_group(plan: &GemmPlan) -> usize {
 /// im2col's) is faster packed: packing it is a copy, and the packed kernel's loads beat six
 /// row streams (measured on a 2-vCPU Xeon: matmul 1024 184 -> 215-228 GFLOP/s, while the
 /// convolutions of beautiful_mnist stay 1.5x faster in place).
+// AVX-512 packs A along K: matmul 1024 184 -> 215-228 GFLOP/s on Xeon (see docs/performance.md)
 pub fn in_place_walk(plan: &GemmPlan, facts: Option<InPlaceFacts>) -> Option<InPlaceWalk> {
     let f = facts.filter(|f| f.prepare_pays)?;
     if plan.tile == TILE_AVX512 && f.k_contiguous {
@@ -220,6 +224,7 @@ pub fn a_route(plan: &GemmPlan, in_place: bool, threads: usize) -> ARoute {
 
 /// Rows of each batch written straight into the output: the whole row panels, when the plan
 /// allows it ([`GemmPlan::direct_output`]) and there is at least one.
+// with the C prefetch: matmul 2048 0.93-0.97x -> 0.94-1.04x of numpy (see docs/performance.md)
 pub fn direct_rows(plan: &GemmPlan) -> Option<usize> {
     let rows = plan.m / plan.tile.mr * plan.tile.mr;
     (plan.direct_output.is_some() && rows > 0).then_some(rows)
