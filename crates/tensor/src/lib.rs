@@ -26,7 +26,7 @@
 //! - [`autograd`]: `requires_grad`, `backward`, `gradient`, `detach`, training and no-grad
 //!   modes — gradients are lazy tensors built on the UOp graph.
 //! - [`nn_ops`]: convolutions and pooling (any number of spatial dims), activations, layernorm/
-//!   batchnorm, `rand`/`dropout`, `one_hot`, attention, losses.
+//!   batchnorm, `rand`/`dropout`, `one_hot`, attention, losses — one file per topic in `nn_ops/`.
 //! - [`scatter`]: `pad_mode` ([`PadMode`]: reflect/replicate/circular), `scatter`/`scatter_reduce`, `meshgrid`, `masked_select`.
 //! - [`setitem`]: `setitem` — writing into the part of a tensor an index selects.
 //! - [`assign`]: `assign` — replacing a tensor's value lazily (optimizer updates).
