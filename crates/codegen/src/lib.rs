@@ -13,7 +13,7 @@
 //! - [`linearize`]: kernel AST -> flat program order with explicit loops and accumulators.
 //! - [`reassociate`]: index sums ordered by loop level, so loop-invariant parts are hoisted.
 //! - [`opt`]: kernel optimizations (upcast, unroll, 4-lane vectors), their heuristic and the
-//!   moves BEAM search tries.
+//!   moves BEAM search tries — in `opt/`: choosing, applying, expanding lanes.
 //! - [`program`]: [`Program`] and [`to_program`], the pipeline from kernel AST to program.
 //! - [`renderer`]: the [`Renderer`] trait.
 //! - [`row_reduce`]: reductions along contiguous rows, planned for native vector loops.
