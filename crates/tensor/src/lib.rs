@@ -11,7 +11,8 @@
 //!
 //! Module map:
 //! - [`tensor`]: [`Tensor`]: creation, realize, reading data, devices (one file each in `tensor/`).
-//! - [`elementwise`]: math, comparisons, logic, casts, with broadcasting and promotion.
+//! - [`elementwise`]: math, comparisons, logic, casts, with broadcasting and promotion (one file
+//!   per topic in `elementwise/`).
 //! - [`movement`]: reshape, permute, expand, pad, shrink, flip, cat, slicing — views, no copies.
 //! - [`indexing`]: `getitem` ([`Idx`]: ints, slices with steps, ellipsis, new axes, tensor
 //!   indices), `gather`, `masked_fill`, `tril`/`triu`, `roll`, `repeat`, `split`/`chunk`.
