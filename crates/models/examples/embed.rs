@@ -7,21 +7,28 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
+use clap::Parser;
+
 mod common;
 
 use tinygrad_models::{SentenceEncoder, cosine_similarity};
-use tinygrad_tensor::default_device;
+use tinygrad_tensor::{default_device, environment};
+
+/// Sentence embeddings with a sentence-transformers model directory: each sentence's embedding
+/// (its first values and norm) and the cosine similarities between the sentences.
+#[derive(Parser)]
+#[command(after_help = environment::help())]
+struct Args {
+    /// The model directory (`config.json`, safetensors, `tokenizer.json`).
+    dir: PathBuf,
+    /// The sentences to embed.
+    #[arg(required = true)]
+    sentences: Vec<String>,
+}
 
 fn main() {
-    let mut args = std::env::args().skip(1);
-    let (Some(dir), sentences) = (args.next(), args.collect::<Vec<String>>()) else {
-        eprintln!("usage: embed MODEL_DIR \"sentence\" [\"sentence\" ...]");
-        std::process::exit(2);
-    };
-    if sentences.is_empty() {
-        eprintln!("usage: embed MODEL_DIR \"sentence\" [\"sentence\" ...]");
-        std::process::exit(2);
-    }
+    let Args { dir, sentences } = Args::parse();
+    let dir = dir.display().to_string();
     let device = default_device();
     let t0 = Instant::now();
     let loaded = common::with_spinner(&format!("loading {dir} onto {device}"), || {

@@ -16,14 +16,11 @@ use clap::Parser;
 mod common;
 
 use tinygrad_models::{Decoder, Message, SamplingOptions, Tokenizer};
-use tinygrad_tensor::default_device;
+use tinygrad_tensor::{default_device, environment};
 
 /// Generates text with a GPT-2 or LLaMA-family model (a Hugging Face directory or a GGUF file).
 #[derive(Parser)]
-#[command(
-    after_help = "Environment: DEV (the device: CPU, REF, WEBGPU, CUDA), DEBUG=n \
-                        (tinygrad's debug output), CPU_GEMM=0 and the CPU path switches"
-)]
+#[command(after_help = environment::help())]
 struct Args {
     /// The model: a Hugging Face directory or a `.gguf` file.
     model: PathBuf,

@@ -8,38 +8,48 @@
 //! uniform in [0, 1), integer inputs 0, bools false. `DEV=` picks the device.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::time::Instant;
 
+use clap::Parser;
 use tinygrad_onnx::{Dim, OnnxModel};
-use tinygrad_tensor::{DType, Tensor};
+use tinygrad_tensor::{DType, Tensor, environment};
+
+/// Runs an ONNX model on random inputs: prints its inputs and outputs, then times runs.
+#[derive(Parser)]
+#[command(after_help = environment::help())]
+struct Args {
+    /// The `.onnx` file.
+    model: PathBuf,
+    /// A symbolic input dim's size, `NAME=SIZE` (repeatable; unnamed ones are 1).
+    #[arg(long = "dim", value_name = "NAME=SIZE", value_parser = parse_dim)]
+    dims: Vec<(String, usize)>,
+    /// Timed runs after the first (which compiles the kernels).
+    #[arg(long, default_value_t = 10)]
+    runs: usize,
+}
+
+/// `NAME=SIZE` as a pair.
+fn parse_dim(kv: &str) -> Result<(String, usize), String> {
+    let (k, v) = kv.split_once('=').ok_or("expected NAME=SIZE")?;
+    let size = v.parse().map_err(|e| format!("{v:?}: {e}"))?;
+    Ok((k.to_string(), size))
+}
 
 fn main() {
-    if let Err(e) = run() {
+    let args = Args::parse();
+    if let Err(e) = run(args) {
         eprintln!("onnx_run: {e}");
         std::process::exit(1);
     }
 }
 
-fn run() -> Result<(), Box<dyn std::error::Error>> {
-    let mut args = std::env::args().skip(1);
-    let mut path = None;
-    let mut dims: HashMap<String, usize> = HashMap::new();
-    let mut runs = 10usize;
-    while let Some(a) = args.next() {
-        match a.as_str() {
-            "--dim" => {
-                let kv = args.next().ok_or("--dim needs NAME=SIZE")?;
-                let (k, v) = kv.split_once('=').ok_or("--dim needs NAME=SIZE")?;
-                dims.insert(k.to_string(), v.parse()?);
-            }
-            "--runs" => runs = args.next().ok_or("--runs needs a count")?.parse()?,
-            _ if path.is_none() => path = Some(a),
-            _ => return Err(format!("unexpected argument {a:?}").into()),
-        }
-    }
-    let path = path.ok_or("usage: onnx_run MODEL.onnx [--dim NAME=SIZE]... [--runs N]")?;
+fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
+    let dims: HashMap<String, usize> = args.dims.into_iter().collect();
+    let runs = args.runs;
+    let path = args.model.display().to_string();
     let t0 = Instant::now();
-    let model = OnnxModel::load(&path)?;
+    let model = OnnxModel::load(&args.model)?;
     println!(
         "{path}: opset {}, loaded on {} in {:.1} ms",
         model.opset(),

@@ -10,6 +10,8 @@
 //! - [`device`]: the [`Device`]/[`Kernel`] traits, the registry (`CPU`, `REF`, `CUDA`, `WEBGPU`,
 //!   each with an optional index: `CPU:1`; `DEV=`), `DEBUG`.
 //! - [`cpu`]: the Cranelift JIT device.
+//! - [`environment`]: the environment variables the library reads ([`environment::VARIABLES`]),
+//!   and the `--help` text listing them.
 //! - [`gemm`]: the CPU's GEMM path (packing kernels + AVX2/FMA micro-kernel + epilogue).
 //! - [`cuda`]: the `CUDA` device (PTX through the CUDA driver; cargo feature `cuda`).
 //! - [`nccl`]: all-reduce across CUDA GPUs through NVIDIA's NCCL, loaded at run time.
@@ -34,6 +36,7 @@ pub mod capture;
 pub mod cpu;
 pub mod cuda;
 pub mod device;
+pub mod environment;
 pub mod gemm;
 pub mod huge_pages;
 pub mod nccl;

@@ -17,10 +17,11 @@
 //! statistics, loss) is one schedule, run through a `Jit`: from the third step on, a replay of
 //! the captured kernels on the new batch (`JIT=0` runs every step normally).
 //!
-//! Environment: `STEPS` (default 70, tinygrad's), `BS` (512), `LR` (0.001), `EVAL_EVERY`
-//! (steps between test evaluations, default: only at the end), `SEED` (42), `SAVE` (write the
-//! trained weights as safetensors), `TARGET` (stop early once the test accuracy reaches this
-//! percentage, checked at each evaluation). Shows a progress bar (steps, loss, ms per step,
+//! Settings, each a flag or (as in tinygrad) an environment variable (`--help` lists them):
+//! `STEPS`/`--steps` (default 70, tinygrad's), `BS` (512), `LR` (0.001), `EVAL_EVERY` (steps
+//! between test evaluations, default: only at the end), `SEED` (42), `SAVE` (write the trained
+//! weights as safetensors), `TARGET` (stop early once the test accuracy reaches this percentage,
+//! checked at each evaluation). Shows a progress bar (steps, loss, ms per step,
 //! steps/s), and ends with `test accuracy: NN.NN%`.
 //!
 //! Data-parallel training (tinygrad's `GPUS=n`): `--devices N` replicates the model on N devices
@@ -33,12 +34,13 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use tinygrad_tensor::nn::optim::{self, Optimizer};
 use tinygrad_tensor::nn::state::safe_save;
 use tinygrad_tensor::nn::{BatchNorm, Conv2d, Linear, Module, get_parameters, get_state_dict};
-use tinygrad_tensor::{Dims, Jit, Reduction, Tensor, impl_parameters};
+use tinygrad_tensor::{Dims, Jit, Reduction, Tensor, environment, impl_parameters};
 
 const PIXELS: usize = 28 * 28;
 const TEST_PER_CLASS: usize = 200;
@@ -87,22 +89,44 @@ impl Module for Model {
     }
 }
 
-fn env<T: std::str::FromStr>(name: &str, default: T) -> T {
-    match std::env::var(name) {
-        Ok(v) => v
-            .parse()
-            .unwrap_or_else(|_| panic!("{name}={v:?} is not a valid value")),
-        Err(_) => default,
-    }
+/// tinygrad's `beautiful_mnist`: a small convnet trained with Adam on real MNIST digits. Each
+/// setting is a flag or, as in tinygrad, an environment variable.
+#[derive(Parser)]
+#[command(after_help = environment::help())]
+struct Args {
+    /// Training steps.
+    #[arg(long, env = "STEPS", default_value_t = 70)]
+    steps: usize,
+    /// Batch size.
+    #[arg(long, env = "BS", default_value_t = 512)]
+    bs: usize,
+    /// Adam's learning rate.
+    #[arg(long, env = "LR", default_value_t = 0.001)]
+    lr: f64,
+    /// Steps between test evaluations (0: only at the end).
+    #[arg(long, env = "EVAL_EVERY", default_value_t = 0)]
+    eval_every: usize,
+    /// Stop early once the test accuracy reaches this percentage (checked at each evaluation).
+    #[arg(long, env = "TARGET", default_value_t = 101.0)]
+    target: f64,
+    /// The seed of the weights and of the batches.
+    #[arg(long, env = "SEED", default_value_t = 42)]
+    seed: u64,
+    /// Write the trained weights to this safetensors file.
+    #[arg(long, env = "SAVE")]
+    save: Option<PathBuf>,
+    /// Another digits file in `examples/data/mnist.gz`'s format.
+    #[arg(long, env = "MNIST_FILE")]
+    mnist_file: Option<PathBuf>,
+    /// Data-parallel training over this many devices of the default kind.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    devices: u64,
 }
 
 /// The committed digits: `examples/data/mnist.gz` (see `examples/data/convert_mnist.py`), or
-/// `MNIST_FILE`.
-fn data_file() -> PathBuf {
-    std::env::var_os("MNIST_FILE").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/data/mnist.gz"),
-        PathBuf::from,
-    )
+/// `--mnist-file`.
+fn data_file(given: Option<PathBuf>) -> PathBuf {
+    given.unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/data/mnist.gz"))
 }
 
 /// The digits, images flattened (784 floats each).
@@ -115,8 +139,8 @@ struct Data {
 
 /// Reads the gzip of `(label byte, 784 pixel bytes)` records in class order, and holds out the
 /// last [`TEST_PER_CLASS`] digits of each class as the test set.
-fn load() -> Result<Data, String> {
-    let path = data_file();
+fn load(file: Option<PathBuf>) -> Result<Data, String> {
+    let path = data_file(file);
     let file = std::fs::File::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut bytes = Vec::new();
     flate2::read::GzDecoder::new(file)
@@ -190,30 +214,20 @@ fn accuracy(model: &Model, x: &[f32], y: &[i32], devices: &[&str]) -> f64 {
     })
 }
 
-/// `--devices N` from the command line (1 without it).
-fn device_count() -> usize {
-    let args: Vec<String> = std::env::args().collect();
-    match args.iter().position(|a| a == "--devices") {
-        None => 1,
-        Some(i) => args
-            .get(i + 1)
-            .and_then(|n| n.parse().ok())
-            .filter(|&n| n >= 1)
-            .unwrap_or_else(|| {
-                eprintln!("mnist: --devices takes a device count >= 1");
-                std::process::exit(2);
-            }),
-    }
-}
-
 fn main() {
-    let steps: usize = env("STEPS", 70);
-    let bs: usize = env("BS", 512);
-    let lr: f64 = env("LR", 0.001);
-    let eval_every: usize = env("EVAL_EVERY", 0);
-    let target: f64 = env("TARGET", 101.0);
-    let seed: u64 = env("SEED", 42);
-    let Data { xtr, ytr, xte, yte } = load().unwrap_or_else(|e| {
+    let Args {
+        steps,
+        bs,
+        lr,
+        eval_every,
+        target,
+        seed,
+        save,
+        mnist_file,
+        devices: n_dev,
+    } = Args::parse();
+    let n_dev = usize::try_from(n_dev).expect("a device count fits usize");
+    let Data { xtr, ytr, xte, yte } = load(mnist_file).unwrap_or_else(|e| {
         eprintln!("mnist: {e}");
         std::process::exit(1);
     });
@@ -223,7 +237,6 @@ fn main() {
         yte.len()
     );
 
-    let n_dev = device_count();
     let kind = tinygrad_tensor::default_device();
     let devices: Vec<String> = (0..n_dev)
         .map(|i| {
@@ -326,9 +339,9 @@ fn main() {
     if let Some(s) = reached {
         println!("reached {target}% at step {s}");
     }
-    if let Ok(path) = std::env::var("SAVE") {
+    if let Some(path) = save {
         safe_save(&get_state_dict(&model), &path).unwrap_or_else(|e| panic!("{e}"));
-        println!("saved the weights to {path}");
+        println!("saved the weights to {}", path.display());
     }
     println!("test accuracy: {a:.2}%");
 }

@@ -3,9 +3,16 @@
 //! to see each kernel and its time, `DEBUG=4` for the generated code, `DEV=REF` for the
 //! reference interpreter.
 
-use tinygrad_tensor::{DType, Tensor};
+use clap::Parser;
+use tinygrad_tensor::{DType, Tensor, environment};
+
+/// A small tensor program, end to end: graph, fused kernels, Cranelift JIT, result.
+#[derive(Parser)]
+#[command(after_help = environment::help())]
+struct Args {}
 
 fn main() {
+    Args::parse();
     let a = Tensor::from_slice(&[1.0f32, -2.0, 3.0, -4.0, 5.0, -6.0], &[2, 3]);
     let b = Tensor::from_slice(&[0.5f32, 1.0, 2.0], &[3]);
     println!("a =\n{a}\nb = {b}");

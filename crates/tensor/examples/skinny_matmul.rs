@@ -9,7 +9,8 @@
 use std::process::Command;
 use std::time::Instant;
 
-use tinygrad_tensor::Tensor;
+use clap::Parser;
+use tinygrad_tensor::{Tensor, environment};
 
 /// (m, n, k): transformer projections at batch 1 (12 tokens), its MLP, a decode step's
 /// matrix-vector products, squares.
@@ -53,7 +54,13 @@ fn measure() -> Vec<f64> {
         .collect()
 }
 
+/// Times small and skinny matmuls on the CPU's GEMM path and on the generic kernels.
+#[derive(Parser)]
+#[command(after_help = environment::help())]
+struct Args {}
+
 fn main() {
+    Args::parse();
     if std::env::var_os("SKINNY_MATMUL_CHILD").is_some() {
         let us = measure();
         println!(

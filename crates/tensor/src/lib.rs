@@ -43,6 +43,8 @@
 //! - [`operators`]: Rust operator overloading.
 //! - [`display`]: numpy-style printing.
 //! - [`element`]: Rust element types.
+//! - [`environment`]: the environment variables the library reads (`DEV`, `DEBUG`, the CPU
+//!   path switches), with the `--help` text that lists them.
 
 pub mod assign;
 pub mod autograd;
@@ -83,6 +85,7 @@ pub use scatter::PadMode;
 pub use symbolic::{BoundVar, Variable};
 pub use tensor::{Tensor, TensorError};
 pub use tinygrad_dtype::{ConstValue, DType};
+pub use tinygrad_runtime::environment;
 pub use tinygrad_runtime::{
     DeviceError, TransferStats, beam_stats, canonical_device, compile_count, debug_level,
     default_device, get_device, set_beam, set_beam_cache_dir, thread_run_counts,

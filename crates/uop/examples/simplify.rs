@@ -20,7 +20,19 @@
 use std::collections::HashMap;
 use std::io::BufRead;
 
+use clap::Parser as _;
 use tinygrad_uop::UOp;
+
+/// Simplifies integer expressions with tinygrad's symbolic rules and prints each one's bounds.
+#[derive(clap::Parser)]
+#[command(after_help = "An expression that starts with `-` goes after `--`: \
+                        simplify x=0..9 -- \"-x + 3\". Without an expression, they are read \
+                        from standard input, one per line.")]
+struct Args {
+    /// Expressions to simplify, and `NAME=LO..HI` inclusive bounds for their variables.
+    #[arg(value_name = "EXPR | NAME=LO..HI")]
+    args: Vec<String>,
+}
 
 #[derive(Debug, Clone, PartialEq)]
 enum Tok {
@@ -228,7 +240,7 @@ fn run(expr: &str, vars: &HashMap<String, (i64, i64)>) {
 fn main() {
     let mut vars = HashMap::new();
     let mut exprs = Vec::new();
-    for arg in std::env::args().skip(1) {
+    for arg in Args::parse().args {
         match parse_bounds(&arg) {
             Some((name, b)) => {
                 vars.insert(name, b);

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Every example and `xtask` answers `--help` (exit 0, a usage line) and refuses an unknown flag
+# with the usage on stderr and exit status 2 (clap's usage error). Builds them first (debug).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build -q --workspace --examples --bins
+fail=0
+check() { # name, binary
+    local name="$1" bin="$2" out rc
+    out=$("$bin" --help 2>&1) && rc=0 || rc=$?
+    if [ "$rc" != 0 ] || ! grep -q '^Usage: ' <<<"$out"; then
+        echo "FAIL $name --help: exit $rc"; echo "$out" | head -5; fail=1; return
+    fi
+    out=$("$bin" --no-such-flag 2>&1 >/dev/null) && rc=0 || rc=$?
+    if [ "$rc" != 2 ] || ! grep -q '^Usage: ' <<<"$out"; then
+        echo "FAIL $name --no-such-flag: exit $rc (expected 2 and the usage)"; echo "$out" | head -5
+        fail=1; return
+    fi
+    echo "ok   $name: --help, and an unknown flag exits 2 with the usage"
+}
+n=0
+for src in crates/*/examples/*.rs; do
+    name=$(basename "$src" .rs)
+    check "example $name" "target/debug/examples/$name"
+    n=$((n + 1))
+done
+check "xtask" "target/debug/xtask"
+[ "$n" -ge 7 ] || { echo "FAIL: found only $n examples"; fail=1; }
+exit "$fail"
