@@ -19,7 +19,8 @@
 //! - [`row_reduce`]: reductions along contiguous rows, planned for native vector loops.
 //! - [`cranelift`]: the Cranelift renderer (CPU JIT).
 //! - [`ptx`]: the PTX renderer (NVIDIA GPUs; CUDA device, `ptxas` checks).
-//! - [`wgsl`]: the WGSL renderer (WebGPU compute shaders; `WEBGPU` device, `naga` checks).
+//! - [`wgsl`]: the WGSL renderer (WebGPU compute shaders; `WEBGPU` device, `naga` checks) — in
+//!   `wgsl/`: statements, expressions, helper functions.
 //! - `grid`: which loops a GPU renderer maps to its invocations.
 //! - [`decomp`]: transcendentals (`exp2`, `log2`, `sin`) as graphs of simple ALU ops.
 
