@@ -18,7 +18,8 @@
 //! - [`renderer`]: the [`Renderer`] trait.
 //! - [`row_reduce`]: reductions along contiguous rows, planned for native vector loops.
 //! - [`cranelift`]: the Cranelift renderer (CPU JIT).
-//! - [`ptx`]: the PTX renderer (NVIDIA GPUs; CUDA device, `ptxas` checks).
+//! - [`ptx`]: the PTX renderer (NVIDIA GPUs; CUDA device, `ptxas` checks) — in `ptx/`:
+//!   registers and types, statements, ALU ops.
 //! - [`wgsl`]: the WGSL renderer (WebGPU compute shaders; `WEBGPU` device, `naga` checks) — in
 //!   `wgsl/`: statements, expressions, helper functions.
 //! - `grid`: which loops a GPU renderer maps to its invocations.
