@@ -12,7 +12,7 @@
 //! - [`render`]: an infix printer for expressions.
 //! - [`alu`]: [`exec_alu`], the reference semantics of every ALU op on constants.
 //! - [`symbolic`](mod@symbolic): bounds ([`UOp::vmin`]/[`UOp::vmax`]), the rule sets [`symbolic_simple`] ⊂
-//!   [`symbolic()`] ⊂ [`sym`], and [`UOp::simplify`].
+//!   [`symbolic()`] ⊂ [`sym`], and [`UOp::simplify`] — one file per topic in `symbolic/`.
 //! - [`divmod`]: bounds-driven folding of integer division and modulo.
 //! - [`sint`]: [`SInt`], a size that may be symbolic.
 //! - [`verify`](mod@verify): per-stage checks of each node against its op's contract.
