@@ -17,7 +17,8 @@
 //! - [`program`]: [`Program`] and [`to_program`], the pipeline from kernel AST to program.
 //! - [`renderer`]: the [`Renderer`] trait.
 //! - [`row_reduce`]: reductions along contiguous rows, planned for native vector loops.
-//! - [`cranelift`]: the Cranelift renderer (CPU JIT).
+//! - [`cranelift`]: the Cranelift renderer (CPU JIT) — in `cranelift/`: statements, casts and ALU
+//!   ops.
 //! - [`ptx`]: the PTX renderer (NVIDIA GPUs; CUDA device, `ptxas` checks) — in `ptx/`:
 //!   registers and types, statements, ALU ops.
 //! - [`wgsl`]: the WGSL renderer (WebGPU compute shaders; `WEBGPU` device, `naga` checks) — in
