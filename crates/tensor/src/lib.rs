@@ -13,7 +13,8 @@
 //! - [`tensor`]: [`Tensor`]: creation, realize, reading data, devices (one file each in `tensor/`).
 //! - [`elementwise`]: math, comparisons, logic, casts, with broadcasting and promotion (one file
 //!   per topic in `elementwise/`).
-//! - [`movement`]: reshape, permute, expand, pad, shrink, flip, cat, slicing — views, no copies.
+//! - [`movement`]: reshape, permute, expand, pad, shrink, flip, cat, slicing — views, no copies
+//!   (one file per topic in `movement/`).
 //! - [`indexing`]: `getitem` ([`Idx`]: ints, slices with steps, ellipsis, new axes, tensor
 //!   indices), `gather`, `masked_fill`, `tril`/`triu`, `roll`, `repeat`, `split`/`chunk`.
 //! - [`einsum`]: `einsum` (Einstein summation with `...`, diagonals, implicit output).
