@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Generate tests/golden/nn_cases.json: golden reference data for the nn ops of the Tensor API
-(crates/tensor/src/nn_ops.rs): convolutions, pools, activations, normalizations, one_hot,
+(crates/tensor/src/nn_ops/): convolutions, pools, activations, normalizations, one_hot,
 attention and losses.
 
 Independent of tinygrad and of the Rust code: every expected output is computed with numpy in

@@ -1,4 +1,4 @@
-//! nn layers (`crates/tensor/src/nn/layers.rs`), `Tensor::assign`, parameter discovery and state
+//! nn layers (`crates/tensor/src/nn/layers/`), `Tensor::assign`, parameter discovery and state
 //! dicts: outputs against plain-Rust float64 computations of the definitions, initialization
 //! bounds, BatchNorm's running statistics, bounded graphs across training steps, bad input.
 

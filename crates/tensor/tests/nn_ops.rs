@@ -1,4 +1,4 @@
-//! nn ops (`crates/tensor/src/nn_ops.rs`): golden cases from `tests/golden/nn_cases.json`
+//! nn ops (`crates/tensor/src/nn_ops/`): golden cases from `tests/golden/nn_cases.json`
 //! (numpy float64 references by `tests/golden/gen_nn.py`; convolutions and pools by explicit
 //! loops) on CPU and REF, plus kernel counts, bad-input messages, and the random generator.
 //!

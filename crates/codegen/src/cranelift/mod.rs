@@ -151,23 +151,25 @@ impl Renderer for CraneliftRenderer {
 }
 
 /// Kernels with at most this many buffers (output included) may run as two streams.
+// relu 9.4M 1.00-1.14x; 6 buffers 0.86x, on Zen 2 (see docs/performance.md)
 pub const TWO_STREAM_MAX_BUFFERS: usize = 3;
 
 /// Kernels whose output is smaller than this (bytes) run as one stream.
 pub const TWO_STREAM_MIN_BYTES: usize = 4 << 20;
 
 /// The positions of the outer `Range` and its `End` when the kernel's outer loop may run as two
-/// interleaved streams: a loop over `[start, end)` whose each pass
-/// runs iteration `i` of the first half and `i + half` of the second, so every buffer is read
-/// (or written) at two places at once.
+/// interleaved streams: a loop over `[start, end)` whose each pass runs iteration `i` of the
+/// first half and `i + half` of the second, so every buffer is read (or written) at two places
+/// at once.
 ///
 /// A core with more streams in flight keeps more DRAM requests outstanding: on the development
 /// machine (AMD EPYC, Zen 2, 2 threads; paired same-process comparisons, medians of 60)
 /// `relu` of 9.4M floats ran 1.00-1.14x as fast, `a + b` of 16M 0.99-1.10x and `a * b + a`
 /// (3 buffers) 1.01-1.10x, but with 4 buffers (`a * b + c`) 0.98-1.00x, with 5 0.97-0.98x and
-/// with 6 0.86-0.88x (too many streams per core), hence at most [`TWO_STREAM_MAX_BUFFERS`]. Only a kernel with one loop (its outer one, over
-/// output elements), no accumulators or conditional blocks, and an output of at least
-/// [`TWO_STREAM_MIN_BYTES`] (smaller data stays in the caches, where streams do not matter).
+/// with 6 0.86-0.88x (too many streams per core), hence at most [`TWO_STREAM_MAX_BUFFERS`].
+/// Only a kernel with one loop (its outer one, over output elements), no accumulators or
+/// conditional blocks, and an output of at least [`TWO_STREAM_MIN_BYTES`] runs as two streams
+/// (smaller data stays in the caches, where streams do not matter).
 pub fn two_stream_body(prog: &Program) -> Option<(usize, usize)> {
     if prog.globals.len() > TWO_STREAM_MAX_BUFFERS || !prog.vars.is_empty() {
         return None;

@@ -26,6 +26,7 @@ struct Analysis {
 
 /// The floating-point ALU ops per element from which an elementwise kernel unrolls 4 vectors
 /// instead of 2 (see [`heuristic`]).
+// erf/GELU: two chains leave the FMA pipes waiting; no number recorded (see docs/performance.md)
 const LONG_CHAIN_ALU_OPS: usize = 16;
 
 fn analyze(ast: &UOp) -> Analysis {
@@ -126,7 +127,7 @@ pub fn heuristic(ast: &UOp) -> KernelOpts {
             // linearly (`x[h // 2][w // 2]`: a pooled tensor broadcast back over its windows,
             // as max_pool2d's gradient is computed): that other axis unrolled by 2, so two
             // neighbouring rows share the gathered loads (beautiful_mnist's pool gradient
-            // over 512x32x20x20: 4.1 -> 2.6 ms).
+            // over 512x32x20x20: 4.1 -> 2.6 ms; see docs/performance.md).
             if let Some(o) = a.out.iter().rev().find(|o| {
                 **o != r
                     && size(o) >= 2
@@ -145,7 +146,8 @@ pub fn heuristic(ast: &UOp) -> KernelOpts {
             // unrolled: 4 rows (or 2) per iteration, so each loop iteration has several
             // vectors to work on and loads broadcast along the rows (a channel's BatchNorm
             // statistics) are shared (beautiful_mnist's BatchNorm kernels over 512x64x8x8:
-            // 1.67 -> 1.04 ms; found by BEAM, ~2.4 ms of its step in all).
+            // 1.67 -> 1.04 ms; found by BEAM, ~2.4 ms of its step in all; see
+            // docs/performance.md).
             if opts.splits.len() == 1
                 && size(&r) < 4 * w
                 && let Some(o) = a.out.iter().rev().find(|o| **o != r)
@@ -355,16 +357,19 @@ fn memory_order(a: &Analysis) -> Option<Vec<usize>> {
 }
 
 /// See [`memory_order`].
+// BatchNorm partial sums 2.9 -> 1.6 ms on Zen 2 (see docs/performance.md)
 const MIN_OUTER_ON_REORDER: usize = 64;
 
 /// Output axes up to this size count as short: an elementwise kernel without a vector axis
 /// unrolls its innermost short axes (see [`heuristic`]).
+// mnist maxpool gradient 9.3 -> 4.5 ms (see docs/performance.md)
 const SHORT_AXIS: usize = 4;
 
 /// The most outputs those unrolled short axes compute per iteration.
 const SHORT_AXES_UNROLL: usize = 16;
 
 /// Contiguous reductions up to this length run as one vector accumulator (see [`heuristic`]).
+// attention's q . k: 0.60 -> 0.37 ms (see docs/performance.md)
 const SHORT_DOT: usize = 64;
 
 /// Reductions over at most this many elements per output are unrolled entirely.

@@ -287,7 +287,7 @@ impl Tensor {
         // backward pass kept `x` alive next to the output: a layer's pre-activation (a GEMM's
         // result) was stored, then read again by a separate ReLU kernel (beautiful_mnist: four
         // such kernels, ~5 ms per training step). With the output's mask, `x` has one reader
-        // and the ReLU fuses into whatever computes `x`.
+        // and the ReLU fuses into whatever computes `x`. (See docs/performance.md.)
         let value = relu(&self.detach());
         let (dev, out) = (self.device().to_string(), value.uop());
         let node = custom_gradient(&value.uop(), &[self.uop()], "relu", move |g, _| {

@@ -16,12 +16,6 @@ use tinygrad_uop::{Arg, Ops, SInt, UOp};
 
 use crate::Tensor;
 
-/// Resolves a possibly negative axis against `ndim`. A 0-d tensor has one axis to name, `0` or
-/// `-1` (as tinygrad's `_resolve_dim` and torch: the range is `[-max(1, n), max(1, n) - 1]`);
-/// both resolve to 0, which callers treat as "no axis" for a 0-d tensor.
-///
-/// # Panics
-/// If out of range (message names the op and the shape).
 /// The argument of movement op `op` with numbers `arg` on `src`, whose shape has symbolic
 /// sizes, with each number that stands for one of them made that size again: callers compute
 /// shapes from [`Tensor::shape`] (the bound values), and a size kept from the source (an
@@ -123,6 +117,12 @@ fn reshape_sizes(sym: &[SInt], bound: &[usize], new: &[usize]) -> Vec<SInt> {
     out
 }
 
+/// Resolves a possibly negative axis against `ndim`. A 0-d tensor has one axis to name, `0` or
+/// `-1` (as tinygrad's `_resolve_dim` and torch: the range is `[-max(1, n), max(1, n) - 1]`);
+/// both resolve to 0, which callers treat as "no axis" for a 0-d tensor.
+///
+/// # Panics
+/// If out of range (message names the op and the shape).
 pub(crate) fn resolve_axis(axis: isize, ndim: usize, op: &str, shape: &[usize]) -> usize {
     let n = ndim as isize;
     let m = n.max(1);

@@ -8,11 +8,11 @@
 //!
 //! Random numbers ([`Tensor::rand`]) come from a counter-based generator: Threefry-2x32 with 20
 //! rounds (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", the generator tinygrad
-//! uses), computed inside the kernel with `uint32` adds, shifts, ors and xors. The counter of
-//! element `i` of the `n`-th `rand` call since [`Tensor::manual_seed`] is `(i, n mod 2^32)`; the key
-//! is the 64-bit seed (its high word xor-ed with `n >> 32`). The seed and call number travel in a
-//! small buffer, so repeated calls reuse the same compiled kernel. Results are identical on every
-//! device and for every thread count, and reproducible after `manual_seed`.
+//! uses), computed inside the kernel with `uint32` adds, shifts, ors and xors, with tinygrad's
+//! per-device key and 64-bit counter of words drawn (the crate's `random` module says how). The
+//! call's key and counter travel in a small buffer, so repeated calls reuse the same compiled
+//! kernel. Results are identical for every thread count, and reproducible after
+//! [`Tensor::manual_seed`].
 //!
 //! Module map (each file adds its ops to [`Tensor`]):
 //! - this file: the argument types ([`Dims`], [`Padding`], [`Reduction`], [`InterpolateMode`])
