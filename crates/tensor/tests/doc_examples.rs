@@ -1,19 +1,11 @@
 //! Every public function of the crate has a rustdoc example (a fenced code block in its doc
 //! comment), which `cargo test` runs: the API's documentation promise, checked on the sources.
 
-use std::fs;
-use std::path::{Path, PathBuf};
+mod common;
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in fs::read_dir(dir).expect("read src dir") {
-        let path = entry.expect("dir entry").path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
+use common::rust_files;
+use std::fs;
+use std::path::Path;
 
 /// `file:line: name` of each `pub fn` whose doc comment (the `///` and attribute lines right
 /// above it) has no code block.

@@ -3,22 +3,14 @@
 //! `flag`) has an entry, and every entry is read somewhere — the `--help` of the examples and `xtask`
 //! prints this list, so it must not fall behind the code.
 
+mod common;
+
+use common::rust_files;
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use tinygrad_tensor::environment::{VARIABLES, help};
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in fs::read_dir(dir).expect("read dir") {
-        let path = entry.expect("dir entry").path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
 
 /// The upper-case names passed as string literals to `var(` or `env_usize(` in `text`.
 fn names_read(text: &str) -> Vec<String> {

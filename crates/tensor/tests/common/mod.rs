@@ -1,11 +1,14 @@
 //! What the golden-case suites share: loading a case file of `tests/golden/`, keeping panics
 //! inside a case quiet (a failing case is reported in the suite's summary instead), reading
-//! convolution/pool arguments, and running a suite on `WEBGPU` or saying why not.
+//! convolution/pool arguments, and running a suite on `WEBGPU` or saying why not; and for the
+//! suites that read the crate's sources, listing them.
 //!
 //! Each test binary compiles this module on its own and uses a part of it.
 #![allow(dead_code)]
 
 use std::cell::Cell;
+use std::fs;
+use std::path::{Path, PathBuf};
 use std::sync::Once;
 
 use serde_json::Value;
@@ -178,4 +181,16 @@ pub fn run_cases(
         failures.join("\n  ")
     );
     eprintln!("{device}: {} {what} cases passed", cases.len());
+}
+
+/// Appends every `.rs` file under `dir` (recursively) to `out`.
+pub fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in fs::read_dir(dir).expect("read dir") {
+        let path = entry.expect("dir entry").path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
 }
