@@ -192,3 +192,122 @@ pub(super) unsafe fn row_dot(ty: QuantType, row: &[u8], x: &[f32], sums: &[f32])
     }
     _mm512_reduce_add_ps(_mm512_add_ps(acc, acc2)) + mins
 }
+
+/// Whether [`rows_dot`] takes weights of `ty` (the 32-weight block types; the K-quants are
+/// multiplied row by row with [`row_dot`]).
+pub(super) fn rows_dot_takes(ty: QuantType) -> bool {
+    matches!(
+        ty,
+        QuantType::Q4_0 | QuantType::Q4_1 | QuantType::Q5_0 | QuantType::Q5_1 | QuantType::Q8_0
+    )
+}
+
+/// One weight row's products with `M` rows of `x` (row `i` at `x[i * k..]`, its sums at
+/// `sums[i * k / 32..]`): each block is unpacked once for all `M`, and each product is
+/// computed with [`row_dot`]'s operations in its order, so each equals that row's
+/// [`row_dot`] bit for bit. Decoding a batch of tokens then costs the unpacking once, not once
+/// per token (on a CPU where the product is bound by it rather than by reading the weight).
+///
+/// # Safety
+/// The CPU has avx512f/bw/vl and FMA; `ty` is one [`rows_dot_takes`]; `row` holds `k / 32`
+/// whole blocks of `ty`, `x` at least `M * k` elements and `sums` `M * k / 32`.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,fma")]
+pub(super) unsafe fn rows_dot<const M: usize>(
+    ty: QuantType,
+    row: &[u8],
+    x: &[f32],
+    sums: &[f32],
+    k: usize,
+) -> [f32; M] {
+    let nb = row.len() / ty.block_bytes();
+    assert!(
+        rows_dot_takes(ty) && nb * 32 == k && x.len() >= M * k && sums.len() >= M * k / 32,
+        "quantized product: {} bytes of {} blocks against {M} rows of {k} values",
+        row.len(),
+        ty.name(),
+    );
+    let xp = x.as_ptr();
+    let nib = _mm_set1_epi8(0x0F);
+    let mut acc = [_mm512_setzero_ps(); M];
+    let mut acc2 = [_mm512_setzero_ps(); M];
+    let mut mins = [0.0f32; M];
+    // SAFETY: the CPU features are the caller's guarantee; every load is of block `b` of
+    // `nb`, inside `row` (nb * block_bytes bytes), or of row i's values x[i * k + b * 32..]
+    // (32 floats) inside `x` (M * k floats, asserted above): unaligned 16- and 64-byte loads
+    // in range.
+    unsafe {
+        // block b's 32 values as two vectors of 16 (lo, hi), and its scale d, against each
+        // row of x (a macro: the loop inlined, in this function's target features)
+        macro_rules! step {
+            ($b:expr, $lo:expr, $hi:expr, $d:expr) => {
+                for i in 0..M {
+                    let xb = xp.add(i * k + $b * 32);
+                    let s = _mm512_fmadd_ps($hi, load(xb.add(16)), _mm512_mul_ps($lo, load(xb)));
+                    if $b % 2 == 0 {
+                        acc[i] = _mm512_fmadd_ps($d, s, acc[i]);
+                    } else {
+                        acc2[i] = _mm512_fmadd_ps($d, s, acc2[i]);
+                    }
+                }
+            };
+        }
+        if ty == QuantType::Q8_0 {
+            for b in 0..nb {
+                let blk = &row[b * 34..(b + 1) * 34];
+                let d = _mm512_set1_ps(f16_at(blk));
+                let p = blk.as_ptr().add(2) as *const __m128i;
+                let q0 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(p)));
+                let q1 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(p.add(1))));
+                step!(b, q0, q1, d);
+            }
+        } else {
+            let (bb, has_min, five) = match ty {
+                QuantType::Q4_0 => (18, false, false),
+                QuantType::Q4_1 => (20, true, false),
+                QuantType::Q5_0 => (22, false, true),
+                _ => (24, true, true),
+            };
+            let offset = _mm512_set1_ps(match ty {
+                QuantType::Q4_0 => 8.0,
+                QuantType::Q5_0 => 16.0,
+                _ => 0.0,
+            });
+            let sixteen = _mm512_set1_epi32(16);
+            for b in 0..nb {
+                let blk = &row[b * bb..(b + 1) * bb];
+                let d = _mm512_set1_ps(f16_at(blk));
+                let mut at = 2;
+                if has_min {
+                    let min = f16_at(&blk[2..]);
+                    for (i, m) in mins.iter_mut().enumerate() {
+                        *m += min * sums[i * nb + b];
+                    }
+                    at = 4;
+                }
+                let qh = if five {
+                    let q = u32::from_le_bytes([blk[at], blk[at + 1], blk[at + 2], blk[at + 3]]);
+                    at += 4;
+                    q
+                } else {
+                    0
+                };
+                let qs = _mm_loadu_si128(blk.as_ptr().add(at) as *const __m128i);
+                let lo8 = _mm_and_si128(qs, nib);
+                let hi8 = _mm_and_si128(_mm_srli_epi16(qs, 4), nib);
+                let (mut lo, mut hi) = (_mm512_cvtepu8_epi32(lo8), _mm512_cvtepu8_epi32(hi8));
+                if five {
+                    lo = _mm512_mask_add_epi32(lo, (qh & 0xFFFF) as __mmask16, lo, sixteen);
+                    hi = _mm512_mask_add_epi32(hi, (qh >> 16) as __mmask16, hi, sixteen);
+                }
+                let lo = _mm512_sub_ps(_mm512_cvtepi32_ps(lo), offset);
+                let hi = _mm512_sub_ps(_mm512_cvtepi32_ps(hi), offset);
+                step!(b, lo, hi, d);
+            }
+        }
+    }
+    let mut out = [0.0f32; M];
+    for i in 0..M {
+        out[i] = _mm512_reduce_add_ps(_mm512_add_ps(acc[i], acc2[i])) + mins[i];
+    }
+    out
+}

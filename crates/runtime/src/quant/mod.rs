@@ -12,7 +12,10 @@
 //! intrinsics and a portable one; the dequantization is written over fixed-size arrays that the
 //! compiler vectorizes, compiled for each; the loops are chosen at run time by the CPU's
 //! features (`CPU_AVX512=0` picks AVX2 on a CPU with both, as for the GEMM path). Each thread
-//! streams a contiguous run of weight rows, prefetching the row after next.
+//! streams a contiguous run of weight rows, prefetching the row after next. With several rows
+//! of `x` (a batch of decoded tokens), the AVX-512 loops unpack each block of the 32-weight
+//! types once for up to 8 of them (`avx512::rows_dot`), each product computed with the
+//! one-row loop's operations in its order (bit for bit the same).
 //!
 //! The kernel is a schedule item like any other: its AST is [`quant_matmul_ast`] (a `Noop`
 //! carrying a [`QuantMatmul`], which only the CPU device compiles), its slots the output, the
@@ -452,6 +455,80 @@ fn run_rows(isa: Isa, job: &Rows<'_>, rows: std::ops::Range<usize>, out: &mut [&
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,fma")]
 unsafe fn rows_avx512(job: &Rows<'_>, rows: std::ops::Range<usize>, out: &mut [&mut [f32]]) {
     let (first, end) = (rows.start, rows.end);
+    if job.m > 1 && avx512::rows_dot_takes(job.ty) {
+        // several rows of x (a batch of tokens): each block unpacked once for up to 8 of them
+        for r in rows {
+            let row = &job.w[r * job.row_bytes..(r + 1) * job.row_bytes];
+            prefetch_row(job, r + 2, end);
+            let mut i = 0;
+            while i < job.m {
+                let n = (job.m - i).min(8);
+                let (x, sums) = (&job.x[i * job.k..], &job.sums[i * job.k / 32..]);
+                // SAFETY: this function's features are the caller's guarantee; `row` holds
+                // k / 32 whole blocks of a type `rows_dot` takes, and x and sums hold rows
+                // i..i + n (n * k and n * k / 32 elements) from where they start.
+                unsafe {
+                    match n {
+                        8 => put(
+                            out,
+                            i,
+                            r - first,
+                            avx512::rows_dot::<8>(job.ty, row, x, sums, job.k),
+                        ),
+                        7 => put(
+                            out,
+                            i,
+                            r - first,
+                            avx512::rows_dot::<7>(job.ty, row, x, sums, job.k),
+                        ),
+                        6 => put(
+                            out,
+                            i,
+                            r - first,
+                            avx512::rows_dot::<6>(job.ty, row, x, sums, job.k),
+                        ),
+                        5 => put(
+                            out,
+                            i,
+                            r - first,
+                            avx512::rows_dot::<5>(job.ty, row, x, sums, job.k),
+                        ),
+                        4 => put(
+                            out,
+                            i,
+                            r - first,
+                            avx512::rows_dot::<4>(job.ty, row, x, sums, job.k),
+                        ),
+                        3 => put(
+                            out,
+                            i,
+                            r - first,
+                            avx512::rows_dot::<3>(job.ty, row, x, sums, job.k),
+                        ),
+                        2 => put(
+                            out,
+                            i,
+                            r - first,
+                            avx512::rows_dot::<2>(job.ty, row, x, sums, job.k),
+                        ),
+                        _ => put(
+                            out,
+                            i,
+                            r - first,
+                            [avx512::row_dot(
+                                job.ty,
+                                row,
+                                &x[..job.k],
+                                &sums[..job.k / 32],
+                            )],
+                        ),
+                    }
+                }
+                i += n;
+            }
+        }
+        return;
+    }
     for r in rows {
         let row = &job.w[r * job.row_bytes..(r + 1) * job.row_bytes];
         prefetch_row(job, r + 2, end);
@@ -462,6 +539,15 @@ unsafe fn rows_avx512(job: &Rows<'_>, rows: std::ops::Range<usize>, out: &mut [&
             // k / block whole blocks (row_bytes), and x and sums their k and k / 32 elements.
             o[r - first] = unsafe { avx512::row_dot(job.ty, row, x, sums) };
         }
+    }
+}
+
+/// Products `vals` of x-rows `i..` with one weight row into `out` at `col`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn put<const M: usize>(out: &mut [&mut [f32]], i: usize, col: usize, vals: [f32; M]) {
+    for (o, v) in out[i..i + M].iter_mut().zip(vals) {
+        o[col] = v;
     }
 }
 

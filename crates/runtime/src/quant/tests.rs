@@ -91,6 +91,69 @@ fn row_products_equal_the_dequantized_products() {
     }
 }
 
+/// Products with several rows of x (a batch of tokens: AVX-512 unpacks each block once for
+/// up to 8 of them) equal each row's own product bit for bit, for every type, ISA and number
+/// of rows up to past a group of 8.
+#[test]
+fn batched_rows_equal_each_row_alone() {
+    for ty in QuantType::ALL {
+        let (n, blocks) = (5, 4);
+        let k = blocks * ty.block();
+        let row_bytes = blocks * ty.block_bytes();
+        let mut w = vec![0u8; n * row_bytes];
+        let mut s = 7u32;
+        for byte in w.iter_mut() {
+            s = s.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            *byte = (s >> 16) as u8;
+        }
+        // finite scales (every block's first two bytes, and Q6_K's last two)
+        for blk in w.chunks_exact_mut(ty.block_bytes()) {
+            let at = if ty == QuantType::Q6K { 208 } else { 0 };
+            blk[at + 1] &= 0x3B;
+            if matches!(ty, QuantType::Q4_1 | QuantType::Q5_1 | QuantType::Q4K) {
+                blk[3] &= 0x3B;
+            }
+        }
+        for m in 1..=10 {
+            let x: Vec<f32> = (0..m * k)
+                .map(|i| ((i * 37 % 101) as f32 - 50.0) / 25.0)
+                .collect();
+            let sums: Vec<f32> = x.chunks_exact(32).map(|c| c.iter().sum()).collect();
+            for isa in isas() {
+                let mut out = vec![vec![0.0f32; n]; m];
+                let job = Rows {
+                    ty,
+                    w: &w,
+                    row_bytes,
+                    x: &x,
+                    sums: &sums,
+                    k,
+                    m,
+                };
+                let mut outs: Vec<&mut [f32]> = out.iter_mut().map(|o| &mut o[..]).collect();
+                run_rows(isa, &job, 0..n, &mut outs);
+                for (i, got) in out.iter().enumerate() {
+                    let one = Rows {
+                        x: &x[i * k..(i + 1) * k],
+                        sums: &sums[i * k / 32..(i + 1) * k / 32],
+                        m: 1,
+                        ..job
+                    };
+                    let mut want = vec![0.0f32; n];
+                    run_rows(isa, &one, 0..n, &mut [&mut want[..]]);
+                    let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(
+                        bits(got),
+                        bits(&want),
+                        "{} ({isa:?}), row {i} of {m}",
+                        ty.name()
+                    );
+                }
+            }
+        }
+    }
+}
+
 /// The dequantization compiled for this CPU's ISA equals the portable one bit for bit, on
 /// random blocks whose scales take every kind of value (NaN and infinities included).
 #[test]
