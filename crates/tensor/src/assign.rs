@@ -182,11 +182,101 @@ impl Tensor {
         &self,
         value: &Tensor,
     ) -> Result<&Tensor, tinygrad_runtime::DeviceError> {
+        let (buf, v) = self.in_place_write(value, "assign_in_place");
+        let v = if v.toposort().contains(&buf) {
+            UOp::new(Ops::Contiguous, v.dtype(), vec![v], Arg::None)
+        } else {
+            v
+        };
+        let node = self.in_place_node(&buf, v)?;
+        Tensor::from_uop(node, self.device()).try_realize()?;
+        Ok(self)
+    }
+
+    /// Several [`Tensor::assign_in_place`] writes `(target, value)` run together, in one
+    /// schedule (one kernel each, and the host's scheduling work once): what a step that
+    /// stores a position into many KV caches needs. Each target must be in a buffer of its own
+    /// (two writes into one buffer are refused: their order would not be defined). Values that
+    /// read any of the written buffers are computed first, so every write reads the buffers as
+    /// they were before the call.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// let a = Tensor::zeros(&[4], DType::FLOAT32).contiguous();
+    /// a.realize();
+    /// let b = Tensor::from_slice(&[1.0f32, 2.0, 3.0], &[3]);
+    /// b.realize();
+    /// let (x, y) = (Tensor::from_slice(&[7.0f32], &[1]), Tensor::from_slice(&[8.0f32, 9.0], &[2]));
+    /// Tensor::assign_in_place_all(&[(&a.shrink(&[(1, 2)]), &x), (&b.shrink(&[(0, 2)]), &y)])
+    ///     .unwrap();
+    /// assert_eq!(a.to_vec::<f32>(), vec![0.0, 7.0, 0.0, 0.0]);
+    /// assert_eq!(b.to_vec::<f32>(), vec![8.0, 9.0, 3.0]);
+    /// ```
+    ///
+    /// # Errors
+    /// If the device fails running the writes (or computing the values).
+    ///
+    /// # Panics
+    /// As [`Tensor::assign_in_place`] for each write; also if two targets are in the same
+    /// buffer, or the targets are on different devices.
+    pub fn assign_in_place_all(
+        writes: &[(&Tensor, &Tensor)],
+    ) -> Result<(), tinygrad_runtime::DeviceError> {
+        let Some((first, _)) = writes.first() else {
+            return Ok(());
+        };
+        let mut bufs = HashSet::new();
+        let mut prepared = Vec::with_capacity(writes.len());
+        for (i, (target, value)) in writes.iter().enumerate() {
+            assert!(
+                target.device() == first.device(),
+                "assign_in_place_all: write {i} is on {}, write 0 on {}",
+                target.device(),
+                first.device()
+            );
+            let (buf, v) = target.in_place_write(value, "assign_in_place_all");
+            assert!(
+                bufs.insert(buf.clone()),
+                "assign_in_place_all: write {i} (shape {:?}) is into a buffer an earlier write                  also writes (give each write a buffer of its own)",
+                target.shape()
+            );
+            prepared.push((buf, v));
+        }
+        // values reading a written buffer: computed before any write
+        let reading: Vec<Tensor> = prepared
+            .iter()
+            .filter(|(_, v)| v.toposort().iter().any(|n| bufs.contains(n)))
+            .map(|(_, v)| {
+                let c = UOp::new(Ops::Contiguous, v.dtype(), vec![v.clone()], Arg::None);
+                Tensor::from_uop(c, first.device())
+            })
+            .collect();
+        Tensor::try_realize_all(&reading.iter().collect::<Vec<_>>())?;
+        let mut computed = reading.iter();
+        let mut nodes = Vec::with_capacity(writes.len());
+        for ((target, _), (buf, v)) in writes.iter().zip(prepared) {
+            let v = if v.toposort().iter().any(|n| bufs.contains(n)) {
+                computed
+                    .next()
+                    .expect("one value computed per reading write")
+                    .uop()
+            } else {
+                v
+            };
+            let node = target.in_place_node(&buf, v)?;
+            nodes.push(Tensor::from_uop(node, first.device()));
+        }
+        Tensor::try_realize_all(&nodes.iter().collect::<Vec<_>>())
+    }
+
+    /// The checks of an in-place write of `value` into this view (naming `what`), and the
+    /// buffer written with the value's graph, broadcast to the view's shape.
+    fn in_place_write(&self, value: &Tensor, what: &str) -> (UOp, UOp) {
         let (shape, vshape) = (self.shape(), value.shape());
         assert_eq!(
             value.dtype(),
             self.dtype(),
-            "assign_in_place: dtype mismatch: tensor of shape {shape:?} has dtype {}, value has \
+            "{what}: dtype mismatch: tensor of shape {shape:?} has dtype {}, value has \
              {} (cast the value first)",
             self.dtype(),
             value.dtype()
@@ -194,49 +284,55 @@ impl Tensor {
         assert_eq!(
             value.device(),
             self.device(),
-            "assign_in_place: device mismatch: tensor is on {}, value on {} (move it with \
+            "{what}: device mismatch: tensor is on {}, value on {} (move it with \
              .to(..))",
             self.device(),
             value.device()
         );
         assert!(
             !crate::multi::is_multi(self.device()),
-            "assign_in_place: the tensor (shape {shape:?}) is on several devices ({}); write \
+            "{what}: the tensor (shape {shape:?}) is on several devices ({}); write \
              into each device's part",
             self.device()
         );
         let fits = broadcast_shape(&vshape, &shape).is_some_and(|s| s == shape);
         assert!(
             fits,
-            "assign_in_place: shape mismatch: tensor has shape {shape:?}, value has shape \
+            "{what}: shape mismatch: tensor has shape {shape:?}, value has shape \
              {vshape:?} (which does not broadcast to it)"
         );
         let target = self.uop();
         let buf = written_buffer(&target).unwrap_or_else(|op| {
             panic!(
-                "assign_in_place: the tensor (shape {shape:?}) must be a realized buffer or a \
+                "{what}: the tensor (shape {shape:?}) must be a realized buffer or a \
                  reshape, shrink, permute or flip of one, not a {op} node (realize it first, \
                  or take the view of a realized tensor)"
             )
         });
-        let mut v = if vshape == shape {
+        let v = if vshape == shape {
             value.uop()
         } else {
             value.broadcast_to(&shape).uop()
         };
-        if v.toposort().contains(&buf) {
-            v = UOp::new(Ops::Contiguous, v.dtype(), vec![v], Arg::None);
-        }
-        if let Some(b) = tinygrad_runtime::Buffer::of(&buf) {
+        (buf, v)
+    }
+
+    /// The `Assign` of `v` into this view of `buf`, the buffer allocated (zeroed if never
+    /// written yet) and noted for the JIT.
+    fn in_place_node(&self, buf: &UOp, v: UOp) -> Result<UOp, tinygrad_runtime::DeviceError> {
+        if let Some(b) = tinygrad_runtime::Buffer::of(buf) {
             // a buffer never written yet is zeroed now: the write's kernel treats its output as
             // overwritten whole, and would otherwise get a reused allocation whose other
             // elements hold stale data
             b.try_allocate(false)?;
             crate::jit::note_in_place(b.id());
         }
-        let node = UOp::new(Ops::Assign, self.dtype(), vec![target, v], Arg::None);
-        Tensor::from_uop(node, self.device()).try_realize()?;
-        Ok(self)
+        Ok(UOp::new(
+            Ops::Assign,
+            self.dtype(),
+            vec![self.uop(), v],
+            Arg::None,
+        ))
     }
 
     /// Writes `value` (this view's shape) into the view's base: the base's new value is its

@@ -187,3 +187,47 @@ fn misuse_is_refused_naming_the_op() {
     });
     assert!(m.contains("assign_in_place: shape mismatch"), "{m}");
 }
+
+#[test]
+fn several_writes_run_together_each_at_its_own_variable() {
+    // two caches, each written at its own symbolic position (two variables in one schedule),
+    // and a third write whose value reads the first cache as it was before the call
+    let (a, b, c) = (
+        counting(1, 6, "CPU"),
+        counting(1, 6, "CPU"),
+        counting(1, 3, "CPU"),
+    );
+    let at = |t: &Tensor, name: &str, pos: usize| {
+        let end = SInt::from(&Variable::new(name, 1, 6).bind(pos + 1));
+        t.shrink_sym(&[(0.into(), 1.into()), (end.clone() - 1, end)])
+    };
+    let (va, vb) = (
+        Tensor::from_slice(&[-1.0f32], &[1, 1]),
+        Tensor::from_slice(&[-2.0f32], &[1, 1]),
+    );
+    let from_a = a.shrink(&[(0, 1), (0, 3)]) * 10.0;
+    Tensor::assign_in_place_all(&[
+        (&at(&a, "pos_a", 1), &va),
+        (&at(&b, "pos_b", 4), &vb),
+        (&c, &from_a),
+    ])
+    .unwrap();
+    assert_eq!(a.to_vec::<f32>(), vec![0.0, -1.0, 2.0, 3.0, 4.0, 5.0]);
+    assert_eq!(b.to_vec::<f32>(), vec![0.0, 1.0, 2.0, 3.0, -2.0, 5.0]);
+    assert_eq!(c.to_vec::<f32>(), vec![0.0, 10.0, 20.0], "a as it was");
+    Tensor::assign_in_place_all(&[]).unwrap();
+
+    let a = counting(1, 4, "CPU");
+    let m = panic_of(move || {
+        let one = Tensor::from_slice(&[1.0f32], &[1, 1]);
+        Tensor::assign_in_place_all(&[
+            (&a.shrink(&[(0, 1), (0, 1)]), &one),
+            (&a.shrink(&[(0, 1), (2, 3)]), &one),
+        ])
+        .unwrap();
+    });
+    assert!(
+        m.contains("assign_in_place_all: write 1") && m.contains("buffer of its own"),
+        "{m}"
+    );
+}
