@@ -15,7 +15,8 @@
 //! - `encode_jit` (private): [`SentenceEncoder::encode_ids`] captured per input shape and
 //!   replayed through the tensor layer's `Jit`.
 //! - [`decoder`]: a GPT-2 / LLaMA decoder with a KV cache, loaded from Hugging Face directories
-//!   or GGUF, and [`Decoder::generate`] with a seeded [`Sampler`].
+//!   or GGUF, and [`Decoder::generate`] with a seeded [`Sampler`]; several [`Sequence`]s, each
+//!   with its own cache, decoded together by [`Decoder::decode_batch`].
 //!
 //! The crate sits above `tinygrad-tensor` and uses nothing but its public API.
 
@@ -32,7 +33,7 @@ pub mod weights;
 pub use bert::{Bert, BertConfig, Pooling, SentenceEncoder, cosine_similarity};
 pub use chat::Message;
 pub use config::JsonConfig;
-pub use decoder::{Arch, Decoder, DecoderConfig, Generation, Sampler, SamplingOptions};
+pub use decoder::{Arch, Decoder, DecoderConfig, Generation, Sampler, SamplingOptions, Sequence};
 pub use error::{ModelError, Result};
 pub use tokenizer::{TextStream, Tokenizer};
 pub use weights::Weights;

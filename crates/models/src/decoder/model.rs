@@ -6,16 +6,22 @@
 //! and values at those positions, in place (a kernel over those positions only, whatever the
 //! context), and attends over `0..start + len`. In the decode step that
 //! length is a bound [`Variable`](tinygrad_tensor::Variable), so every step runs the same
-//! kernels (and, under [`Jit`](tinygrad_tensor::Jit), replays without scheduling).
+//! kernels (and, under [`Jit`](tinygrad_tensor::Jit), replays without scheduling). The forward
+//! pass (`Decoder::run`) also serves [`Decoder::decode_batch`], where each batch row has a cache
+//! and a position of its own: where the tokens sit and which caches they use is a `Place`
+//! (`attention.rs`, with the KV writes, the attention and the rotary embedding).
 
-use std::cell::Cell;
-use std::collections::BTreeMap;
+use std::cell::{Cell, RefCell};
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
+use std::sync::Arc;
 
 use tinygrad_tensor::nn::gguf::{GgufValue, gguf_load_quantized_on};
 use tinygrad_tensor::nn::{Embedding, LayerNorm, Linear, Module, RMSNorm};
-use tinygrad_tensor::{DType, SInt, Tensor};
+use tinygrad_tensor::{DType, Tensor};
 
+use super::attention::{Place, Span, apply_rope, rope_tables};
+use super::batch::BatchStep;
 use super::config::{Arch, DecoderConfig};
 use crate::config::JsonConfig;
 use crate::error::{ModelError, Result, check_token_ids};
@@ -87,32 +93,28 @@ struct Block {
     sliding: bool,
 }
 
-/// Where a forward's tokens sit in the sequence.
-#[derive(Clone)]
-pub(super) enum Span {
-    /// Positions `start..start + len`, known numbers (prefill, or decoding without the JIT).
-    Concrete {
-        /// The first token's position.
-        start: usize,
-    },
-    /// One token at the position held by the tensor `pos` (`[1]`, int32); `end` (its position
-    /// plus one: the attended length) is symbolic. The two must agree (`pos == end - 1`): the
-    /// rotary rows and the sliding window read `pos`, the KV cache write goes to `end - 1`.
-    /// `Decoder::generate` and `Decoder::decode_step` build both from one position.
-    Symbolic {
-        /// The position, on the device.
-        pos: Tensor,
-        /// The attended length, a bound variable.
-        end: SInt,
-    },
-}
-
 /// A decoder-only transformer (GPT-2 or LLaMA layout) with a KV cache.
 pub struct Decoder {
     /// The configuration.
     pub config: DecoderConfig,
     /// The device it runs on.
     pub device: String,
+    /// The layers and tables the forward pass reads (shared with the batched decode steps kept
+    /// under a `Jit`).
+    pub(super) net: Arc<Net>,
+    /// Per block, keys and values `(batch, kv_heads, cache_len, head_dim)`.
+    pub(super) cache: Vec<(Tensor, Tensor)>,
+    pub(super) cache_len: usize,
+    /// Positions `0..filled` of the cache hold keys and values; a forward may start at most
+    /// here (beyond, it would attend over empty positions).
+    pub(super) filled: Cell<usize>,
+    /// [`Decoder::decode_batch`]'s steps, captured and replayed by a `Jit`, by batch size
+    /// (`None`: that batch size runs without one).
+    pub(super) batch_steps: RefCell<HashMap<usize, Option<BatchStep>>>,
+}
+
+/// What the forward pass reads: the layers and the per-position tables.
+pub(super) struct Net {
     embed: Embedding,
     positions: Option<Embedding>,
     blocks: Vec<Block>,
@@ -123,12 +125,6 @@ pub struct Decoder {
     rope: Option<(Tensor, Tensor)>,
     /// The sliding-window layers' rotary tables (Gemma 3's local base).
     rope_local: Option<(Tensor, Tensor)>,
-    /// Per block, keys and values `(batch, kv_heads, cache_len, head_dim)`.
-    pub(super) cache: Vec<(Tensor, Tensor)>,
-    cache_len: usize,
-    /// Positions `0..filled` of the cache hold keys and values; a forward may start at most
-    /// here (beyond, it would attend over empty positions).
-    pub(super) filled: Cell<usize>,
 }
 
 /// The HF names of GGUF's LLaMA tensors (`{i}`: the block).
@@ -545,9 +541,7 @@ impl Decoder {
                 (embed, None, blocks, final_norm, head)
             }
         };
-        let mut d = Decoder {
-            config: config.clone(),
-            device: device.to_string(),
+        let net = Net {
             embed,
             positions,
             blocks,
@@ -555,9 +549,15 @@ impl Decoder {
             lm_head,
             rope: None,
             rope_local: None,
+        };
+        let mut d = Decoder {
+            config: config.clone(),
+            device: device.to_string(),
+            net: Arc::new(net),
             cache: Vec::new(),
             cache_len: 0,
             filled: Cell::new(0),
+            batch_steps: RefCell::new(HashMap::new()),
         };
         d.set_context(config.max_context.min(4096))?;
         Ok(d)
@@ -583,8 +583,11 @@ impl Decoder {
             });
         }
         self.cache_len = len;
+        // the batched steps read the tables (and their kernels the context): made anew
+        self.batch_steps.get_mut().clear();
+        let net = Arc::get_mut(&mut self.net).expect("only the batched steps share the layers");
         if self.config.arch != Arch::Gpt2 {
-            self.rope = Some(rope_tables(
+            net.rope = Some(rope_tables(
                 len,
                 self.config.head_dim,
                 self.config.rope_theta,
@@ -592,7 +595,7 @@ impl Decoder {
             ));
         }
         if self.config.sliding_layers.iter().any(|&s| s) {
-            self.rope_local = Some(rope_tables(
+            net.rope_local = Some(rope_tables(
                 len,
                 self.config.head_dim,
                 self.config.rope_local_theta,
@@ -615,6 +618,19 @@ impl Decoder {
             self.filled.set(0);
             return Ok(());
         }
+        self.cache = self.new_cache(batch)?;
+        self.filled.set(0);
+        Ok(())
+    }
+
+    /// A zeroed KV cache for `batch` sequences of the context's length: per block, keys and
+    /// values in buffers of their own.
+    ///
+    /// # Errors
+    /// If the device fails.
+    pub(super) fn new_cache(&self, batch: usize) -> Result<Vec<(Tensor, Tensor)>> {
+        let c = &self.config;
+        let shape = [batch, c.num_kv_heads, self.cache_len, c.head_dim];
         let zeros = Tensor::zeros_on(&shape, DType::FLOAT32, &self.device);
         let mut cache = Vec::with_capacity(c.num_layers);
         // each its own buffer, written in place (`zeros.contiguous()` realized together would
@@ -627,9 +643,7 @@ impl Decoder {
         for _ in 0..c.num_layers {
             cache.push((fresh()?, fresh()?));
         }
-        self.cache = cache;
-        self.filled.set(0);
-        Ok(())
+        Ok(cache)
     }
 
     /// The logits after tokens `(batch, len)` (integers) at positions `start..start + len`,
@@ -674,18 +688,41 @@ impl Decoder {
             });
         }
         check_token_ids(tokens, self.config.vocab_size, "Decoder::forward")?;
-        let out = self.run(tokens, &Span::Concrete { start }, all)?;
+        let place = Place::Shared {
+            cache: &self.cache,
+            span: Span::Concrete { start },
+        };
+        let out = self.run(tokens, &place, all)?;
         out.try_realize()?;
         self.filled.set(start + s[1]);
         Ok(out)
     }
 
-    /// The forward pass (no checks: `forward` and the decode step check their inputs).
+    /// The forward pass of tokens `(batch, len)` at the positions `place` gives, writing to and
+    /// attending over its caches (no checks: `forward`, the decode steps and `prefill` check
+    /// their inputs).
     ///
     /// # Errors
     /// If the device fails realizing a block's input or the cache.
-    pub(super) fn run(&self, tokens: &Tensor, span: &Span, all: bool) -> Result<Tensor> {
-        let c = &self.config;
+    pub(super) fn run(&self, tokens: &Tensor, place: &Place, all: bool) -> Result<Tensor> {
+        self.net
+            .run(&self.config, self.cache_len, tokens, place, all)
+    }
+}
+
+impl Net {
+    /// [`Decoder::run`] of a decoder of configuration `c` and context `cache_len`.
+    ///
+    /// # Errors
+    /// As [`Decoder::run`].
+    pub(super) fn run(
+        &self,
+        c: &DecoderConfig,
+        cache_len: usize,
+        tokens: &Tensor,
+        place: &Place,
+        all: bool,
+    ) -> Result<Tensor> {
         let ts = tokens.shape();
         let (b, len) = (ts[0], ts[1]);
         let mut x = as_f32(&self.embed.forward(tokens));
@@ -694,21 +731,21 @@ impl Decoder {
             x *= f64::from(c.embed_scale as f32);
         }
         if let Some(p) = &self.positions {
-            x += self.rows(&p.weight, span, len);
+            x += place.table_rows(&p.weight, len);
         }
         let rows = |table: &Option<(Tensor, Tensor)>| {
             table
                 .as_ref()
-                .map(|(cos, sin)| (self.rows(cos, span, len), self.rows(sin, span, len)))
+                .map(|(cos, sin)| (place.table_rows(cos, len), place.table_rows(sin, len)))
         };
         let (rope, rope_local) = (rows(&self.rope), rows(&self.rope_local));
-        let (heads, kv, hd) = (
+        let (heads, kvh, hd) = (
             c.num_heads as isize,
             c.num_kv_heads as isize,
             c.head_dim as isize,
         );
         let (bi, li) = (b as isize, len as isize);
-        for (block, (ck, cv)) in self.blocks.iter().zip(&self.cache) {
+        for (layer, block) in self.blocks.iter().enumerate() {
             // 125M LLaMA: prefill 2304 -> 358 ms, decode 131 -> 38 ms (see docs/performance.md)
             // the block's input is realized first: everything built from it below would
             // otherwise recompute it from the embeddings, through every earlier block, at each
@@ -735,26 +772,15 @@ impl Decoder {
                 None => (None, None),
             };
             let mut q = split(block.q.forward_own(&h)?, heads, q_norm);
-            let mut k = split(block.k.forward_own(&h)?, kv, k_norm);
-            let v = split(block.v.forward_own(&h)?, kv, None);
+            let mut k = split(block.k.forward_own(&h)?, kvh, k_norm);
+            let v = split(block.v.forward_own(&h)?, kvh, None);
             let table = if block.sliding { &rope_local } else { &rope };
             if let Some((cos, sin)) = table {
                 q = apply_rope(&q, cos, sin);
                 k = apply_rope(&k, cos, sin);
             }
-            let (keys, values) = self.write_cache(ck, cv, &k, &v, &q, span)?;
             let window = c.sliding_window.filter(|_| block.sliding);
-            let attn = attention(
-                &q,
-                &keys,
-                &values,
-                span,
-                kv,
-                len,
-                c.attn_scale,
-                window,
-                self.cache_len,
-            );
+            let attn = place.attend(layer, &q, &k, &v, window, c.attn_scale, cache_len)?;
             let attn = attn.transpose(1, 2).reshape(&[bi, li, heads * hd]);
             let out = block.o.forward(&attn)?;
             x += match &block.post_attn_norm {
@@ -781,54 +807,6 @@ impl Decoder {
         let x = self.norm.forward(&x);
         self.lm_head.forward(&x)
     }
-
-    /// Rows `span` of a per-position table `(cache_len, width)`: `(len, width)`.
-    fn rows(&self, table: &Tensor, span: &Span, len: usize) -> Tensor {
-        let width = table.shape()[1];
-        match span {
-            Span::Concrete { start } => as_f32(table).shrink(&[(*start, start + len), (0, width)]),
-            // a one-hot selection of the row the position tensor names (the scheduler turns it
-            // into a load of that row)
-            Span::Symbolic { pos, .. } => Embedding {
-                weight: as_f32(table),
-            }
-            .forward(pos),
-        }
-    }
-
-    /// Writes keys and values `(batch, kv_heads, len, head_dim)` at the span's positions, into
-    /// the cache's own buffers (only those positions: [`Tensor::assign_in_place`]), and returns
-    /// the cache's filled part `0..end`. The keys, values and queries `q` are realized together
-    /// first, from the same normalized input (a tensor built from a lazy one keeps computing
-    /// it: left for later, the queries would compute the norm again).
-    fn write_cache(
-        &self,
-        ck: &Tensor,
-        cv: &Tensor,
-        k: &Tensor,
-        v: &Tensor,
-        q: &Tensor,
-        span: &Span,
-    ) -> Result<(Tensor, Tensor)> {
-        let cs = ck.shape();
-        let len = k.shape()[2];
-        let (at, end): (SInt, SInt) = match span {
-            Span::Concrete { start } => ((*start).into(), (start + len).into()),
-            Span::Symbolic { end, .. } => (end.clone() - 1, end.clone()),
-        };
-        Tensor::try_realize_all(&[k, v, q])?;
-        let part = |c: &Tensor, lo: SInt, hi: SInt| {
-            c.shrink_sym(&[
-                (0.into(), cs[0].into()),
-                (0.into(), cs[1].into()),
-                (lo, hi),
-                (0.into(), cs[3].into()),
-            ])
-        };
-        part(ck, at.clone(), end.clone()).assign_in_place(k)?;
-        part(cv, at, end.clone()).assign_in_place(v)?;
-        Ok((part(ck, 0.into(), end.clone()), part(cv, 0.into(), end)))
-    }
 }
 
 /// The output projection of a LLaMA-family model: `lm_head.weight`, or with tied embeddings
@@ -848,95 +826,4 @@ fn output_head(w: &Weights, c: &DecoderConfig, embed: &Embedding) -> Result<Proj
             bias: None,
         })),
     }
-}
-
-/// Attention of queries `(batch, heads, len, hd)` over keys and values `(batch, kv_heads, end,
-/// hd)`, query `l` seeing keys up to its own position (and, with a `window`, only the last
-/// `window` of them, its own included); the query heads are grouped over the key/value heads
-/// (grouped-query attention) without copying the keys. `scale` multiplies the scores;
-/// `cache_len` is the KV cache's length (the symbolic `end`'s bound).
-#[allow(clippy::too_many_arguments)]
-fn attention(
-    q: &Tensor,
-    keys: &Tensor,
-    values: &Tensor,
-    span: &Span,
-    kv: isize,
-    len: usize,
-    scale: f64,
-    window: Option<usize>,
-    cache_len: usize,
-) -> Tensor {
-    let qs = q.shape();
-    let (b, heads, hd) = (qs[0] as isize, qs[1] as isize, qs[3] as isize);
-    let group = heads / kv;
-    let q5 = q.reshape(&[b, kv, group, len as isize, hd]);
-    let k5 = keys.unsqueeze(2);
-    let v5 = values.unsqueeze(2);
-    let scores = q5.matmul(&k5.transpose(-1, -2)) * scale;
-    let dev = q.device();
-    let scores = match span {
-        Span::Concrete { start } if len > 1 || window.is_some_and(|w| start + 1 > w) => {
-            let end = start + len;
-            let rows = Tensor::arange_on(*start as f64, end as f64, 1.0, DType::INT32, dev)
-                .reshape(&[len as isize, 1]);
-            let cols = Tensor::arange_on(0.0, end as f64, 1.0, DType::INT32, dev)
-                .reshape(&[1, end as isize]);
-            let mut seen = cols.le(&rows);
-            if let Some(w) = window {
-                seen = seen.logical_and(&cols.gt(&(&rows - w as i32)));
-            }
-            seen.where_(&scores, f64::NEG_INFINITY)
-        }
-        Span::Symbolic { pos, end } if window.is_some() => {
-            // the keys 0..end (symbolic) after pos - window
-            let w = window.unwrap_or(0) as i32;
-            let cols = Tensor::arange_on(0.0, cache_len as f64, 1.0, DType::INT32, dev)
-                .shrink_sym(&[(0.into(), end.clone())])
-                .reshape_sym(&[1.into(), end.clone()]);
-            let pos = pos.reshape(&[1, 1]);
-            cols.gt(&(&pos - w)).where_(&scores, f64::NEG_INFINITY)
-        }
-        _ => scores,
-    };
-    scores
-        .softmax(-1)
-        .matmul(&v5)
-        .reshape(&[b, heads, len as isize, hd])
-}
-
-/// `x * cos + rotate_half(x) * sin` (Hugging Face's rotary form: the head's halves rotate as
-/// pairs `(i, i + d/2)`), with `cos`/`sin` `(len, hd)`.
-fn apply_rope(x: &Tensor, cos: &Tensor, sin: &Tensor) -> Tensor {
-    let s = x.shape();
-    let (d, half) = (s[3], s[3] / 2);
-    let bounds = |lo: usize, hi: usize| [(0, s[0]), (0, s[1]), (0, s[2]), (lo, hi)];
-    let x1 = x.shrink(&bounds(0, half));
-    let x2 = x.shrink(&bounds(half, d));
-    let rotated = Tensor::cat(&[&x2.neg(), &x1], -1);
-    x * cos + rotated * sin
-}
-
-/// The rotary tables `(len, head_dim)`, cos and sin of `position * inv_freq`, computed as
-/// transformers does in float32: `inv_freq = 1 / theta^(2i / d)`, angles `pos * inv_freq`, the
-/// halves repeated.
-fn rope_tables(len: usize, hd: usize, theta: f64, device: &str) -> (Tensor, Tensor) {
-    let half = hd / 2;
-    let inv: Vec<f32> = (0..half)
-        .map(|i| (1.0 / theta.powf((2 * i) as f64 / hd as f64)) as f32)
-        .collect();
-    let mut cos = Vec::with_capacity(len * hd);
-    let mut sin = Vec::with_capacity(len * hd);
-    for p in 0..len {
-        for j in 0..hd {
-            let angle = (p as f32) * inv[j % half];
-            cos.push((angle as f64).cos() as f32);
-            sin.push((angle as f64).sin() as f32);
-        }
-    }
-    let cos = Tensor::from_slice_on(&cos, &[len, hd], device);
-    let sin = Tensor::from_slice_on(&sin, &[len, hd], device);
-    cos.realize();
-    sin.realize();
-    (cos, sin)
 }
