@@ -1,0 +1,388 @@
+//! The generation engine: one thread owns the decoder and runs every active request together
+//! (continuous batching). Each request has its own [`Sequence`] (KV cache and position), its own
+//! seeded sampler and its own channel of [`Event`]s; a new request is prefilled and joins the
+//! batch at the next step, a finished one leaves it, and one whose client went away (its
+//! channel closed) leaves at once. A step decodes one token for every active request with one
+//! [`Decoder::decode_batch`]: the weight products run once for the whole batch.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, Sender, TryRecvError, channel};
+use std::thread::JoinHandle;
+
+use tinygrad_models::{Decoder, Sampler, SamplingOptions, Sequence, TextStream, Tokenizer};
+use tokio::sync::mpsc::UnboundedSender;
+
+/// Why a generation ended (OpenAI's `finish_reason`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Finish {
+    /// The model's end token or a stop sequence.
+    Stop,
+    /// `max_tokens`, the context, or the server shutting down.
+    Length,
+}
+
+impl Finish {
+    /// OpenAI's name for it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Finish::Stop => "stop",
+            Finish::Length => "length",
+        }
+    }
+}
+
+/// What the engine tells a request's handler, in order: text as it is generated, then one
+/// `Done` or one `Error`.
+#[derive(Debug)]
+pub enum Event {
+    /// The next piece of the reply's text (never empty).
+    Text(String),
+    /// The end, with the token counts.
+    Done {
+        /// Why it ended.
+        finish: Finish,
+        /// Tokens of the prompt.
+        prompt_tokens: usize,
+        /// Tokens generated (the end token included when the model emitted it).
+        completion_tokens: usize,
+    },
+    /// The model or device failed; nothing more comes.
+    Error(String),
+}
+
+/// One request for the engine: prompt tokens already checked against the context.
+pub struct Job {
+    /// The prompt's token ids (non-empty; with `max_tokens`, within the context).
+    pub prompt: Vec<u32>,
+    /// New tokens at most (>= 1).
+    pub max_tokens: usize,
+    /// The sampler's options.
+    pub sampling: SamplingOptions,
+    /// Stop sequences: the text ends before the first one.
+    pub stop: Vec<String>,
+    /// Where the events go; closed when the client went away.
+    pub events: UnboundedSender<Event>,
+}
+
+/// Requests waiting for a slot and requests being generated (`/health` reports them).
+#[derive(Default)]
+pub struct Load {
+    /// Submitted, not admitted yet.
+    pub waiting: AtomicUsize,
+    /// Being generated.
+    pub active: AtomicUsize,
+}
+
+/// The engine's handle for the request handlers: submit jobs, shut down.
+pub struct Engine {
+    jobs: Option<Sender<Job>>,
+    shutdown: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+    /// The current load.
+    pub load: Arc<Load>,
+}
+
+impl Engine {
+    /// Starts the engine thread, which owns `decoder` and serves up to `max_batch` requests at
+    /// once (more wait their turn). `eos` ends a generation when sampled.
+    pub fn start(
+        decoder: Decoder,
+        tokenizer: Arc<Tokenizer>,
+        eos: Option<u32>,
+        max_batch: usize,
+    ) -> Engine {
+        let (tx, rx) = channel();
+        let shutdown = Arc::new(AtomicBool::new(false));
+        let flag = shutdown.clone();
+        let load = Arc::new(Load::default());
+        let counts = load.clone();
+        let thread = std::thread::Builder::new()
+            .name("tinygrad-serve engine".into())
+            .spawn(move || {
+                run(
+                    &decoder,
+                    &tokenizer,
+                    eos,
+                    max_batch.max(1),
+                    &rx,
+                    &flag,
+                    &counts,
+                );
+            })
+            .expect("spawning the engine thread");
+        Engine {
+            jobs: Some(tx),
+            shutdown,
+            thread: Some(thread),
+            load,
+        }
+    }
+
+    /// Queues a job; `false` when the engine has stopped.
+    pub fn submit(&self, job: Job) -> bool {
+        if self.shutdown.load(Ordering::SeqCst) {
+            return false;
+        }
+        self.load.waiting.fetch_add(1, Ordering::SeqCst);
+        let sent = self.jobs.as_ref().is_some_and(|tx| tx.send(job).is_ok());
+        if !sent {
+            self.load.waiting.fetch_sub(1, Ordering::SeqCst);
+        }
+        sent
+    }
+
+    /// Ends every active generation at the engine's next step, each with a final `Done`
+    /// (finish `length`); later jobs are refused.
+    pub fn stop(&self) {
+        self.shutdown.store(true, Ordering::SeqCst);
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        self.stop();
+        // the channel closed, the thread ends once idle
+        self.jobs = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A request being generated.
+struct Active<'t> {
+    seq: Sequence,
+    sampler: Sampler,
+    stream: TextStream<'t>,
+    events: UnboundedSender<Event>,
+    stop: Vec<String>,
+    /// Text generated but held back: it may be the start of a stop sequence.
+    held: String,
+    /// The last sampled token (the next step's input).
+    last: u32,
+    prompt_tokens: usize,
+    generated: usize,
+    max_tokens: usize,
+}
+
+impl Active<'_> {
+    /// Takes the sampled token `tok`: sends its text, or ends the generation. `false` when the
+    /// request is over (finished, failed, or its client gone).
+    fn take(&mut self, tok: u32, eos: Option<u32>) -> bool {
+        self.generated += 1;
+        self.last = tok;
+        if Some(tok) == eos {
+            return self.finish(Finish::Stop);
+        }
+        match self.stream.push(tok) {
+            Ok(text) => self.held.push_str(&text),
+            Err(e) => {
+                let _ = self.events.send(Event::Error(e.to_string()));
+                return false;
+            }
+        }
+        if let Some(at) = self
+            .stop
+            .iter()
+            .filter_map(|s| self.held.find(s.as_str()))
+            .min()
+        {
+            self.held.truncate(at);
+            return self.finish(Finish::Stop);
+        }
+        // what cannot be the start of a stop sequence goes out now
+        let keep = self
+            .stop
+            .iter()
+            .map(|s| partial_suffix(&self.held, s))
+            .max()
+            .unwrap_or(0);
+        let ready = self.held.len() - keep;
+        if ready > 0 {
+            let rest = self.held.split_off(ready);
+            let text = std::mem::replace(&mut self.held, rest);
+            if self.events.send(Event::Text(text)).is_err() {
+                return false;
+            }
+        }
+        if self.generated >= self.max_tokens || self.seq.len() + 1 >= self.seq.context() {
+            return self.finish(Finish::Length);
+        }
+        !self.events.is_closed()
+    }
+
+    /// Sends what is held and the end; always `false` (the request is over).
+    fn finish(&mut self, finish: Finish) -> bool {
+        if !self.held.is_empty() {
+            let _ = self
+                .events
+                .send(Event::Text(std::mem::take(&mut self.held)));
+        }
+        let _ = self.events.send(Event::Done {
+            finish,
+            prompt_tokens: self.prompt_tokens,
+            completion_tokens: self.generated,
+        });
+        false
+    }
+}
+
+/// The length of the longest proper prefix of `stop` that `text` ends with (at a character
+/// boundary of `text`).
+fn partial_suffix(text: &str, stop: &str) -> usize {
+    (1..stop.len())
+        .rev()
+        .filter(|&k| stop.is_char_boundary(k) && text.len() >= k)
+        .find(|&k| text.is_char_boundary(text.len() - k) && text.ends_with(&stop[..k]))
+        .unwrap_or(0)
+}
+
+/// The engine loop: admit jobs into free slots (prefill, first token), then one batched decode
+/// step for all active requests; until the job channel closes and nothing is active.
+fn run(
+    decoder: &Decoder,
+    tokenizer: &Tokenizer,
+    eos: Option<u32>,
+    max_batch: usize,
+    jobs: &Receiver<Job>,
+    shutdown: &AtomicBool,
+    load: &Load,
+) {
+    let mut free: Vec<Sequence> = Vec::new();
+    let mut active: Vec<Active<'_>> = Vec::new();
+    loop {
+        load.active.store(active.len(), Ordering::SeqCst);
+        // admit: block for a job when idle, else take what is queued, up to the batch size
+        while active.len() < max_batch {
+            let job = if active.is_empty() {
+                match jobs.recv() {
+                    Ok(j) => j,
+                    Err(_) => return,
+                }
+            } else {
+                match jobs.try_recv() {
+                    Ok(j) => j,
+                    Err(TryRecvError::Empty | TryRecvError::Disconnected) => break,
+                }
+            };
+            load.waiting.fetch_sub(1, Ordering::SeqCst);
+            if job.events.is_closed() {
+                continue; // its client left while it waited
+            }
+            let seq = match free.pop() {
+                Some(mut s) => {
+                    s.clear();
+                    s
+                }
+                None => match decoder.new_sequence() {
+                    Ok(s) => s,
+                    Err(e) => {
+                        let _ = job.events.send(Event::Error(e.to_string()));
+                        continue;
+                    }
+                },
+            };
+            if let Some(a) = admit(decoder, tokenizer, eos, seq, job, &mut free) {
+                active.push(a);
+            }
+        }
+        if shutdown.load(Ordering::SeqCst) {
+            for mut a in active.drain(..) {
+                a.finish(Finish::Length);
+            }
+            return;
+        }
+        if active.is_empty() {
+            continue;
+        }
+        let tokens: Vec<u32> = active.iter().map(|a| a.last).collect();
+        let result = {
+            let mut seqs: Vec<&mut Sequence> = active.iter_mut().map(|a| &mut a.seq).collect();
+            decoder.decode_batch(&mut seqs, &tokens)
+        };
+        match result {
+            Ok(logits) => {
+                let mut still = Vec::with_capacity(active.len());
+                for (mut a, l) in active.drain(..).zip(logits) {
+                    let tok = a.sampler.sample(&l);
+                    if a.take(tok, eos) {
+                        still.push(a);
+                    } else {
+                        free.push(a.seq);
+                    }
+                }
+                active = still;
+            }
+            Err(e) => {
+                tracing::error!("decode step failed: {e}");
+                for a in active.drain(..) {
+                    let _ = a.events.send(Event::Error(e.to_string()));
+                    free.push(a.seq);
+                }
+            }
+        }
+    }
+}
+
+/// Prefills `job`'s prompt into `seq` and takes its first token: the active request, or `None`
+/// when it is already over (its sequence back in `free`).
+fn admit<'t>(
+    decoder: &Decoder,
+    tokenizer: &'t Tokenizer,
+    eos: Option<u32>,
+    mut seq: Sequence,
+    job: Job,
+    free: &mut Vec<Sequence>,
+) -> Option<Active<'t>> {
+    let sampler = match Sampler::new(job.sampling.clone()) {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = job.events.send(Event::Error(e.to_string()));
+            free.push(seq);
+            return None;
+        }
+    };
+    let logits = match decoder.prefill(&mut seq, &job.prompt) {
+        Ok(l) => l,
+        Err(e) => {
+            let _ = job.events.send(Event::Error(e.to_string()));
+            free.push(seq);
+            return None;
+        }
+    };
+    let mut a = Active {
+        seq,
+        sampler,
+        stream: tokenizer.stream(true),
+        events: job.events,
+        stop: job.stop.into_iter().filter(|s| !s.is_empty()).collect(),
+        held: String::new(),
+        last: 0,
+        prompt_tokens: job.prompt.len(),
+        generated: 0,
+        max_tokens: job.max_tokens.max(1),
+    };
+    let tok = a.sampler.sample(&logits);
+    if a.take(tok, eos) {
+        Some(a)
+    } else {
+        free.push(a.seq);
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::partial_suffix;
+
+    #[test]
+    fn partial_suffix_finds_the_longest_started_stop_sequence() {
+        assert_eq!(partial_suffix("hello wor", "world"), 3);
+        assert_eq!(partial_suffix("hello", "world"), 0);
+        assert_eq!(partial_suffix("ab", "abc"), 2);
+        // the whole stop sequence is not a partial one
+        assert_eq!(partial_suffix("abc", "abc"), 0);
+        assert_eq!(partial_suffix("x\u{e9}", "\u{e9}t"), 2);
+    }
+}

@@ -1,0 +1,401 @@
+//! `tinygrad-serve` end to end: the binary started on a loopback port with a tiny random-weight
+//! model (written as a GGUF file by the test, with SmolLM2's real tokenizer and chat template),
+//! then driven over HTTP: OpenAI's response shapes, replies equal to the model run directly,
+//! concurrent streams equal to the same requests run alone, disconnects, bad input; then
+//! OpenAI's official Python client, a headless Chromium on the chat page, and a bounded load
+//! run (those three need Python packages and Chromium, which CI installs).
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use common::{Server, post, request, tiny_model, wait_health};
+use serde_json::{Value, json};
+use tinygrad_models::{Decoder, Message, SamplingOptions, Tokenizer};
+
+fn start(extra: &[&str]) -> Server {
+    let model = tiny_model();
+    let mut args = vec!["--model", model.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    Server::start(&args)
+}
+
+fn error_of(r: &common::Response) -> Value {
+    let j = r.json();
+    assert!(
+        j["error"]["message"]
+            .as_str()
+            .is_some_and(|m| !m.is_empty()),
+        "not an OpenAI error body: {j}"
+    );
+    j["error"].clone()
+}
+
+/// The reply text of a chat or text completion body.
+fn text_of(j: &Value) -> String {
+    let c = &j["choices"][0];
+    c["message"]["content"]
+        .as_str()
+        .or(c["text"].as_str())
+        .unwrap_or_else(|| panic!("no text in {j}"))
+        .to_string()
+}
+
+/// The text of a stream's chunks, its finish reason and its usage chunk (if any); checks that
+/// it ends with `[DONE]` and every chunk has OpenAI's shape.
+fn stream_text(r: &common::Response) -> (String, String, Option<Value>) {
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    let events = r.events();
+    assert_eq!(
+        events.last().map(String::as_str),
+        Some("[DONE]"),
+        "{events:?}"
+    );
+    let (mut text, mut finish, mut usage) = (String::new(), String::new(), None);
+    for e in &events[..events.len() - 1] {
+        let j: Value = serde_json::from_str(e).unwrap();
+        assert!(j["id"].is_string() && j["created"].is_u64(), "{j}");
+        if let Some(u) = j.get("usage").filter(|u| !u.is_null()) {
+            usage = Some(u.clone());
+            continue;
+        }
+        let c = &j["choices"][0];
+        if let Some(t) = c["delta"]["content"].as_str().or(c["text"].as_str()) {
+            text.push_str(t);
+        }
+        if let Some(f) = c["finish_reason"].as_str() {
+            finish = f.to_string();
+        }
+    }
+    (text, finish, usage)
+}
+
+#[test]
+fn routes_and_bad_input_answer_with_openai_errors() {
+    let mut s = start(&["--context", "64", "--max-batch", "2"]);
+    let a = s.addr.clone();
+    let h = request(&a, "GET", "/health", None);
+    assert_eq!((h.status, h.json()["status"].as_str()), (200, Some("ok")));
+    let m = request(&a, "GET", "/v1/models", None).json();
+    assert_eq!(m["object"], "list");
+    assert_eq!(m["data"][0]["id"], "serve-tiny-smollm2-vocab");
+    let page = request(&a, "GET", "/", None);
+    assert_eq!(page.status, 200);
+    assert!(String::from_utf8_lossy(&page.body).contains("/v1/chat/completions"));
+
+    let chat = "/v1/chat/completions";
+    let malformed = request(&a, "POST", chat, Some(b"{\"messages\": [")); // cut short
+    assert_eq!(malformed.status, 400);
+    assert_eq!(error_of(&malformed)["type"], "invalid_request_error");
+    let wrong_type = post(&a, chat, &json!({"messages": 5}));
+    assert_eq!(wrong_type.status, 400);
+    assert!(
+        error_of(&wrong_type)["message"]
+            .as_str()
+            .unwrap()
+            .contains("invalid type")
+    );
+    let msgs = json!([{"role": "user", "content": "Hi"}]);
+    let unknown = post(&a, chat, &json!({"model": "gpt-9", "messages": msgs}));
+    assert_eq!(unknown.status, 404);
+    assert_eq!(error_of(&unknown)["code"], "model_not_found");
+    let long = "word ".repeat(200);
+    let too_long = post(
+        &a,
+        chat,
+        &json!({"messages": [{"role": "user", "content": long}]}),
+    );
+    assert_eq!(too_long.status, 400);
+    let e = error_of(&too_long);
+    assert_eq!(e["code"], "context_length_exceeded");
+    assert!(e["message"].as_str().unwrap().contains("64 tokens"), "{e}");
+    let zero = post(&a, chat, &json!({"messages": msgs, "max_tokens": 0}));
+    assert_eq!(
+        (zero.status, error_of(&zero)["param"].as_str()),
+        (400, Some("max_tokens"))
+    );
+    let huge = post(
+        &a,
+        chat,
+        &json!({"messages": msgs, "max_tokens": 1u64 << 62}),
+    );
+    assert_eq!(error_of(&huge)["code"], "context_length_exceeded");
+    let n2 = post(&a, chat, &json!({"messages": msgs, "n": 2}));
+    assert_eq!(
+        (n2.status, error_of(&n2)["param"].as_str()),
+        (400, Some("n"))
+    );
+    let hot = post(&a, chat, &json!({"messages": msgs, "temperature": 3.5}));
+    assert_eq!(error_of(&hot)["param"], "temperature");
+    let empty = post(&a, chat, &json!({"messages": []}));
+    assert_eq!(empty.status, 400);
+    let big = vec![b' '; 5 << 20];
+    let too_big = request(&a, "POST", chat, Some(&big));
+    assert_eq!(too_big.status, 413);
+    error_of(&too_big);
+    let nowhere = request(&a, "GET", "/v2/nothing", None);
+    assert_eq!(nowhere.status, 404);
+    error_of(&nowhere);
+    let get_post = request(&a, "GET", chat, None);
+    assert_eq!(get_post.status, 405);
+    let no_embed = post(&a, "/v1/embeddings", &json!({"input": "hello"}));
+    assert_eq!(
+        (no_embed.status, error_of(&no_embed)["code"].as_str()),
+        (404, Some("model_not_found"))
+    );
+    let bad_prompt = post(&a, "/v1/completions", &json!({"prompt": ["a", "b"]}));
+    assert_eq!(error_of(&bad_prompt)["param"], "prompt");
+
+    // still serving
+    let ok = post(
+        &a,
+        chat,
+        &json!({"messages": msgs, "max_tokens": 3, "temperature": 0}),
+    );
+    assert_eq!(ok.status, 200, "{}", String::from_utf8_lossy(&ok.body));
+    assert!(s.alive());
+}
+
+#[test]
+fn replies_equal_the_model_run_directly() {
+    let s = start(&["--context", "256"]);
+    let a = s.addr.clone();
+    let path = tiny_model();
+    let mut decoder = Decoder::load(&path, "CPU").unwrap();
+    decoder.set_context(256).unwrap();
+    let tokenizer = Tokenizer::from_gguf(&path).unwrap();
+    let greedy = SamplingOptions::default();
+
+    // chat: the template, greedy decoding, the end token
+    let question = "What is the capital of France?";
+    let messages = [Message::new("user", question)];
+    let (expected, generation) = decoder
+        .chat(&tokenizer, &messages, 12, &greedy, &mut |_| true)
+        .unwrap();
+    let body = json!({"messages": [{"role": "user", "content": question}],
+                      "max_tokens": 12, "temperature": 0});
+    let r = post(&a, "/v1/chat/completions", &body);
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+    let j = r.json();
+    assert_eq!(j["object"], "chat.completion");
+    assert_eq!(j["choices"][0]["message"]["role"], "assistant");
+    assert_eq!(text_of(&j), expected);
+    let prompt_ids = tokenizer
+        .encode(
+            &tokenizer.apply_chat_template(&messages, true).unwrap(),
+            false,
+        )
+        .unwrap();
+    assert_eq!(j["usage"]["prompt_tokens"], prompt_ids.len());
+    assert_eq!(j["usage"]["completion_tokens"], generation.tokens.len());
+    let mut streamed = body.clone();
+    streamed["stream"] = json!(true);
+    streamed["stream_options"] = json!({"include_usage": true});
+    let (text, finish, usage) = stream_text(&post(&a, "/v1/chat/completions", &streamed));
+    assert_eq!(text, expected);
+    assert_eq!(finish, j["choices"][0]["finish_reason"].as_str().unwrap());
+    assert_eq!(usage.unwrap(), j["usage"]);
+
+    // text completion: the prompt with the tokenizer's special tokens, no template
+    let prompt = "The capital of France is";
+    let ids = tokenizer.encode(prompt, true).unwrap();
+    let eos = tokenizer.eos_token().and_then(|t| tokenizer.token_to_id(t));
+    let g = decoder
+        .generate(&ids, 10, &greedy, eos, &mut |_| true)
+        .unwrap();
+    let expected = tokenizer.decode(&g.tokens, true).unwrap();
+    let finish = if g.tokens.last().copied() == eos {
+        "stop"
+    } else {
+        "length"
+    };
+    let body = json!({"prompt": prompt, "max_tokens": 10, "temperature": 0});
+    let j = post(&a, "/v1/completions", &body).json();
+    assert_eq!(j["object"], "text_completion");
+    assert_eq!(text_of(&j), expected);
+    assert_eq!(j["choices"][0]["finish_reason"], finish);
+    let mut streamed = body.clone();
+    streamed["stream"] = json!(true);
+    let (text, got_finish, _) = stream_text(&post(&a, "/v1/completions", &streamed));
+    assert_eq!(
+        (text.as_str(), got_finish.as_str()),
+        (expected.as_str(), finish)
+    );
+
+    // a stop sequence cuts the text before it
+    let cut = expected
+        .char_indices()
+        .nth(expected.chars().count() / 2)
+        .unwrap()
+        .0;
+    let stop: String = expected[cut..].chars().take(3).collect();
+    let j = post(
+        &a,
+        "/v1/completions",
+        &json!({"prompt": prompt, "max_tokens": 10,
+                                                 "temperature": 0, "stop": [stop]}),
+    )
+    .json();
+    let want = &expected[..expected.find(&stop).unwrap()];
+    assert_eq!(
+        (
+            text_of(&j).as_str(),
+            j["choices"][0]["finish_reason"].as_str()
+        ),
+        (want, Some("stop"))
+    );
+}
+
+#[test]
+fn concurrent_streams_equal_solo_runs_and_a_disconnect_frees_its_slot() {
+    let s = start(&["--context", "512", "--max-batch", "4"]);
+    let a = s.addr.clone();
+    let body = |i: usize| {
+        json!({"messages": [{"role": "user", "content": format!("Tell me about the number {i}.")}],
+               "max_tokens": 8 + 3 * i, "temperature": 0.9, "seed": 1000 + i,
+               "stream": i.is_multiple_of(2)})
+    };
+    let reply = |r: &common::Response, i: usize| {
+        if i.is_multiple_of(2) {
+            stream_text(r).0
+        } else {
+            text_of(&r.json())
+        }
+    };
+    // 10 requests at once over 4 slots: joining, leaving, waiting
+    let together: Vec<String> = std::thread::scope(|sc| {
+        let handles: Vec<_> = (0..10)
+            .map(|i| {
+                let a = a.clone();
+                let b = body(i);
+                sc.spawn(move || (post(&a, "/v1/chat/completions", &b), i))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                let (r, i) = h.join().unwrap();
+                reply(&r, i)
+            })
+            .collect()
+    });
+    for (i, got) in together.iter().enumerate() {
+        let alone = reply(&post(&a, "/v1/chat/completions", &body(i)), i);
+        assert_eq!(
+            got, &alone,
+            "request {i}: concurrent reply differs from its solo run"
+        );
+    }
+    assert!(together.iter().any(|t| !t.is_empty()));
+
+    // a client that leaves mid-stream frees its slot at once
+    use std::io::{Read, Write};
+    let mut c = std::net::TcpStream::connect(&a).unwrap();
+    let b = json!({"messages": [{"role": "user", "content": "Count forever."}],
+                   "max_tokens": 400, "temperature": 1.0, "seed": 7, "stream": true})
+    .to_string();
+    write!(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: {a}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{b}", b.len()).unwrap();
+    let mut first = [0u8; 256];
+    let n = c.read(&mut first).unwrap();
+    let head = String::from_utf8_lossy(&first[..n]);
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    drop(c);
+    let h = wait_health(&a, Duration::from_secs(60), |h| {
+        h["active"] == 0 && h["waiting"] == 0
+    });
+    assert_eq!(
+        (h["active"].as_u64(), h["waiting"].as_u64()),
+        (Some(0), Some(0)),
+        "{h}"
+    );
+}
+
+/// Runs a Python script of this crate's tests with `args`; fails the test on a non-zero exit.
+fn run_python(py: &str, script: &str, args: &[String]) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join(script);
+    let out = Command::new(py).arg(&path).args(args).output().unwrap();
+    print!("{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        out.status.success(),
+        "{script} failed ({}):\n{}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn openai_python_client_calls_pass_unchanged() {
+    let Some(py) = common::python_with("openai") else {
+        return;
+    };
+    let minilm = std::env::var("MINILM_DIR")
+        .ok()
+        .filter(|d| Path::new(d).is_dir());
+    let mut extra = vec!["--context", "256"];
+    if let Some(d) = &minilm {
+        extra.extend(["--embedding-model", d.as_str()]);
+    } else {
+        println!("embeddings not checked: MINILM_DIR is not set (scripts/fetch_minilm.sh)");
+    }
+    let s = start(&extra);
+    let mut args = vec![s.base_url()];
+    if minilm.is_some() {
+        args.push("--embeddings".into());
+    }
+    run_python(&py, "openai_client.py", &args);
+}
+
+#[test]
+fn chat_page_streams_a_reply_in_headless_chromium() {
+    let Some(py) = common::python_with("selenium") else {
+        return;
+    };
+    let driver = std::env::var("CHROMEDRIVER").unwrap_or_else(|_| "/usr/bin/chromedriver".into());
+    if !Path::new(&driver).exists() {
+        let why = format!("no chromedriver at {driver} (apt-get install chromium chromium-driver)");
+        assert!(
+            std::env::var("TINYGRAD_REQUIRE_SERVE_CLIENTS").map_or(true, |v| v != "1"),
+            "{why}"
+        );
+        println!("skipped: {why}");
+        return;
+    }
+    let s = start(&["--context", "256"]);
+    let shot = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/serve-chat-page.png");
+    run_python(
+        &py,
+        "chat_page.py",
+        &[
+            format!("http://{}/", s.addr),
+            driver,
+            shot.display().to_string(),
+        ],
+    );
+    assert!(shot.exists());
+}
+
+#[test]
+fn bounded_load_run_has_no_failed_or_mixed_up_replies() {
+    let Some(py) = common::python_with("openai") else {
+        return;
+    };
+    let s = start(&["--context", "256", "--max-batch", "8"]);
+    run_python(
+        &py,
+        "load.py",
+        &[
+            s.base_url(),
+            "--clients".into(),
+            "16".into(),
+            "--requests".into(),
+            "64".into(),
+            "--max-tokens".into(),
+            "12".into(),
+        ],
+    );
+}
