@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every example and `xtask` answers `--help` (exit 0, a usage line) and refuses an unknown flag
+# Every example, `xtask` and `tinygrad-serve` answers `--help` (exit 0, a usage line) and refuses an unknown flag
 # with the usage on stderr and exit status 2 (clap's usage error). Builds them first (debug).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,5 +25,6 @@ for src in crates/*/examples/*.rs; do
     n=$((n + 1))
 done
 check "xtask" "target/debug/xtask"
+check "tinygrad-serve" "target/debug/tinygrad-serve"
 [ "$n" -ge 7 ] || { echo "FAIL: found only $n examples"; fail=1; }
 exit "$fail"
