@@ -299,7 +299,7 @@ fn run(
         let tokens: Vec<u32> = active.iter().map(|a| a.last).collect();
         let result = {
             let mut seqs: Vec<&mut Sequence> = active.iter_mut().map(|a| &mut a.seq).collect();
-            decoder.decode_batch(&mut seqs, &tokens)
+            guarded(|| decoder.decode_batch(&mut seqs, &tokens))
         };
         match result {
             Ok(logits) => {
@@ -317,10 +317,27 @@ fn run(
             Err(e) => {
                 tracing::error!("decode step failed: {e}");
                 for a in active.drain(..) {
-                    let _ = a.events.send(Event::Error(e.to_string()));
+                    let _ = a.events.send(Event::Error(e.clone()));
                     free.push(a.seq);
                 }
             }
+        }
+    }
+}
+
+/// `f`'s result, with a panic inside the model (a bug) turned into an error for the requests
+/// involved, so the engine goes on serving the others.
+fn guarded<T>(f: impl FnOnce() -> tinygrad_models::Result<T>) -> Result<T, String> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(r) => r.map_err(|e| e.to_string()),
+        Err(p) => {
+            let what = p
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| p.downcast_ref::<&str>().copied())
+                .unwrap_or("a panic");
+            tracing::error!("the model panicked: {what}");
+            Err(format!("internal error in the model: {what}"))
         }
     }
 }
@@ -343,10 +360,10 @@ fn admit<'t>(
             return None;
         }
     };
-    let logits = match decoder.prefill(&mut seq, &job.prompt) {
+    let logits = match guarded(|| decoder.prefill(&mut seq, &job.prompt)) {
         Ok(l) => l,
         Err(e) => {
-            let _ = job.events.send(Event::Error(e.to_string()));
+            let _ = job.events.send(Event::Error(e));
             free.push(seq);
             return None;
         }
