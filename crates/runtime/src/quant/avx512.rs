@@ -6,6 +6,19 @@ use std::arch::x86_64::*;
 use super::QuantType;
 use super::portable::{f16_at, q4k_scales};
 
+/// The half-precision float at `p` as a float32 vector's 16 lanes (F16C's exact conversion).
+///
+/// # Safety
+/// The CPU has avx512f and f16c, and `p..p + 2` are readable.
+#[inline(always)]
+unsafe fn splat_f16(p: *const u8) -> __m512 {
+    // SAFETY: the caller's guarantees (a 2-byte unaligned read in range).
+    unsafe {
+        let h = std::ptr::read_unaligned(p as *const u16);
+        _mm512_set1_ps(_mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(i32::from(h)))))
+    }
+}
+
 /// 16 bytes as float32 lanes, unsigned.
 ///
 /// # Safety
@@ -26,7 +39,8 @@ unsafe fn load(p: *const f32) -> __m512 {
     unsafe { _mm512_loadu_ps(p) }
 }
 
-/// One weight row's product with `x` (as the portable `row_dot`).
+/// One weight row's product with `x` (as the portable `row_dot`), for the K-quants (the
+/// 32-weight types go through [`tile_dot`]).
 ///
 /// # Safety
 /// The CPU has avx512f/bw/vl and FMA; `row` holds `x.len() / block` whole blocks of `ty`
@@ -35,8 +49,8 @@ unsafe fn load(p: *const f32) -> __m512 {
 pub(super) unsafe fn row_dot(ty: QuantType, row: &[u8], x: &[f32], sums: &[f32]) -> f32 {
     let nb = row.len() / ty.block_bytes();
     assert!(
-        nb * ty.block() == x.len() && sums.len() * 32 == x.len(),
-        "quantized product: {} bytes of {} blocks against {} values",
+        !tile_dot_takes(ty) && nb * ty.block() == x.len() && sums.len() * 32 == x.len(),
+        "quantized product (K-quant loop): {} bytes of {} blocks against {} values",
         row.len(),
         ty.name(),
         x.len()
@@ -51,72 +65,6 @@ pub(super) unsafe fn row_dot(ty: QuantType, row: &[u8], x: &[f32], sums: &[f32])
     // `x` (nb * block floats, asserted above): unaligned 16- and 64-byte loads in range.
     unsafe {
         match ty {
-            QuantType::Q4_0 | QuantType::Q4_1 | QuantType::Q5_0 | QuantType::Q5_1 => {
-                let (bb, has_min, five) = match ty {
-                    QuantType::Q4_0 => (18, false, false),
-                    QuantType::Q4_1 => (20, true, false),
-                    QuantType::Q5_0 => (22, false, true),
-                    _ => (24, true, true),
-                };
-                let offset = _mm512_set1_ps(match ty {
-                    QuantType::Q4_0 => 8.0,
-                    QuantType::Q5_0 => 16.0,
-                    _ => 0.0,
-                });
-                let sixteen = _mm512_set1_epi32(16);
-                for b in 0..nb {
-                    let blk = &row[b * bb..(b + 1) * bb];
-                    let d = _mm512_set1_ps(f16_at(blk));
-                    let mut at = 2;
-                    if has_min {
-                        mins += f16_at(&blk[2..]) * sums[b];
-                        at = 4;
-                    }
-                    let qh = if five {
-                        let q =
-                            u32::from_le_bytes([blk[at], blk[at + 1], blk[at + 2], blk[at + 3]]);
-                        at += 4;
-                        q
-                    } else {
-                        0
-                    };
-                    let qs = _mm_loadu_si128(blk.as_ptr().add(at) as *const __m128i);
-                    let lo8 = _mm_and_si128(qs, nib);
-                    let hi8 = _mm_and_si128(_mm_srli_epi16(qs, 4), nib);
-                    let (mut lo, mut hi) = (_mm512_cvtepu8_epi32(lo8), _mm512_cvtepu8_epi32(hi8));
-                    if five {
-                        lo = _mm512_mask_add_epi32(lo, (qh & 0xFFFF) as __mmask16, lo, sixteen);
-                        hi = _mm512_mask_add_epi32(hi, (qh >> 16) as __mmask16, hi, sixteen);
-                    }
-                    let lo = _mm512_sub_ps(_mm512_cvtepi32_ps(lo), offset);
-                    let hi = _mm512_sub_ps(_mm512_cvtepi32_ps(hi), offset);
-                    let x0 = load(xp.add(b * 32));
-                    let x1 = load(xp.add(b * 32 + 16));
-                    let s = _mm512_fmadd_ps(hi, x1, _mm512_mul_ps(lo, x0));
-                    if b % 2 == 0 {
-                        acc = _mm512_fmadd_ps(d, s, acc);
-                    } else {
-                        acc2 = _mm512_fmadd_ps(d, s, acc2);
-                    }
-                }
-            }
-            QuantType::Q8_0 => {
-                for b in 0..nb {
-                    let blk = &row[b * 34..(b + 1) * 34];
-                    let d = _mm512_set1_ps(f16_at(blk));
-                    let p = blk.as_ptr().add(2) as *const __m128i;
-                    let q0 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(p)));
-                    let q1 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(p.add(1))));
-                    let x0 = load(xp.add(b * 32));
-                    let x1 = load(xp.add(b * 32 + 16));
-                    let s = _mm512_fmadd_ps(q1, x1, _mm512_mul_ps(q0, x0));
-                    if b % 2 == 0 {
-                        acc = _mm512_fmadd_ps(d, s, acc);
-                    } else {
-                        acc2 = _mm512_fmadd_ps(d, s, acc2);
-                    }
-                }
-            }
             QuantType::Q4K => {
                 for b in 0..nb {
                     let blk = &row[b * 144..(b + 1) * 144];
@@ -149,7 +97,7 @@ pub(super) unsafe fn row_dot(ty: QuantType, row: &[u8], x: &[f32], sums: &[f32])
                     }
                 }
             }
-            QuantType::Q6K => {
+            _ => {
                 let three = _mm_set1_epi8(3);
                 let thirty_two = _mm512_set1_epi32(32);
                 for b in 0..nb {
@@ -193,121 +141,157 @@ pub(super) unsafe fn row_dot(ty: QuantType, row: &[u8], x: &[f32], sums: &[f32])
     _mm512_reduce_add_ps(_mm512_add_ps(acc, acc2)) + mins
 }
 
-/// Whether [`rows_dot`] takes weights of `ty` (the 32-weight block types; the K-quants are
+/// Whether [`tile_dot`] takes weights of `ty` (the 32-weight block types; the K-quants are
 /// multiplied row by row with [`row_dot`]).
-pub(super) fn rows_dot_takes(ty: QuantType) -> bool {
+pub(super) fn tile_dot_takes(ty: QuantType) -> bool {
     matches!(
         ty,
         QuantType::Q4_0 | QuantType::Q4_1 | QuantType::Q5_0 | QuantType::Q5_1 | QuantType::Q8_0
     )
 }
 
-/// One weight row's products with `M` rows of `x` (row `i` at `x[i * k..]`, its sums at
-/// `sums[i * k / 32..]`): each block is unpacked once for all `M`, and each product is
-/// computed with [`row_dot`]'s operations in its order, so each equals that row's
-/// [`row_dot`] bit for bit. Decoding a batch of tokens then costs the unpacking once, not once
-/// per token (on a CPU where the product is bound by it rather than by reading the weight).
+/// A 32-weight block's values (`blk` its bytes) as two vectors of 16, dequantized exactly as
+/// `gguf.quants` does (the portable `dequantize_block`: `d * (q - offset)`, or `d * q + m`
+/// with the multiplication and the addition rounded separately).
 ///
 /// # Safety
-/// The CPU has avx512f/bw/vl and FMA; `ty` is one [`rows_dot_takes`]; `row` holds `k / 32`
-/// whole blocks of `ty`, `x` at least `M * k` elements and `sums` `M * k / 32`.
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,fma")]
-pub(super) unsafe fn rows_dot<const M: usize>(
+/// The CPU has avx512f/bw/vl and f16c; `ty` is one [`tile_dot_takes`] and `blk` holds a
+/// whole block of it.
+#[inline(always)]
+unsafe fn block32(ty: QuantType, blk: &[u8]) -> (__m512, __m512) {
+    assert!(blk.len() >= ty.block_bytes());
+    // SAFETY: the caller's guarantees: the scales are the block's first 2 (and next 2)
+    // bytes, the 16 bytes of values start at `at` and end inside the block (at 2, 4, 6 or 8
+    // of an 18, 20, 22 or 24-byte block; Q8_0's 32 at 2 of 34), asserted above.
+    unsafe {
+        let d = splat_f16(blk.as_ptr());
+        if ty == QuantType::Q8_0 {
+            let p = blk.as_ptr().add(2) as *const __m128i;
+            let q0 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(p)));
+            let q1 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(p.add(1))));
+            return (_mm512_mul_ps(q0, d), _mm512_mul_ps(q1, d));
+        }
+        let (has_min, five) = match ty {
+            QuantType::Q4_0 => (false, false),
+            QuantType::Q4_1 => (true, false),
+            QuantType::Q5_0 => (false, true),
+            _ => (true, true),
+        };
+        let mut at = if has_min { 4 } else { 2 };
+        let qh = if five {
+            let q = u32::from_le_bytes([blk[at], blk[at + 1], blk[at + 2], blk[at + 3]]);
+            at += 4;
+            q
+        } else {
+            0
+        };
+        let nib = _mm_set1_epi8(0x0F);
+        let qs = _mm_loadu_si128(blk.as_ptr().add(at) as *const __m128i);
+        let mut lo = _mm512_cvtepu8_epi32(_mm_and_si128(qs, nib));
+        let mut hi = _mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(qs, 4), nib));
+        if five {
+            let sixteen = _mm512_set1_epi32(16);
+            lo = _mm512_mask_add_epi32(lo, (qh & 0xFFFF) as __mmask16, lo, sixteen);
+            hi = _mm512_mask_add_epi32(hi, (qh >> 16) as __mmask16, hi, sixteen);
+        }
+        if has_min {
+            let m = splat_f16(blk.as_ptr().add(2));
+            let lo = _mm512_add_ps(_mm512_mul_ps(d, _mm512_cvtepi32_ps(lo)), m);
+            let hi = _mm512_add_ps(_mm512_mul_ps(d, _mm512_cvtepi32_ps(hi)), m);
+            (lo, hi)
+        } else {
+            let offset = _mm512_set1_epi32(if five { 16 } else { 8 });
+            let lo = _mm512_cvtepi32_ps(_mm512_sub_epi32(lo, offset));
+            let hi = _mm512_cvtepi32_ps(_mm512_sub_epi32(hi, offset));
+            (_mm512_mul_ps(d, lo), _mm512_mul_ps(d, hi))
+        }
+    }
+}
+
+/// [`block32`]'s values in order (for the tests).
+///
+/// # Safety
+/// As [`block32`]'s.
+#[cfg(test)]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,fma,f16c")]
+pub(super) unsafe fn block32_values(ty: QuantType, blk: &[u8]) -> [f32; 32] {
+    let mut out = [0.0f32; 32];
+    // SAFETY: the caller's guarantees; `out` holds 32 floats (two unaligned 64-byte stores).
+    unsafe {
+        let (lo, hi) = block32(ty, blk);
+        _mm512_storeu_ps(out.as_mut_ptr(), lo);
+        _mm512_storeu_ps(out.as_mut_ptr().add(16), hi);
+    }
+    out
+}
+
+/// The products of `R` weight rows (`rows[r]`, each `k / 32` blocks of `ty`) with `M` rows of
+/// `x` (row `i` at `x[i * k..]`): `out[r][i]`. Each block of each weight row is dequantized
+/// once, in registers, for all `M` rows of `x`, and each `x` block is loaded once for all `R`
+/// weight rows (a register tile of `R * M` accumulators). Every product is summed in the same
+/// order whatever `M` and `R` (16 lanes, each block's two halves in turn, then the lanes'
+/// sum), so a row's product is the same bit for bit whether its token is decoded alone or
+/// in a batch.
+///
+/// # Safety
+/// The CPU has avx512f/bw/vl, FMA and F16C; `ty` is one [`tile_dot_takes`]; each of `rows`
+/// holds `k / 32` whole blocks of `ty`, and `x` at least `M * k` elements.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,fma,f16c")]
+pub(super) unsafe fn tile_dot<const M: usize, const R: usize>(
     ty: QuantType,
-    row: &[u8],
+    rows: [&[u8]; R],
     x: &[f32],
-    sums: &[f32],
     k: usize,
-) -> [f32; M] {
-    let nb = row.len() / ty.block_bytes();
+) -> [[f32; M]; R] {
+    let bb = ty.block_bytes();
+    let nb = k / 32;
     assert!(
-        rows_dot_takes(ty) && nb * 32 == k && x.len() >= M * k && sums.len() >= M * k / 32,
-        "quantized product: {} bytes of {} blocks against {M} rows of {k} values",
-        row.len(),
+        tile_dot_takes(ty)
+            && k.is_multiple_of(32)
+            && rows.iter().all(|r| r.len() == nb * bb)
+            && x.len() >= M * k,
+        "quantized product: {R} rows of {} blocks against {M} rows of {k} values",
         ty.name(),
     );
     let xp = x.as_ptr();
-    let nib = _mm_set1_epi8(0x0F);
-    let mut acc = [_mm512_setzero_ps(); M];
-    let mut acc2 = [_mm512_setzero_ps(); M];
-    let mut mins = [0.0f32; M];
-    // SAFETY: the CPU features are the caller's guarantee; every load is of block `b` of
-    // `nb`, inside `row` (nb * block_bytes bytes), or of row i's values x[i * k + b * 32..]
-    // (32 floats) inside `x` (M * k floats, asserted above): unaligned 16- and 64-byte loads
-    // in range.
+    let mut acc = [[_mm512_setzero_ps(); M]; R];
+    // SAFETY: the CPU features are the caller's guarantee; every block read is block `b` of
+    // `nb` of a row of nb * bb bytes (asserted above), every load of x is of row i's values
+    // x[i * k + b * 32..][..32] inside `x` (M * k floats, asserted above).
     unsafe {
-        // block b's 32 values as two vectors of 16 (lo, hi), and its scale d, against each
-        // row of x (a macro: the loop inlined, in this function's target features)
-        macro_rules! step {
-            ($b:expr, $lo:expr, $hi:expr, $d:expr) => {
-                for i in 0..M {
-                    let xb = xp.add(i * k + $b * 32);
-                    let s = _mm512_fmadd_ps($hi, load(xb.add(16)), _mm512_mul_ps($lo, load(xb)));
-                    if $b % 2 == 0 {
-                        acc[i] = _mm512_fmadd_ps($d, s, acc[i]);
-                    } else {
-                        acc2[i] = _mm512_fmadd_ps($d, s, acc2[i]);
+        // the loop with the type a constant (a macro: one copy per type, each inlined in this
+        // function's target features)
+        macro_rules! tile {
+            ($ty:expr) => {
+                for b in 0..nb {
+                    let mut w = [(_mm512_setzero_ps(), _mm512_setzero_ps()); R];
+                    for r in 0..R {
+                        w[r] = block32($ty, &rows[r][b * bb..(b + 1) * bb]);
+                    }
+                    for i in 0..M {
+                        let xb = xp.add(i * k + b * 32);
+                        let (x0, x1) = (load(xb), load(xb.add(16)));
+                        for r in 0..R {
+                            acc[r][i] = _mm512_fmadd_ps(w[r].0, x0, acc[r][i]);
+                            acc[r][i] = _mm512_fmadd_ps(w[r].1, x1, acc[r][i]);
+                        }
                     }
                 }
             };
         }
-        if ty == QuantType::Q8_0 {
-            for b in 0..nb {
-                let blk = &row[b * 34..(b + 1) * 34];
-                let d = _mm512_set1_ps(f16_at(blk));
-                let p = blk.as_ptr().add(2) as *const __m128i;
-                let q0 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(p)));
-                let q1 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(p.add(1))));
-                step!(b, q0, q1, d);
-            }
-        } else {
-            let (bb, has_min, five) = match ty {
-                QuantType::Q4_0 => (18, false, false),
-                QuantType::Q4_1 => (20, true, false),
-                QuantType::Q5_0 => (22, false, true),
-                _ => (24, true, true),
-            };
-            let offset = _mm512_set1_ps(match ty {
-                QuantType::Q4_0 => 8.0,
-                QuantType::Q5_0 => 16.0,
-                _ => 0.0,
-            });
-            let sixteen = _mm512_set1_epi32(16);
-            for b in 0..nb {
-                let blk = &row[b * bb..(b + 1) * bb];
-                let d = _mm512_set1_ps(f16_at(blk));
-                let mut at = 2;
-                if has_min {
-                    let min = f16_at(&blk[2..]);
-                    for (i, m) in mins.iter_mut().enumerate() {
-                        *m += min * sums[i * nb + b];
-                    }
-                    at = 4;
-                }
-                let qh = if five {
-                    let q = u32::from_le_bytes([blk[at], blk[at + 1], blk[at + 2], blk[at + 3]]);
-                    at += 4;
-                    q
-                } else {
-                    0
-                };
-                let qs = _mm_loadu_si128(blk.as_ptr().add(at) as *const __m128i);
-                let lo8 = _mm_and_si128(qs, nib);
-                let hi8 = _mm_and_si128(_mm_srli_epi16(qs, 4), nib);
-                let (mut lo, mut hi) = (_mm512_cvtepu8_epi32(lo8), _mm512_cvtepu8_epi32(hi8));
-                if five {
-                    lo = _mm512_mask_add_epi32(lo, (qh & 0xFFFF) as __mmask16, lo, sixteen);
-                    hi = _mm512_mask_add_epi32(hi, (qh >> 16) as __mmask16, hi, sixteen);
-                }
-                let lo = _mm512_sub_ps(_mm512_cvtepi32_ps(lo), offset);
-                let hi = _mm512_sub_ps(_mm512_cvtepi32_ps(hi), offset);
-                step!(b, lo, hi, d);
-            }
+        match ty {
+            QuantType::Q4_0 => tile!(QuantType::Q4_0),
+            QuantType::Q4_1 => tile!(QuantType::Q4_1),
+            QuantType::Q5_0 => tile!(QuantType::Q5_0),
+            QuantType::Q5_1 => tile!(QuantType::Q5_1),
+            _ => tile!(QuantType::Q8_0),
         }
     }
-    let mut out = [0.0f32; M];
-    for i in 0..M {
-        out[i] = _mm512_reduce_add_ps(_mm512_add_ps(acc[i], acc2[i])) + mins[i];
+    let mut out = [[0.0f32; M]; R];
+    for r in 0..R {
+        for i in 0..M {
+            out[r][i] = _mm512_reduce_add_ps(acc[r][i]);
+        }
     }
     out
 }

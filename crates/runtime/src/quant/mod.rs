@@ -12,10 +12,12 @@
 //! intrinsics and a portable one; the dequantization is written over fixed-size arrays that the
 //! compiler vectorizes, compiled for each; the loops are chosen at run time by the CPU's
 //! features (`CPU_AVX512=0` picks AVX2 on a CPU with both, as for the GEMM path). Each thread
-//! streams a contiguous run of weight rows, prefetching the row after next. With several rows
-//! of `x` (a batch of decoded tokens), the AVX-512 loops unpack each block of the 32-weight
-//! types once for up to 8 of them (`avx512::rows_dot`), each product computed with the
-//! one-row loop's operations in its order (bit for bit the same).
+//! streams a contiguous run of weight rows, prefetching ahead. For the 32-weight types the
+//! AVX-512 loops work on tiles (`avx512::tile_dot`): two weight rows at a time, each block
+//! dequantized once in registers (as `gguf.quants` does) for up to 8 rows of `x` (a batch of
+//! decoded tokens), each `x` block loaded once for both weight rows; every product is summed
+//! in the same order whatever the tile, so a token's product is bit for bit the same alone
+//! or in a batch.
 //!
 //! The kernel is a schedule item like any other: its AST is [`quant_matmul_ast`] (a `Noop`
 //! carrying a [`QuantMatmul`], which only the CPU device compiles), its slots the output, the
@@ -227,7 +229,7 @@ enum Isa {
     Portable,
 }
 
-/// The loops this CPU runs: AVX-512 where it has avx512f/bw/vl and FMA (unless
+/// The loops this CPU runs: AVX-512 where it has avx512f/bw/vl, FMA and F16C (unless
 /// `CPU_AVX512=0`), else AVX2 where it has AVX2 and FMA, else portable.
 fn isa() -> Isa {
     static ISA: OnceLock<Isa> = OnceLock::new();
@@ -236,7 +238,12 @@ fn isa() -> Isa {
         {
             use std::arch::is_x86_feature_detected as has;
             let avx512_off = std::env::var("CPU_AVX512").is_ok_and(|v| v == "0");
-            if !avx512_off && has!("avx512f") && has!("avx512bw") && has!("avx512vl") && has!("fma")
+            if !avx512_off
+                && has!("avx512f")
+                && has!("avx512bw")
+                && has!("avx512vl")
+                && has!("fma")
+                && has!("f16c")
             {
                 return Isa::Avx512;
             }
@@ -439,8 +446,8 @@ struct Rows<'a> {
 /// x-row `i`'s product with weight row `r`), with the loops of `isa`.
 fn run_rows(isa: Isa, job: &Rows<'_>, rows: std::ops::Range<usize>, out: &mut [&mut [f32]]) {
     match isa {
-        // SAFETY: `Isa::Avx512` is only chosen where avx512f/bw/vl and fma were detected on
-        // this CPU (`isa()`, and the tests' `isas()`).
+        // SAFETY: `Isa::Avx512` is only chosen where avx512f/bw/vl, fma and f16c were
+        // detected on this CPU (`isa()`, and the tests' `isas()`).
         #[cfg(target_arch = "x86_64")]
         Isa::Avx512 => unsafe { rows_avx512(job, rows, out) },
         // SAFETY: `Isa::Avx2` is only chosen where avx2 and fma were detected on this CPU
@@ -452,80 +459,32 @@ fn run_rows(isa: Isa, job: &Rows<'_>, rows: std::ops::Range<usize>, out: &mut [&
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,fma")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,fma,f16c")]
 unsafe fn rows_avx512(job: &Rows<'_>, rows: std::ops::Range<usize>, out: &mut [&mut [f32]]) {
     let (first, end) = (rows.start, rows.end);
-    if job.m > 1 && avx512::rows_dot_takes(job.ty) {
-        // several rows of x (a batch of tokens): each block unpacked once for up to 8 of them
-        for r in rows {
-            let row = &job.w[r * job.row_bytes..(r + 1) * job.row_bytes];
+    if avx512::tile_dot_takes(job.ty) {
+        // the 32-weight types: two weight rows at a time against up to 8 rows of x, each
+        // block dequantized once in registers (`avx512::tile_dot`)
+        let mut r = first;
+        while r < end {
+            let pair = end - r >= 2;
             prefetch_row(job, r + 2, end);
+            prefetch_row(job, r + 3, end);
             let mut i = 0;
             while i < job.m {
                 let n = (job.m - i).min(8);
-                let (x, sums) = (&job.x[i * job.k..], &job.sums[i * job.k / 32..]);
-                // SAFETY: this function's features are the caller's guarantee; `row` holds
-                // k / 32 whole blocks of a type `rows_dot` takes, and x and sums hold rows
-                // i..i + n (n * k and n * k / 32 elements) from where they start.
+                // SAFETY: this function's features are the caller's guarantee; rows r and
+                // r + 1 (when `pair`) are before `end`, and x holds rows i..i + n.
                 unsafe {
-                    match n {
-                        8 => put(
-                            out,
-                            i,
-                            r - first,
-                            avx512::rows_dot::<8>(job.ty, row, x, sums, job.k),
-                        ),
-                        7 => put(
-                            out,
-                            i,
-                            r - first,
-                            avx512::rows_dot::<7>(job.ty, row, x, sums, job.k),
-                        ),
-                        6 => put(
-                            out,
-                            i,
-                            r - first,
-                            avx512::rows_dot::<6>(job.ty, row, x, sums, job.k),
-                        ),
-                        5 => put(
-                            out,
-                            i,
-                            r - first,
-                            avx512::rows_dot::<5>(job.ty, row, x, sums, job.k),
-                        ),
-                        4 => put(
-                            out,
-                            i,
-                            r - first,
-                            avx512::rows_dot::<4>(job.ty, row, x, sums, job.k),
-                        ),
-                        3 => put(
-                            out,
-                            i,
-                            r - first,
-                            avx512::rows_dot::<3>(job.ty, row, x, sums, job.k),
-                        ),
-                        2 => put(
-                            out,
-                            i,
-                            r - first,
-                            avx512::rows_dot::<2>(job.ty, row, x, sums, job.k),
-                        ),
-                        _ => put(
-                            out,
-                            i,
-                            r - first,
-                            [avx512::row_dot(
-                                job.ty,
-                                row,
-                                &x[..job.k],
-                                &sums[..job.k / 32],
-                            )],
-                        ),
+                    if pair {
+                        tile_avx512::<2>(job, r, i, n, out, r - first);
+                    } else {
+                        tile_avx512::<1>(job, r, i, n, out, r - first);
                     }
                 }
                 i += n;
             }
+            r += if pair { 2 } else { 1 };
         }
         return;
     }
@@ -542,12 +501,50 @@ unsafe fn rows_avx512(job: &Rows<'_>, rows: std::ops::Range<usize>, out: &mut [&
     }
 }
 
-/// Products `vals` of x-rows `i..` with one weight row into `out` at `col`.
+/// Weight rows `r..r + R` against x-rows `i..i + n` (`1 <= n <= 8`) with
+/// [`avx512::tile_dot`], into `out[i..i + n]` at columns `col..col + R`.
+///
+/// # Safety
+/// The CPU has avx512f/bw/vl, FMA and F16C; `job.ty` is one `avx512::tile_dot_takes`; rows
+/// `r..r + R` are rows of the weight and `i + n <= job.m`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,fma,f16c")]
+unsafe fn tile_avx512<const R: usize>(
+    job: &Rows<'_>,
+    r: usize,
+    i: usize,
+    n: usize,
+    out: &mut [&mut [f32]],
+    col: usize,
+) {
+    let rb = job.row_bytes;
+    let rows: [&[u8]; R] = std::array::from_fn(|j| &job.w[(r + j) * rb..(r + j + 1) * rb]);
+    let x = &job.x[i * job.k..];
+    macro_rules! tile {
+        ($($m:literal)*) => {
+            match n {
+                // SAFETY: the caller's guarantees; x holds rows i..i + n from where it starts.
+                $($m => put(out, i, col, unsafe { avx512::tile_dot::<$m, R>(job.ty, rows, x, job.k) }),)*
+                _ => panic!("quantized product: a tile of {n} rows of x (1 to 8)"),
+            }
+        };
+    }
+    tile!(1 2 3 4 5 6 7 8);
+}
+
+/// A tile's products `vals[r][m]` (weight row `col + r`, x-row `i + m`) into `out`.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn put<const M: usize>(out: &mut [&mut [f32]], i: usize, col: usize, vals: [f32; M]) {
-    for (o, v) in out[i..i + M].iter_mut().zip(vals) {
-        o[col] = v;
+fn put<const M: usize, const R: usize>(
+    out: &mut [&mut [f32]],
+    i: usize,
+    col: usize,
+    vals: [[f32; M]; R],
+) {
+    for (r, row) in vals.iter().enumerate() {
+        for (m, v) in row.iter().enumerate() {
+            out[i + m][col + r] = *v;
+        }
     }
 }
 

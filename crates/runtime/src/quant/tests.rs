@@ -12,7 +12,7 @@ fn isas() -> Vec<Isa> {
         if has!("avx2") && has!("fma") {
             v.push(Isa::Avx2);
         }
-        if has!("avx512f") && has!("avx512bw") && has!("avx512vl") && has!("fma") {
+        if has!("avx512f") && has!("avx512bw") && has!("avx512vl") && has!("fma") && has!("f16c") {
             v.push(Isa::Avx512);
         }
     }
@@ -91,9 +91,10 @@ fn row_products_equal_the_dequantized_products() {
     }
 }
 
-/// Products with several rows of x (a batch of tokens: AVX-512 unpacks each block once for
-/// up to 8 of them) equal each row's own product bit for bit, for every type, ISA and number
-/// of rows up to past a group of 8.
+/// Products with several rows of x (a batch of tokens: AVX-512 dequantizes each block once
+/// for up to 8 of them, two weight rows at a time) equal each x-row's product with each
+/// weight row alone bit for bit, for every type, ISA and number of rows up to past a group
+/// of 8.
 #[test]
 fn batched_rows_equal_each_row_alone() {
     for ty in QuantType::ALL {
@@ -139,8 +140,13 @@ fn batched_rows_equal_each_row_alone() {
                         m: 1,
                         ..job
                     };
+                    // each weight row alone too (AVX-512 tiles take two at a time)
                     let mut want = vec![0.0f32; n];
-                    run_rows(isa, &one, 0..n, &mut [&mut want[..]]);
+                    for (r, w) in want.iter_mut().enumerate() {
+                        let mut o = [0.0f32];
+                        run_rows(isa, &one, r..r + 1, &mut [&mut o[..]]);
+                        *w = o[0];
+                    }
                     let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
                     assert_eq!(
                         bits(got),
@@ -177,6 +183,45 @@ fn every_isa_dequantizes_alike() {
             assert_eq!(run(Isa::Portable), run(isa), "{} ({isa:?})", ty.name());
         }
     }
+}
+
+/// The AVX-512 tiles' in-register dequantization of the 32-weight types equals the portable
+/// one (`gguf.quants`' formulas) bit for bit, on random blocks (NaN and infinite scales
+/// included).
+#[test]
+fn avx512_tiles_dequantize_like_gguf() {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if !isas().iter().any(|i| matches!(i, Isa::Avx512)) {
+            println!("skipped: this CPU has no AVX-512 (avx512f/bw/vl, fma, f16c)");
+            return;
+        }
+        for ty in QuantType::ALL
+            .into_iter()
+            .filter(|t| avx512::tile_dot_takes(*t))
+        {
+            let mut s = 4242u32;
+            for _ in 0..2000 {
+                let mut blk = vec![0u8; ty.block_bytes()];
+                for byte in blk.iter_mut() {
+                    s = s.wrapping_mul(1_103_515_245).wrapping_add(12345);
+                    *byte = (s >> 16) as u8;
+                }
+                // SAFETY: AVX-512 and F16C were detected above (`isas()`); `blk` is one
+                // whole block of a type `tile_dot` takes.
+                let got = unsafe { avx512::block32_values(ty, &blk) };
+                let want = dequant(ty, &blk);
+                let bits = |v: &[f32]| {
+                    v.iter()
+                        .map(|f| if f.is_nan() { u32::MAX } else { f.to_bits() })
+                        .collect::<Vec<_>>()
+                };
+                assert_eq!(bits(&got), bits(&want), "{} block {blk:?}", ty.name());
+            }
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    println!("skipped: not an x86_64 CPU (no AVX-512 loops)");
 }
 
 #[test]
