@@ -176,8 +176,11 @@ fn to_program_inner(
     let vars = kernel_vars(ast);
     let mut ast = prepare(ast, caps);
     let mut opts = KernelOpts::default();
-    // loops over a variable's range have no constant size to upcast or unroll by
-    if let Some(choice) = opts_choice.filter(|_| vars.is_empty()) {
+    // loops over a variable's range have no constant size to upcast or unroll by: the opts
+    // split only ranges of constant size (`apply_opts` refuses the others), so a kernel over
+    // a symbolic length (attention over a KV cache's valid part) still gets its constant
+    // axes vectorized (the head's 64 values)
+    if let Some(choice) = opts_choice {
         let o = choice.unwrap_or_else(|| heuristic(&ast));
         if let Ok(new) = apply_opts(&ast, &o) {
             ast = new;
