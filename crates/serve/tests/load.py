@@ -2,7 +2,7 @@
 (mixed streaming and non-streaming chat, distinct seeds), each checked against the same request
 run alone first (equal text: no failed, truncated or mixed-up replies); prints p50/p99 latency
 and aggregate tokens/s (prompts' prefill included), and the aggregate decode rate (prefill
-excluded) of 1 stream against 8 concurrent ones.
+excluded, while all of them decode) of 1 stream against 8 concurrent ones.
 
 usage: load.py BASE_URL [--clients 64] [--requests 1000] [--max-tokens 32] [--distinct 24]
 """
@@ -66,10 +66,14 @@ async def main():
                 assert ref[k] == text, f"spec {k}: streamed and plain replies differ"
             ref[k] = text
     # one stream's decode rate against 8 concurrent ones: streamed chunks (about one per
-    # token) that arrive once every stream has its first token (all prompts prefilled), over
-    # the time from then to the last chunk
+    # token) that arrive while every stream is decoding (after each has its first token: all
+    # prompts prefilled; until the first stream ends: replies that end early would leave fewer
+    # streams than measured), over that window
     async def chunk_times(j):
         s = spec(2 * j)
+        # a prompt that asks for a long reply (a short one would end the window early)
+        s["messages"] = [{"role": "user", "content": f"Tell a long story about the number {j}, "
+                          "in several paragraphs."}]
         s["max_tokens"] = 4 * args.max_tokens
         times = []
         async for chunk in await client.chat.completions.create(model=model, **s):
@@ -82,9 +86,9 @@ async def main():
         if not streams:
             return float("nan")
         start = max(t[0] for t in streams)
-        end = max(t[-1] for t in streams)
-        after = sum(sum(1 for x in t if x > start) for t in streams)
-        return after / (end - start) if end > start else float("nan")
+        end = min(t[-1] for t in streams)
+        inside = sum(sum(1 for x in t if start < x <= end) for t in streams)
+        return inside / (end - start) if end > start else float("nan")
     one = statistics.median([await rate(1) for _ in range(3)])
     eight = statistics.median([await rate(8) for _ in range(3)])
     # the load: a queue of requests, `clients` workers

@@ -1,5 +1,5 @@
-//! Token generation: a seeded sampler (greedy, temperature, top-k, top-p) and the loop that
-//! prefills the prompt, then decodes one token at a time through the KV cache. The decode step
+//! Token generation: the loop that prefills the prompt, then decodes one token at a time
+//! through the KV cache, drawing each with a [`Sampler`]. The decode step
 //! runs under a [`Jit`] over a [`Variable`] length, so after its first two steps it replays the
 //! same kernels without scheduling or compiling.
 
@@ -10,135 +10,10 @@ use tinygrad_tensor::{BoundVar, DType, Jit, JitError, SInt, Tensor, Variable};
 
 use super::attention::{Place, Span};
 use super::model::Decoder;
+use super::sampler::{Sampler, SamplingOptions};
 use crate::chat::Message;
 use crate::error::{ModelError, Result};
 use crate::tokenizer::Tokenizer;
-
-/// How the next token is chosen from the logits.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SamplingOptions {
-    /// 0 picks the most likely token (greedy; ties go to the lowest id, as `argmax`); above 0
-    /// the logits are divided by it before the softmax.
-    pub temperature: f64,
-    /// Keep only the `top_k` most likely tokens (0: all).
-    pub top_k: usize,
-    /// Keep the smallest set of most likely tokens whose probability reaches `top_p` (1: all).
-    pub top_p: f64,
-    /// The random generator's seed: the same seed, prompt and options give the same tokens.
-    pub seed: u64,
-}
-
-impl Default for SamplingOptions {
-    fn default() -> Self {
-        SamplingOptions {
-            temperature: 0.0,
-            top_k: 0,
-            top_p: 1.0,
-            seed: 0,
-        }
-    }
-}
-
-/// A seeded sampler over logits (on the host: one row of `vocab` floats per token).
-pub struct Sampler {
-    opts: SamplingOptions,
-    state: u64,
-}
-
-impl Sampler {
-    /// A sampler with `opts`.
-    ///
-    /// # Errors
-    /// If the temperature is negative or not finite, or `top_p` is outside `(0, 1]`.
-    pub fn new(opts: SamplingOptions) -> Result<Sampler> {
-        if !(opts.temperature.is_finite() && opts.temperature >= 0.0) {
-            return Err(ModelError::Input {
-                message: format!("temperature {} must be a number >= 0", opts.temperature),
-            });
-        }
-        if !(opts.top_p > 0.0 && opts.top_p <= 1.0) {
-            return Err(ModelError::Input {
-                message: format!("top_p {} must be in (0, 1]", opts.top_p),
-            });
-        }
-        let state = opts.seed ^ 0x9e37_79b9_7f4a_7c15;
-        Ok(Sampler { opts, state })
-    }
-
-    /// A uniform draw in `[0, 1)` (SplitMix64).
-    fn uniform(&mut self) -> f64 {
-        self.state = self.state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^= z >> 31;
-        (z >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    /// The probabilities the sampler draws from: softmax of `logits / temperature`, cut to the
-    /// top-k and top-p set and renormalized, as `(token, probability)` most likely first.
-    /// Greedy (temperature 0) gives the single argmax with probability 1.
-    pub fn distribution(&self, logits: &[f32]) -> Vec<(u32, f64)> {
-        let argmax = || {
-            let mut best = 0;
-            for (i, &l) in logits.iter().enumerate() {
-                if l > logits[best] || logits[best].is_nan() {
-                    best = i;
-                }
-            }
-            vec![(best as u32, 1.0)]
-        };
-        if self.opts.temperature == 0.0 || logits.len() <= 1 {
-            return argmax();
-        }
-        let t = self.opts.temperature;
-        let mut order: Vec<u32> = (0..logits.len() as u32).collect();
-        // most likely first; ties by id (a stable sort of ids)
-        order.sort_by(|&a, &b| logits[b as usize].total_cmp(&logits[a as usize]));
-        if self.opts.top_k > 0 {
-            order.truncate(self.opts.top_k);
-        }
-        let top = logits[order[0] as usize] as f64;
-        let mut probs: Vec<(u32, f64)> = order
-            .iter()
-            .map(|&i| (i, ((logits[i as usize] as f64 - top) / t).exp()))
-            .collect();
-        let total: f64 = probs.iter().map(|p| p.1).sum();
-        let mut cum = 0.0;
-        let all = probs.len();
-        let mut keep = all;
-        for (n, p) in probs.iter_mut().enumerate() {
-            p.1 /= total;
-            cum += p.1;
-            if cum >= self.opts.top_p && keep == all {
-                keep = n + 1;
-            }
-        }
-        probs.truncate(keep);
-        let total: f64 = probs.iter().map(|p| p.1).sum();
-        for p in &mut probs {
-            p.1 /= total;
-        }
-        probs
-    }
-
-    /// The next token for one row of logits.
-    pub fn sample(&mut self, logits: &[f32]) -> u32 {
-        let dist = self.distribution(logits);
-        if dist.len() == 1 {
-            return dist[0].0;
-        }
-        let u = self.uniform();
-        let mut cum = 0.0;
-        for &(tok, p) in &dist {
-            cum += p;
-            if u < cum {
-                return tok;
-            }
-        }
-        dist[dist.len() - 1].0
-    }
-}
 
 /// What [`Decoder::generate`] produced, with its timings.
 #[derive(Debug, Clone, PartialEq)]

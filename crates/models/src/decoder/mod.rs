@@ -4,8 +4,8 @@
 //! - [`config`]: [`DecoderConfig`] from `config.json` or GGUF metadata.
 //! - [`model`]: [`Decoder`], its weights (Hugging Face safetensors, sharded or not, and GGUF),
 //!   the forward pass and the cache.
-//! - [`generate`]: [`Sampler`] (greedy, temperature, top-k, top-p, seeded) and
-//!   [`Decoder::generate`].
+//! - [`sampler`]: [`Sampler`] (greedy, temperature, top-k, top-p, seeded).
+//! - [`generate`]: generation, [`Decoder::generate`].
 //! - [`batch`]: [`Sequence`] (one sequence's KV cache and length), [`Decoder::prefill`] and
 //!   [`Decoder::decode_batch`]: several sequences decoded together (continuous batching).
 //! - `attention` (private): the per-row parts of the forward — where the tokens sit, the KV
@@ -16,8 +16,10 @@ pub mod batch;
 pub mod config;
 pub mod generate;
 pub mod model;
+pub mod sampler;
 
 pub use batch::Sequence;
 pub use config::{Arch, DecoderConfig};
-pub use generate::{Generation, Sampler, SamplingOptions};
+pub use generate::Generation;
 pub use model::Decoder;
+pub use sampler::{Sampler, SamplingOptions};
