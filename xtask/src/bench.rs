@@ -64,6 +64,8 @@
 //!   (SmolLM2-135M Q4_1, Gemma-3-270M Q4_K_M; skipped, saying why, unless fetched): decode and
 //!   prefill-128 tokens/s and a warm first token's latency, vs llama.cpp's `llama-bench` on the
 //!   same file in the same run (`n/a` with the reason without it); see `gguf`.
+//! - `gguf_smollm2_batch8`: 8 SmolLM2 sequences decoded together (`Decoder::decode_batch`,
+//!   tinygrad-serve's continuous batching), aggregate tokens/s vs one sequence alone.
 //! - `webgpu_add` `[q]`, `webgpu_matmul`, `webgpu_chain` `[q]`, `webgpu_chain256`,
 //!   `webgpu_mnist`: the `WEBGPU` device, see `device` — `a+b` and a matmul with their inputs on
 //!   the device, vs the `CPU` device; chains of 20 kernels and a beautiful_mnist training step, vs
@@ -275,6 +277,11 @@ fn benches() -> Vec<(&'static str, bool, BenchFn)> {
             "gguf_smollm2_ttft",
             false,
             Box::new(|o| gguf::bench(gguf::Model::SmolLm2, gguf::Phase::FirstToken, o)),
+        ),
+        (
+            "gguf_smollm2_batch8",
+            false,
+            Box::new(|o| gguf::bench_batch(gguf::Model::SmolLm2, o)),
         ),
         (
             "gguf_gemma3_decode",

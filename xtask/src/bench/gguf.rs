@@ -21,6 +21,8 @@
 //! - `ttft`: time to the first token of a warm model for a 16-token prompt (the same forward,
 //!   the token picked), ms. llama.cpp: its `pp16` time.
 //!
+//! And `gguf_smollm2_batch8` ([`bench_batch`]): continuous batching's aggregate rate.
+//!
 //! Each note also gives the process's resident memory after the row's runs (`VmRSS`: this model,
 //! plus what earlier rows left in the buffer pool) next to the file's size and the KV cache's.
 
@@ -289,6 +291,98 @@ pub(super) fn bench(model: Model, phase: Phase, o: &Opts) -> Option<Row> {
             "{check}context {} tokens; process resident {rss} (file {file_mb:.0} MB, KV cache {kv_mb:.0} \
              MB); llama-bench -t {threads} -p {llama_prompt} -n {llama_gen}",
             m.context()
+        ),
+    })
+}
+
+/// Sequences decoded together in the batch row.
+const BATCH: usize = 8;
+
+/// Steps of one timed round of the batch row.
+const BATCH_STEPS: usize = 32;
+
+/// The continuous-batching row (what `tinygrad-serve` runs per step): aggregate tokens/s of
+/// [`BATCH`] sequences decoded together with `Decoder::decode_batch`, against one sequence
+/// decoded alone by the same call for the same number of tokens (the reference; rounds of
+/// the two interleaved, each from freshly prefilled 10-token prompts, so both decode at the
+/// same positions). Above 1: the batch's speed-up. Checked: the batch's first row picks the
+/// same greedy tokens as that sequence alone.
+pub(super) fn bench_batch(model: Model, o: &Opts) -> Option<Row> {
+    use tinygrad_models::Sequence;
+    let name = format!(
+        "{}, {BATCH} sequences decoded together (decode_batch)",
+        model.label()
+    );
+    let file = match model.file() {
+        Ok(f) => f,
+        Err(why) => {
+            println!("{name}: skipped: {why}");
+            return None;
+        }
+    };
+    let dev = tinygrad_tensor::default_device();
+    let mut m = match Decoder::load(&file, &dev) {
+        Ok(m) => m,
+        Err(e) => {
+            println!("{name}: skipped: the model does not load: {e}");
+            return None;
+        }
+    };
+    m.set_context(256).expect("a context of 256 tokens");
+    let vocab = m.config.vocab_size;
+    let argmax = |l: &[f32]| {
+        (0..l.len())
+            .max_by(|&a, &b| l[a].total_cmp(&l[b]).then(b.cmp(&a)))
+            .unwrap_or(0) as u32
+    };
+    let mut seqs: Vec<Sequence> = (0..BATCH)
+        .map(|_| m.new_sequence().expect("a sequence"))
+        .collect();
+    // one round: the first `rows` sequences prefilled anew, then BATCH_STEPS steps timed;
+    // returns the seconds and the first row's tokens
+    let mut round = |rows: usize| -> (f64, Vec<u32>) {
+        let mut next: Vec<u32> = (0..rows)
+            .map(|i| {
+                let s = &mut seqs[i];
+                s.clear();
+                let prompt: Vec<u32> = prompt_ids(10 + i, vocab)[i..].to_vec();
+                argmax(&m.prefill(s, &prompt).expect("the prompt prefills"))
+            })
+            .collect();
+        let mut first_row = vec![next[0]];
+        let t0 = std::time::Instant::now();
+        for _ in 0..BATCH_STEPS {
+            let mut batch: Vec<&mut Sequence> = seqs.iter_mut().take(rows).collect();
+            let logits = m
+                .decode_batch(&mut batch, &next)
+                .expect("the batch decodes");
+            next = logits.iter().map(|l| argmax(l)).collect();
+            first_row.push(next[0]);
+        }
+        (t0.elapsed().as_secs_f64(), first_row)
+    };
+    // warm-up: both sizes compile, capture and replay their steps
+    let (_, alone_tokens) = round(1);
+    let (_, batch_tokens) = round(BATCH);
+    let tokens_ok = alone_tokens == batch_tokens;
+    let (mut one, mut many) = (Vec::new(), Vec::new());
+    for _ in 0..reps(o.quick, 6) {
+        one.push(round(1).0);
+        many.push(round(BATCH).0);
+    }
+    let unit = Unit::TokensPerSec((BATCH * BATCH_STEPS) as f64);
+    // one sequence's time for the batch's tokens
+    let alone = median(one) * BATCH as f64;
+    Some(Row {
+        name,
+        secs: median(many),
+        unit,
+        refs: vec![Reference::timed("1 sequence", alone, unit, tokens_ok)],
+        note: format!(
+            "{BATCH_STEPS} steps per round after 10-token prompts, medians of interleaved \
+             rounds; the first row's greedy tokens {} the sequence's alone; the ratio is the \
+             batch's speed-up over one sequence (tinygrad-serve's continuous batching)",
+            if tokens_ok { "equal" } else { "DIFFER from" }
         ),
     })
 }
