@@ -185,6 +185,25 @@ fn prompt_ids(n: usize, vocab: usize) -> Vec<u32> {
         .collect()
 }
 
+/// `model`'s file and the model loaded from it on the default device; `None` after saying why
+/// the row `name` is skipped (no file, or it does not load).
+fn load(model: Model, name: &str) -> Option<(PathBuf, Decoder)> {
+    let file = match model.file() {
+        Ok(f) => f,
+        Err(why) => {
+            println!("{name}: skipped: {why}");
+            return None;
+        }
+    };
+    match Decoder::load(&file, &tinygrad_tensor::default_device()) {
+        Ok(m) => Some((file, m)),
+        Err(e) => {
+            println!("{name}: skipped: the model does not load: {e}");
+            None
+        }
+    }
+}
+
 /// The row of `phase` on `model`: `None` (after saying why) when the file is missing.
 pub(super) fn bench(model: Model, phase: Phase, o: &Opts) -> Option<Row> {
     let what = match phase {
@@ -193,13 +212,6 @@ pub(super) fn bench(model: Model, phase: Phase, o: &Opts) -> Option<Row> {
         Phase::FirstToken => "time to first token (warm), 16-token prompt",
     };
     let name = format!("{}, {what}", model.label());
-    let file = match model.file() {
-        Ok(f) => f,
-        Err(why) => {
-            println!("{name}: skipped: {why}");
-            return None;
-        }
-    };
     let (ref_prompt, ref_tokens) = match model.reference() {
         Ok(r) => r,
         Err(why) => {
@@ -207,14 +219,7 @@ pub(super) fn bench(model: Model, phase: Phase, o: &Opts) -> Option<Row> {
             return None;
         }
     };
-    let dev = tinygrad_tensor::default_device();
-    let mut m = match Decoder::load(&file, &dev) {
-        Ok(m) => m,
-        Err(e) => {
-            println!("{name}: skipped: the model does not load: {e}");
-            return None;
-        }
-    };
+    let (file, mut m) = load(model, &name)?;
     let threads = threads();
     let greedy = SamplingOptions::default();
     let (prompt, new, runs) = match phase {
@@ -313,21 +318,7 @@ pub(super) fn bench_batch(model: Model, o: &Opts) -> Option<Row> {
         "{}, {BATCH} sequences decoded together (decode_batch)",
         model.label()
     );
-    let file = match model.file() {
-        Ok(f) => f,
-        Err(why) => {
-            println!("{name}: skipped: {why}");
-            return None;
-        }
-    };
-    let dev = tinygrad_tensor::default_device();
-    let mut m = match Decoder::load(&file, &dev) {
-        Ok(m) => m,
-        Err(e) => {
-            println!("{name}: skipped: the model does not load: {e}");
-            return None;
-        }
-    };
+    let (_, mut m) = load(model, &name)?;
     m.set_context(256).expect("a context of 256 tokens");
     let vocab = m.config.vocab_size;
     let argmax = |l: &[f32]| {
