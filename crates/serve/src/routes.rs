@@ -239,15 +239,20 @@ enum Kind {
     Text,
 }
 
-/// Runs `job` and answers with its reply: a JSON body, or server-sent chunks with `stream`.
+/// Runs the prompt `ids` with the request's `sampling` and answers with its reply: a JSON
+/// body, or server-sent chunks when the request streams.
 async fn generate(
     s: Arc<AppState>,
     kind: Kind,
-    job: Job,
-    mut rx: UnboundedReceiver<Event>,
-    stream: bool,
-    include_usage: bool,
+    ids: Vec<u32>,
+    sampling: &Sampling,
 ) -> Result<Response, ApiError> {
+    let (job, mut rx) = job(&s, ids, sampling)?;
+    let stream = sampling.stream;
+    let include_usage = sampling
+        .stream_options
+        .as_ref()
+        .is_some_and(|o| o.include_usage);
     let prompt_tokens = job.prompt.len();
     if !s.engine.submit(job) {
         return Err(ApiError {
@@ -404,21 +409,7 @@ async fn chat_completions(
         .tokenizer
         .encode(&prompt, false)
         .map_err(|e| ApiError::invalid(Some("messages"), e.to_string()))?;
-    let (job, rx) = job(&s, ids, &req.sampling)?;
-    let include_usage = req
-        .sampling
-        .stream_options
-        .as_ref()
-        .is_some_and(|o| o.include_usage);
-    generate(
-        s.clone(),
-        Kind::Chat,
-        job,
-        rx,
-        req.sampling.stream,
-        include_usage,
-    )
-    .await
+    generate(s.clone(), Kind::Chat, ids, &req.sampling).await
 }
 
 async fn completions(
@@ -441,21 +432,7 @@ async fn completions(
         .tokenizer
         .encode(&prompt, true)
         .map_err(|e| ApiError::invalid(Some("prompt"), e.to_string()))?;
-    let (job, rx) = job(&s, ids, &req.sampling)?;
-    let include_usage = req
-        .sampling
-        .stream_options
-        .as_ref()
-        .is_some_and(|o| o.include_usage);
-    generate(
-        s.clone(),
-        Kind::Text,
-        job,
-        rx,
-        req.sampling.stream,
-        include_usage,
-    )
-    .await
+    generate(s.clone(), Kind::Text, ids, &req.sampling).await
 }
 
 /// Texts per embeddings request at most (OpenAI's limit).
