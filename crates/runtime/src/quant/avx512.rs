@@ -150,15 +150,18 @@ pub(super) fn tile_dot_takes(ty: QuantType) -> bool {
     )
 }
 
-/// A 32-weight block's values (`blk` its bytes) as two vectors of 16, dequantized exactly as
-/// `gguf.quants` does (the portable `dequantize_block`: `d * (q - offset)`, or `d * q + m`
-/// with the multiplication and the addition rounded separately).
+/// A 32-weight block's values (`blk` its bytes) as two vectors of 16. `EXACT`: dequantized
+/// exactly as `gguf.quants` does (the portable `dequantize_block`: `d * (q - offset)`, or
+/// `d * q + m` with the multiplication and the addition rounded separately: what the
+/// dequantization kernel stores); else the types with a minimum take `d * q + m` as one fused
+/// multiply-add (rounded once: within half an ulp of the exact value, one operation fewer per
+/// 16 weights, which a product decoding one token is bound by).
 ///
 /// # Safety
-/// The CPU has avx512f/bw/vl and f16c; `ty` is one [`tile_dot_takes`] and `blk` holds a
+/// The CPU has avx512f/bw/vl, FMA and f16c; `ty` is one [`tile_dot_takes`] and `blk` holds a
 /// whole block of it.
 #[inline(always)]
-unsafe fn block32(ty: QuantType, blk: &[u8]) -> (__m512, __m512) {
+unsafe fn block32<const EXACT: bool>(ty: QuantType, blk: &[u8]) -> (__m512, __m512) {
     assert!(blk.len() >= ty.block_bytes());
     // SAFETY: the caller's guarantees: the scales are the block's first 2 (and next 2)
     // bytes, the 16 bytes of values start at `at` and end inside the block (at 2, 4, 6 or 8
@@ -196,9 +199,14 @@ unsafe fn block32(ty: QuantType, blk: &[u8]) -> (__m512, __m512) {
         }
         if has_min {
             let m = splat_f16(blk.as_ptr().add(2));
-            let lo = _mm512_add_ps(_mm512_mul_ps(d, _mm512_cvtepi32_ps(lo)), m);
-            let hi = _mm512_add_ps(_mm512_mul_ps(d, _mm512_cvtepi32_ps(hi)), m);
-            (lo, hi)
+            let (lo, hi) = (_mm512_cvtepi32_ps(lo), _mm512_cvtepi32_ps(hi));
+            if EXACT {
+                let lo = _mm512_add_ps(_mm512_mul_ps(d, lo), m);
+                let hi = _mm512_add_ps(_mm512_mul_ps(d, hi), m);
+                (lo, hi)
+            } else {
+                (_mm512_fmadd_ps(d, lo, m), _mm512_fmadd_ps(d, hi, m))
+            }
         } else {
             let offset = _mm512_set1_epi32(if five { 16 } else { 8 });
             let lo = _mm512_cvtepi32_ps(_mm512_sub_epi32(lo, offset));
@@ -208,7 +216,44 @@ unsafe fn block32(ty: QuantType, blk: &[u8]) -> (__m512, __m512) {
     }
 }
 
-/// [`block32`]'s values in order (for the tests).
+/// Blocks `w` of a [`tile_dot_takes`] type dequantized into `out` (their 32 values each, in
+/// order) with [`block32`]: the same values as the portable loop, two 64-byte stores a block.
+///
+/// # Safety
+/// The CPU has avx512f/bw/vl and f16c; `ty` is one [`tile_dot_takes`].
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,fma,f16c")]
+pub(super) unsafe fn dequantize32(ty: QuantType, w: &[u8], out: &mut [f32]) {
+    let bb = ty.block_bytes();
+    assert!(
+        tile_dot_takes(ty) && w.len().is_multiple_of(bb) && out.len() == w.len() / bb * 32,
+        "dequantization: {} bytes of {} blocks into {} values",
+        w.len(),
+        ty.name(),
+        out.len()
+    );
+    macro_rules! blocks {
+        ($ty:expr) => {
+            for (blk, o) in w.chunks_exact(bb).zip(out.chunks_exact_mut(32)) {
+                // SAFETY: the caller's guarantees; `blk` is one whole block and `o` holds its
+                // 32 floats (two unaligned 64-byte stores in range).
+                unsafe {
+                    let (lo, hi) = block32::<true>($ty, blk);
+                    _mm512_storeu_ps(o.as_mut_ptr(), lo);
+                    _mm512_storeu_ps(o.as_mut_ptr().add(16), hi);
+                }
+            }
+        };
+    }
+    match ty {
+        QuantType::Q4_0 => blocks!(QuantType::Q4_0),
+        QuantType::Q4_1 => blocks!(QuantType::Q4_1),
+        QuantType::Q5_0 => blocks!(QuantType::Q5_0),
+        QuantType::Q5_1 => blocks!(QuantType::Q5_1),
+        _ => blocks!(QuantType::Q8_0),
+    }
+}
+
+/// [`block32`]'s exact values in order (for the tests).
 ///
 /// # Safety
 /// As [`block32`]'s.
@@ -218,7 +263,7 @@ pub(super) unsafe fn block32_values(ty: QuantType, blk: &[u8]) -> [f32; 32] {
     let mut out = [0.0f32; 32];
     // SAFETY: the caller's guarantees; `out` holds 32 floats (two unaligned 64-byte stores).
     unsafe {
-        let (lo, hi) = block32(ty, blk);
+        let (lo, hi) = block32::<true>(ty, blk);
         _mm512_storeu_ps(out.as_mut_ptr(), lo);
         _mm512_storeu_ps(out.as_mut_ptr().add(16), hi);
     }
@@ -228,7 +273,8 @@ pub(super) unsafe fn block32_values(ty: QuantType, blk: &[u8]) -> [f32; 32] {
 /// The products of `R` weight rows (`rows[r]`, each `k / 32` blocks of `ty`) with `M` rows of
 /// `x` (row `i` at `x[i * k..]`): `out[r][i]`. Each block of each weight row is dequantized
 /// once, in registers, for all `M` rows of `x`, and each `x` block is loaded once for all `R`
-/// weight rows (a register tile of `R * M` accumulators). Every product is summed in the same
+/// weight rows (a register tile of `R * M` accumulators); the values are `block32`'s fused
+/// ones (each within half an ulp of `gguf.quants`'). Every product is summed in the same
 /// order whatever `M` and `R` (16 lanes, each block's two halves in turn, then the lanes'
 /// sum), so a row's product is the same bit for bit whether its token is decoded alone or
 /// in a batch.
@@ -266,7 +312,7 @@ pub(super) unsafe fn tile_dot<const M: usize, const R: usize>(
                 for b in 0..nb {
                     let mut w = [(_mm512_setzero_ps(), _mm512_setzero_ps()); R];
                     for r in 0..R {
-                        w[r] = block32($ty, &rows[r][b * bb..(b + 1) * bb]);
+                        w[r] = block32::<false>($ty, &rows[r][b * bb..(b + 1) * bb]);
                     }
                     for i in 0..M {
                         let xb = xp.add(i * k + b * 32);

@@ -5,19 +5,22 @@
 //! 1.06 (Q8_0) bytes per weight instead of the 4 of a dequantized float32 copy, and decode is
 //! bound by those reads and the arithmetic that unpacks them.
 //!
-//! Each element is dequantized exactly as `gguf.quants` (and the tensor layer's IR dequantizer)
-//! does, in float32 with the same operations in the same order, so the products differ from
-//! dequantize-then-matmul only by the order of the float32 sum (each block as `scale *
-//! sum(q * x) + min * sum(x)`). The products have AVX-512 and AVX2 loops written with
-//! intrinsics and a portable one; the dequantization is written over fixed-size arrays that the
-//! compiler vectorizes, compiled for each; the loops are chosen at run time by the CPU's
+//! The dequantization stores each element exactly as `gguf.quants` (and the tensor layer's IR
+//! dequantizer) computes it, in float32 with the same operations in the same order. The
+//! products differ from dequantize-then-matmul by the order of the float32 sum (the AVX2 and
+//! portable loops take each block as `scale * sum(q * x) + min * sum(x)`) and, in the AVX-512
+//! tiles, by a fused `d * q + m`: within float32 rounding. The products have AVX-512 and AVX2
+//! loops written with intrinsics and a portable one; the dequantization is written over
+//! fixed-size arrays that the compiler vectorizes, compiled for each (AVX-512 stores the
+//! 32-weight types from registers); the loops are chosen at run time by the CPU's
 //! features (`CPU_AVX512=0` picks AVX2 on a CPU with both, as for the GEMM path). Each thread
 //! streams a contiguous run of weight rows, prefetching ahead. For the 32-weight types the
 //! AVX-512 loops work on tiles (`avx512::tile_dot`): two weight rows at a time, each block
-//! dequantized once in registers (as `gguf.quants` does) for up to 8 rows of `x` (a batch of
-//! decoded tokens), each `x` block loaded once for both weight rows; every product is summed
-//! in the same order whatever the tile, so a token's product is bit for bit the same alone
-//! or in a batch.
+//! dequantized once in registers for up to 8 rows of `x` (a batch of decoded tokens; `d * q +
+//! m` as one fused multiply-add, within half an ulp of `gguf.quants`' value), each `x` block
+//! loaded once for both weight rows; every product is summed in the same order whatever the
+//! tile, so a token's product is bit for bit the same alone or in a batch. The AVX-512
+//! dequantization of those types (the route of many rows) stores `gguf.quants`' exact values.
 //!
 //! The kernel is a schedule item like any other: its AST is [`quant_matmul_ast`] (a `Noop`
 //! carrying a [`QuantMatmul`], which only the CPU device compiles), its slots the output, the
@@ -214,6 +217,27 @@ pub fn quant_matmul_of(ast: &UOp) -> Option<QuantMatmul> {
     }
 }
 
+/// Rows of `x` up to which a product takes the native loops on a CPU (a decode step's token,
+/// a batch of sequences, a short prompt); beyond, dequantizing the weight once and the GEMM
+/// path is faster.
+pub const NATIVE_ROWS: usize = 8;
+
+/// [`NATIVE_ROWS`] for the 32-weight types where the AVX-512 tiles run them (each group of 8
+/// rows streams the weight once more, still faster than dequantizing it up to here).
+// SmolLM2 Q4_1 16-token first token 61.4 -> 49.7 ms on Zen 4 (see docs/performance.md)
+pub const TILED_NATIVE_ROWS: usize = 16;
+
+/// Rows of `x` up to which a product with `ty` weights takes the native loops on this CPU:
+/// [`TILED_NATIVE_ROWS`] where the AVX-512 tiles take `ty`, else [`NATIVE_ROWS`].
+pub fn native_rows(ty: QuantType) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    if matches!(isa(), Isa::Avx512) && avx512::tile_dot_takes(ty) {
+        return TILED_NATIVE_ROWS;
+    }
+    let _ = ty;
+    NATIVE_ROWS
+}
+
 /// Whether the native quantized products may run (`CPU_QUANT` not `0`; off, the tensor layer
 /// takes the IR route on the CPU too).
 pub fn enabled() -> bool {
@@ -407,8 +431,8 @@ impl QuantKernel {
 /// Blocks `w` of `ty` dequantized into `out` (their values, in order), with the loops of `isa`.
 fn dequantize_rows(isa: Isa, ty: QuantType, w: &[u8], out: &mut [f32]) {
     match isa {
-        // SAFETY: `Isa::Avx512` is only chosen where avx512f/bw/vl and fma were detected on
-        // this CPU (`isa()`, and the tests' `isas()`).
+        // SAFETY: `Isa::Avx512` is only chosen where avx512f/bw/vl, fma and f16c were
+        // detected on this CPU (`isa()`, and the tests' `isas()`).
         #[cfg(target_arch = "x86_64")]
         Isa::Avx512 => unsafe { dequantize_avx512(ty, w, out) },
         // SAFETY: `Isa::Avx2` is only chosen where avx2 and fma were detected on this CPU
@@ -420,9 +444,15 @@ fn dequantize_rows(isa: Isa, ty: QuantType, w: &[u8], out: &mut [f32]) {
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,fma")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,fma,f16c")]
 unsafe fn dequantize_avx512(ty: QuantType, w: &[u8], out: &mut [f32]) {
-    dequantize_blocks(ty, w, out);
+    if avx512::tile_dot_takes(ty) {
+        // SAFETY: this function's features are the caller's guarantee; the type is one
+        // `dequantize32` takes.
+        unsafe { avx512::dequantize32(ty, w, out) }
+    } else {
+        dequantize_blocks(ty, w, out);
+    }
 }
 
 #[cfg(target_arch = "x86_64")]

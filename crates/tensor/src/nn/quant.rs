@@ -3,7 +3,8 @@
 //! activations.
 //!
 //! [`QuantizedTensor::linear`] computes `x @ w.T` for `x` of `[..., cols]`:
-//! - on a CPU device, for at most [`NATIVE_ROWS`] rows of `x` (decoding a token), with the
+//! - on a CPU device, for at most [`QuantizedTensor::native_rows`] rows of `x` (decoding a
+//!   token, a batch of sequences, a short prompt), with the
 //!   runtime's native loops over the blocks ([`tinygrad_runtime::quant`]): a kernel of its own
 //!   that reads each block once, dequantizing it in registers;
 //! - otherwise (more rows: a prompt; or another device) the weight is dequantized and
@@ -12,8 +13,9 @@
 //!   product), or by tensor ops on the blocks fused into the product's kernel
 //!   ([`QuantizedTensor::dequantize`], the IR route of every device).
 //!
-//! Every element is dequantized as `gguf.quants` does (bit-exact, on both routes), so the two
-//! differ from each other and from dequantize-then-matmul only by the order of the float32 sums.
+//! The dequantized weights are `gguf.quants`' values bit for bit (on both routes); the
+//! products differ from each other and from dequantize-then-matmul within float32 rounding (the
+//! order of the sums; the native AVX-512 tiles fuse `d * q + m` into one rounding).
 
 pub use tinygrad_runtime::quant::QuantType;
 use tinygrad_runtime::quant::{quant_dequantize_ast, quant_matmul_ast};
@@ -26,9 +28,14 @@ use crate::tensor::view_buffer;
 use tinygrad_dtype::DType;
 
 /// Rows of `x` up to which a CPU product takes the native loops (a decode step's one token, a
-/// few sequences): beyond, dequantizing once and a GEMM is faster.
+/// few sequences): beyond, dequantizing once and a GEMM is faster. Where the CPU runs the
+/// AVX-512 tiles, the 32-weight types take them up to [`MAX_NATIVE_ROWS`]
+/// ([`QuantizedTensor::native_rows`]).
 // SmolLM2 Q4_1 decode 39.2 -> 74.2 tokens/s on Zen 4 (see docs/performance.md)
-pub const NATIVE_ROWS: usize = 8;
+pub const NATIVE_ROWS: usize = tinygrad_runtime::quant::NATIVE_ROWS;
+
+/// The most rows of `x` any CPU product takes the native loops for.
+pub const MAX_NATIVE_ROWS: usize = tinygrad_runtime::quant::TILED_NATIVE_ROWS;
 
 /// A `[rows, cols]` weight held as quantized blocks: `blocks` is `[rows, row_bytes]` `UINT8`
 /// (each row `cols / block` blocks of GGUF type `ty`), realized on its device.
@@ -281,6 +288,19 @@ impl QuantizedTensor {
         Ok(Tensor::from_uop(out, dev.name()).reshape(&[self.rows as isize, self.cols as isize]))
     }
 
+    /// Rows of `x` up to which [`QuantizedTensor::linear`] takes the native loops on a CPU
+    /// device: [`MAX_NATIVE_ROWS`] for the 32-weight types on a CPU with the AVX-512 tiles,
+    /// else [`NATIVE_ROWS`].
+    ///
+    /// ```
+    /// use tinygrad_tensor::nn::quant::{MAX_NATIVE_ROWS, NATIVE_ROWS, QuantType, QuantizedTensor};
+    /// let w = QuantizedTensor::from_blocks(&[0u8; 34], QuantType::Q8_0, 1, 32, "CPU");
+    /// assert!([NATIVE_ROWS, MAX_NATIVE_ROWS].contains(&w.native_rows()));
+    /// ```
+    pub fn native_rows(&self) -> usize {
+        tinygrad_runtime::quant::native_rows(self.ty)
+    }
+
     /// `x @ w.T` for `x` of `[..., cols]` (any float dtype, computed in float32):
     /// `[..., rows]` float32, a kernel of its own (see the module docs for the two routes).
     ///
@@ -324,7 +344,7 @@ impl QuantizedTensor {
             x.cast(DType::FLOAT32)
         };
         let native = m > 0
-            && m <= NATIVE_ROWS
+            && m <= self.native_rows()
             && get_device(x.device())?.name().starts_with("CPU")
             && tinygrad_runtime::quant::enabled();
         if !native {
