@@ -33,7 +33,9 @@ pub mod weights;
 pub use bert::{Bert, BertConfig, Pooling, SentenceEncoder, cosine_similarity};
 pub use chat::Message;
 pub use config::JsonConfig;
-pub use decoder::{Arch, Decoder, DecoderConfig, Generation, Sampler, SamplingOptions, Sequence};
+pub use decoder::{
+    Arch, Decoder, DecoderConfig, Generation, Sampler, SamplingOptions, Sequence, Slots,
+};
 pub use error::{ModelError, Result};
 pub use tokenizer::{TextStream, Tokenizer};
 pub use weights::Weights;

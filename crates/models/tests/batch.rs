@@ -2,13 +2,15 @@
 //! same greedy tokens as a batch of one and as [`Decoder::generate`], logits within 1e-4, with
 //! sequences of different lengths joining, leaving and being reused (each batch size's first two
 //! steps run the forward, later ones replay its Jit: both are compared); a batch size's kernels
-//! are compiled once and then replayed without scheduling; bad input is an error. Models: the tiny LLaMA (GGUF f32 and Q4_0), Gemma 3
+//! are compiled once and then replayed without scheduling; bad input is an error. The same for
+//! [`Slots`] ([`Decoder::decode_slots`]: the rows attend together), with sequences moved
+//! between slots as a server compacts them. Models: the tiny LLaMA (GGUF f32 and Q4_0), Gemma 3
 //! (sliding window of 3, local rotary base), GPT-2 (learned positions) and Qwen3 (head norms).
 
 use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};
 
-use tinygrad_models::{Decoder, ModelError, SamplingOptions, Sequence};
+use tinygrad_models::{Decoder, ModelError, SamplingOptions, Sequence, Slots};
 use tinygrad_tensor::{compile_count, default_device, schedule_cache_hits};
 
 const MODELS: &[&str] = &[
@@ -338,4 +340,187 @@ fn decoder_and_sequence_are_send() {
     fn send<T: Send>() {}
     send::<Decoder>();
     send::<Sequence>();
+}
+
+/// One decode step of slots `0..runs.len()`, each pushing to its run.
+fn slot_step(m: &Decoder, slots: &mut Slots, runs: &mut [&mut Run]) {
+    let tokens: Vec<u32> = runs.iter().map(|r| r.next()).collect();
+    let out = m.decode_slots(slots, &tokens).unwrap();
+    assert_eq!(out.len(), runs.len());
+    for (r, logits) in runs.iter_mut().zip(out) {
+        r.push(logits);
+    }
+}
+
+#[test]
+fn slots_decode_as_each_alone_as_sequences_join_move_and_leave() {
+    let _one = serial();
+    const FIRST: usize = 3;
+    for name in MODELS {
+        let m = load(name);
+        let mut slots = m.new_slots(4).unwrap();
+        assert_eq!((slots.count(), slots.context()), (4, m.context()));
+        // three prompts of different lengths in slots 0..3 (the third first: any order)
+        let mut runs: Vec<Run> = (0..4).map(|_| Run::default()).collect();
+        for i in [2, 0, 1] {
+            runs[i] = Run::start(m.prefill_slot(&mut slots, i, PROMPTS[i]).unwrap());
+        }
+        let mut steps = [0usize; 4];
+        for _ in 0..FIRST {
+            let [a, b, c, _] = &mut runs[..] else {
+                unreachable!()
+            };
+            slot_step(&m, &mut slots, &mut [a, b, c]);
+        }
+        for s in &mut steps[..3] {
+            *s += FIRST;
+        }
+        // the fourth joins in slot 3; two steps of four rows
+        runs[3] = Run::start(m.prefill_slot(&mut slots, 3, PROMPTS[3]).unwrap());
+        for _ in 0..2 {
+            let [a, b, c, d] = &mut runs[..] else {
+                unreachable!()
+            };
+            slot_step(&m, &mut slots, &mut [a, b, c, d]);
+        }
+        for s in &mut steps {
+            *s += 2;
+        }
+        // the second (slot 1) leaves: the fourth moves into its slot
+        slots.move_slot(3, 1).unwrap();
+        assert_eq!((slots.len(1), slots.len(3)), (PROMPTS[3].len() + 2, 0));
+        for _ in 0..3 {
+            let [a, _, c, d] = &mut runs[..] else {
+                unreachable!()
+            };
+            slot_step(&m, &mut slots, &mut [a, d, c]);
+        }
+        for i in [0, 2, 3] {
+            steps[i] += 3;
+        }
+        assert_eq!(steps, [8, 5, 8, 5]);
+        for i in 0..4 {
+            let what = format!("{name}: slots: sequence {i}");
+            check(&runs[i], &solo(&m, PROMPTS[i], steps[i]), &what);
+        }
+        // a cleared slot is reused for a short prompt beside longer ones (its old keys past
+        // its new length must not count)
+        slots.clear(0);
+        let mut fresh = Run::start(m.prefill_slot(&mut slots, 0, PROMPTS[2]).unwrap());
+        for _ in 0..4 {
+            let [_, _, c, d] = &mut runs[..] else {
+                unreachable!()
+            };
+            slot_step(&m, &mut slots, &mut [&mut fresh, d, c]);
+        }
+        check(
+            &fresh,
+            &solo(&m, PROMPTS[2], 4),
+            &format!("{name}: reused slot"),
+        );
+        check(
+            &runs[3],
+            &solo(&m, PROMPTS[3], 9),
+            &format!("{name}: moved, beside"),
+        );
+    }
+}
+
+#[test]
+fn slot_steps_compile_nothing_new_whatever_the_slot_or_positions() {
+    let _one = serial();
+    let m = load("llama_tiny_q4_0.gguf");
+    let mut slots = m.new_slots(3).unwrap();
+    let mut runs: Vec<Run> = (0..3)
+        .map(|i| Run::start(m.prefill_slot(&mut slots, i, PROMPTS[1]).unwrap()))
+        .collect();
+    // the first step compiles, the second captures the Jit; a move compiles its kernels once
+    for _ in 0..2 {
+        let [a, b, c] = &mut runs[..] else {
+            unreachable!()
+        };
+        slot_step(&m, &mut slots, &mut [a, b, c]);
+    }
+    slots.move_slot(2, 1).unwrap();
+    slots.move_slot(1, 2).unwrap();
+    slots.move_slot(2, 1).unwrap();
+    let (compiled, scheduled) = (compile_count(), schedule_cache_hits());
+    for _ in 0..5 {
+        let [a, b, c] = &mut runs[..] else {
+            unreachable!()
+        };
+        slot_step(&m, &mut slots, &mut [a, b, c]);
+    }
+    // other slots, other lengths: the same kernels
+    slots.move_slot(0, 2).unwrap();
+    slots.clear(0);
+    m.prefill_slot(&mut slots, 0, PROMPTS[1]).unwrap();
+    assert_eq!(
+        compile_count(),
+        compiled,
+        "slot steps, moves or a prefill compiled anew"
+    );
+    let replaying = std::env::var("JIT").as_deref() != Ok("0")
+        && std::env::var("JIT_CHECK").map_or(true, |v| v.is_empty() || v == "0");
+    if replaying {
+        let before = schedule_cache_hits();
+        for _ in 0..3 {
+            let [a, b, c] = &mut runs[..] else {
+                unreachable!()
+            };
+            slot_step(&m, &mut slots, &mut [a, b, c]);
+        }
+        assert_eq!(
+            schedule_cache_hits(),
+            before,
+            "slot steps were scheduled, not replayed"
+        );
+    }
+    let _ = scheduled;
+}
+
+#[test]
+fn bad_slot_input_is_an_error() {
+    let _one = serial();
+    let mut m = load("llama_tiny_f32.gguf");
+    let vocab = m.config.vocab_size as u32;
+    let e = message(m.new_slots(0));
+    assert!(e.contains("Decoder::new_slots: 0 slots"), "{e}");
+    let mut slots = m.new_slots(2).unwrap();
+    let e = message(m.prefill_slot(&mut slots, 2, &[1]));
+    assert!(
+        e.contains("Decoder::prefill_slot: slot 2 of 2 slots"),
+        "{e}"
+    );
+    let e = message(m.prefill_slot(&mut slots, 0, &[]));
+    assert!(e.contains("Decoder::prefill_slot: no tokens"), "{e}");
+    let e = message(m.decode_slots(&mut slots, &[]));
+    assert!(
+        e.contains("Decoder::decode_slots: 0 tokens for 2 slots"),
+        "{e}"
+    );
+    let e = message(m.decode_slots(&mut slots, &[1, 2, 3]));
+    assert!(e.contains("3 tokens for 2 slots"), "{e}");
+    let e = message(m.decode_slots(&mut slots, &[vocab]));
+    assert!(
+        e.contains(&format!("token {vocab} is outside the vocabulary")),
+        "{e}"
+    );
+    let e = message(slots.move_slot(0, 5));
+    assert!(
+        e.contains("Slots::move_slot: slots 0 -> 5 of 2 slots"),
+        "{e}"
+    );
+    assert_eq!((slots.len(0), slots.len(1)), (0, 0));
+    m.set_context(4).unwrap();
+    let e = message(m.decode_slots(&mut slots, &[1]));
+    assert!(e.contains("made for a context of"), "{e}");
+    let mut slots = m.new_slots(1).unwrap();
+    m.prefill_slot(&mut slots, 0, &[1, 2, 3]).unwrap();
+    m.decode_slots(&mut slots, &[1]).unwrap();
+    let e = message(m.decode_slots(&mut slots, &[1]));
+    assert!(
+        e.contains("slot 0 holds 4 tokens; 1 more exceed its context of 4 tokens"),
+        "{e}"
+    );
 }

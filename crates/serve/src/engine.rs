@@ -1,16 +1,19 @@
 //! The generation engine: one thread owns the decoder and runs every active request together
-//! (continuous batching). Each request has its own [`Sequence`] (KV cache and position), its own
-//! seeded sampler and its own channel of [`Event`]s; a new request is prefilled and joins the
-//! batch at the next step, a finished one leaves it, and one whose client went away (its
-//! channel closed) leaves at once. A step decodes one token for every active request with one
-//! [`Decoder::decode_batch`]: the weight products run once for the whole batch.
+//! (continuous batching). Each request has its own slot of the KV cache ([`Slots`]: its keys,
+//! values and position), its own seeded sampler and its own channel of [`Event`]s; a new
+//! request is prefilled into the next free slot and joins the batch at the next step, a
+//! finished one leaves it, and one whose client went away (its channel closed) leaves at once.
+//! A step decodes one token for every active request with one [`Decoder::decode_slots`]: the
+//! weight products and each block's attention run once for the whole batch. The active
+//! requests are always the slots `0..active` (request `i` in slot `i`): when one leaves, the
+//! last moves into its slot ([`Slots::move_slot`]).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, Sender, TryRecvError, channel};
 use std::thread::JoinHandle;
 
-use tinygrad_models::{Decoder, Sampler, SamplingOptions, Sequence, TextStream, Tokenizer};
+use tinygrad_models::{Decoder, Sampler, SamplingOptions, Slots, TextStream, Tokenizer};
 use tokio::sync::mpsc::UnboundedSender;
 
 /// Why a generation ended (OpenAI's `finish_reason`).
@@ -150,9 +153,8 @@ impl Drop for Engine {
     }
 }
 
-/// A request being generated.
+/// A request being generated (in the slot of its index among the active ones).
 struct Active<'t> {
-    seq: Sequence,
     sampler: Sampler,
     stream: TextStream<'t>,
     events: UnboundedSender<Event>,
@@ -167,9 +169,10 @@ struct Active<'t> {
 }
 
 impl Active<'_> {
-    /// Takes the sampled token `tok`: sends its text, or ends the generation. `false` when the
+    /// Takes the sampled token `tok`: sends its text, or ends the generation. `room`: whether
+    /// the request's slot has room for another token after this one. `false` when the
     /// request is over (finished, failed, or its client gone).
-    fn take(&mut self, tok: u32, eos: Option<u32>) -> bool {
+    fn take(&mut self, tok: u32, eos: Option<u32>, room: bool) -> bool {
         self.generated += 1;
         self.last = tok;
         if Some(tok) == eos {
@@ -206,7 +209,7 @@ impl Active<'_> {
                 return false;
             }
         }
-        if self.generated >= self.max_tokens || self.seq.len() + 1 >= self.seq.context() {
+        if self.generated >= self.max_tokens || !room {
             return self.finish(Finish::Length);
         }
         !self.events.is_closed()
@@ -249,7 +252,9 @@ fn run(
     shutdown: &AtomicBool,
     load: &Load,
 ) {
-    let mut free: Vec<Sequence> = Vec::new();
+    // the slots are made on the first job (an error then goes to that job, and the next one
+    // tries again)
+    let mut slots: Option<Slots> = None;
     let mut active: Vec<Active<'_>> = Vec::new();
     loop {
         load.active.store(active.len(), Ordering::SeqCst);
@@ -270,22 +275,21 @@ fn run(
             if job.events.is_closed() {
                 continue; // its client left while it waited
             }
-            let seq = match free.pop() {
-                Some(mut s) => {
-                    s.clear();
-                    s
-                }
-                None => match decoder.new_sequence() {
-                    Ok(s) => s,
-                    Err(e) => {
-                        let _ = job.events.send(Event::Error(e.to_string()));
-                        continue;
-                    }
-                },
+            let made = match slots.take() {
+                Some(s) => Ok(s),
+                None => guarded(|| decoder.new_slots(max_batch)),
             };
-            if let Some(a) = admit(decoder, tokenizer, eos, seq, job, &mut free) {
+            let mut s = match made {
+                Ok(s) => s,
+                Err(e) => {
+                    let _ = job.events.send(Event::Error(e));
+                    continue;
+                }
+            };
+            if let Some(a) = admit(decoder, tokenizer, eos, &mut s, active.len(), job) {
                 active.push(a);
             }
+            slots = Some(s);
         }
         if shutdown.load(Ordering::SeqCst) {
             for mut a in active.drain(..) {
@@ -293,34 +297,51 @@ fn run(
             }
             return;
         }
-        if active.is_empty() {
+        let Some(s) = slots.as_mut().filter(|_| !active.is_empty()) else {
             continue;
-        }
-        let tokens: Vec<u32> = active.iter().map(|a| a.last).collect();
-        let result = {
-            let mut seqs: Vec<&mut Sequence> = active.iter_mut().map(|a| &mut a.seq).collect();
-            guarded(|| decoder.decode_batch(&mut seqs, &tokens))
         };
-        match result {
+        let tokens: Vec<u32> = active.iter().map(|a| a.last).collect();
+        match guarded(|| decoder.decode_slots(s, &tokens)) {
             Ok(logits) => {
-                let mut still = Vec::with_capacity(active.len());
-                for (mut a, l) in active.drain(..).zip(logits) {
+                let mut done = Vec::new();
+                for (i, (a, l)) in active.iter_mut().zip(logits).enumerate() {
                     let tok = a.sampler.sample(&l);
-                    if a.take(tok, eos) {
-                        still.push(a);
-                    } else {
-                        free.push(a.seq);
+                    if !a.take(tok, eos, s.len(i) + 1 < s.context()) {
+                        done.push(i);
                     }
                 }
-                active = still;
+                leave(s, &mut active, &done);
             }
             Err(e) => {
                 tracing::error!("decode step failed: {e}");
                 for a in active.drain(..) {
                     let _ = a.events.send(Event::Error(e.clone()));
-                    free.push(a.seq);
                 }
             }
+        }
+    }
+}
+
+/// Removes the requests `done` (ascending indices) from `active`, keeping request `i` in
+/// slot `i`: the last active request moves into each freed slot. A failed move (the device
+/// failing) ends every active request with the error, as a failed step does.
+fn leave(slots: &mut Slots, active: &mut Vec<Active<'_>>, done: &[usize]) {
+    for &i in done.iter().rev() {
+        let last = active.len() - 1;
+        active.swap_remove(i);
+        slots.clear(i);
+        if i == last {
+            continue;
+        }
+        // (the last one, now at i, is not done: the later indices left first)
+        if let Err(e) = guarded(|| slots.move_slot(last, i)) {
+            tracing::error!("moving a sequence between KV cache slots failed: {e}");
+            for (j, a) in active.drain(..).enumerate() {
+                let _ = a.events.send(Event::Error(e.clone()));
+                slots.clear(j);
+            }
+            slots.clear(last);
+            return;
         }
     }
 }
@@ -342,34 +363,33 @@ fn guarded<T>(f: impl FnOnce() -> tinygrad_models::Result<T>) -> Result<T, Strin
     }
 }
 
-/// Prefills `job`'s prompt into `seq` and takes its first token: the active request, or `None`
-/// when it is already over (its sequence back in `free`).
+/// Prefills `job`'s prompt into slot `slot` (cleared first) and takes its first token: the
+/// active request, or `None` when it is already over (the slot left empty).
 fn admit<'t>(
     decoder: &Decoder,
     tokenizer: &'t Tokenizer,
     eos: Option<u32>,
-    mut seq: Sequence,
+    slots: &mut Slots,
+    slot: usize,
     job: Job,
-    free: &mut Vec<Sequence>,
 ) -> Option<Active<'t>> {
+    slots.clear(slot);
     let sampler = match Sampler::new(job.sampling.clone()) {
         Ok(s) => s,
         Err(e) => {
             let _ = job.events.send(Event::Error(e.to_string()));
-            free.push(seq);
             return None;
         }
     };
-    let logits = match guarded(|| decoder.prefill(&mut seq, &job.prompt)) {
+    let logits = match guarded(|| decoder.prefill_slot(slots, slot, &job.prompt)) {
         Ok(l) => l,
         Err(e) => {
             let _ = job.events.send(Event::Error(e));
-            free.push(seq);
+            slots.clear(slot);
             return None;
         }
     };
     let mut a = Active {
-        seq,
         sampler,
         stream: tokenizer.stream(true),
         events: job.events,
@@ -381,10 +401,10 @@ fn admit<'t>(
         max_tokens: job.max_tokens.max(1),
     };
     let tok = a.sampler.sample(&logits);
-    if a.take(tok, eos) {
+    if a.take(tok, eos, slots.len(slot) + 1 < slots.context()) {
         Some(a)
     } else {
-        free.push(a.seq);
+        slots.clear(slot);
         None
     }
 }

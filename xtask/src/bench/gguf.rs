@@ -307,15 +307,14 @@ const BATCH: usize = 8;
 const BATCH_STEPS: usize = 32;
 
 /// The continuous-batching row (what `tinygrad-serve` runs per step): aggregate tokens/s of
-/// [`BATCH`] sequences decoded together with `Decoder::decode_batch`, against one sequence
-/// decoded alone by the same call for the same number of tokens (the reference; rounds of
-/// the two interleaved, each from freshly prefilled 10-token prompts, so both decode at the
-/// same positions). Above 1: the batch's speed-up. Checked: the batch's first row picks the
-/// same greedy tokens as that sequence alone.
+/// [`BATCH`] sequences decoded together with `Decoder::decode_slots` (rows in KV cache slots,
+/// attending together), against one sequence decoded alone by the same call for the same
+/// number of tokens (the reference; rounds of the two interleaved, each from freshly prefilled
+/// 10-token prompts, so both decode at the same positions). Above 1: the batch's speed-up.
+/// Checked: the batch's first row picks the same greedy tokens as that sequence alone.
 pub(super) fn bench_batch(model: Model, o: &Opts) -> Option<Row> {
-    use tinygrad_models::Sequence;
     let name = format!(
-        "{}, {BATCH} sequences decoded together (decode_batch)",
+        "{}, {BATCH} sequences decoded together (decode_slots)",
         model.label()
     );
     let (_, mut m) = load(model, &name)?;
@@ -326,26 +325,23 @@ pub(super) fn bench_batch(model: Model, o: &Opts) -> Option<Row> {
             .max_by(|&a, &b| l[a].total_cmp(&l[b]).then(b.cmp(&a)))
             .unwrap_or(0) as u32
     };
-    let mut seqs: Vec<Sequence> = (0..BATCH)
-        .map(|_| m.new_sequence().expect("a sequence"))
-        .collect();
-    // one round: the first `rows` sequences prefilled anew, then BATCH_STEPS steps timed;
+    let mut slots = m.new_slots(BATCH).expect("KV cache slots");
+    // one round: the first `rows` slots prefilled anew, then BATCH_STEPS steps timed;
     // returns the seconds and the first row's tokens
     let mut round = |rows: usize| -> (f64, Vec<u32>) {
         let mut next: Vec<u32> = (0..rows)
             .map(|i| {
-                let s = &mut seqs[i];
-                s.clear();
+                slots.clear(i);
                 let prompt: Vec<u32> = prompt_ids(10 + i, vocab)[i..].to_vec();
-                argmax(&m.prefill(s, &prompt).expect("the prompt prefills"))
+                let logits = m.prefill_slot(&mut slots, i, &prompt);
+                argmax(&logits.expect("the prompt prefills"))
             })
             .collect();
         let mut first_row = vec![next[0]];
         let t0 = std::time::Instant::now();
         for _ in 0..BATCH_STEPS {
-            let mut batch: Vec<&mut Sequence> = seqs.iter_mut().take(rows).collect();
             let logits = m
-                .decode_batch(&mut batch, &next)
+                .decode_slots(&mut slots, &next)
                 .expect("the batch decodes");
             next = logits.iter().map(|l| argmax(l)).collect();
             first_row.push(next[0]);

@@ -27,6 +27,15 @@ pub(super) enum Span {
         /// The attended length, a bound variable.
         end: SInt,
     },
+    /// One token per batch row, row `i` at the position `pos[i]` (`[batch]`, int32); the
+    /// keys attended are `0..end` (symbolic: the longest row's length), each row masked to
+    /// its own `0..=pos[i]` (a batch of [`Place::Slots`]).
+    Rows {
+        /// Each row's position, on the device.
+        pos: Tensor,
+        /// The attended length: the largest position plus one, a bound variable.
+        end: SInt,
+    },
 }
 
 /// Where a forward's tokens sit and the KV caches they write and attend over: per block a
@@ -55,6 +64,22 @@ pub(super) enum Place<'a> {
         /// Each row's attended length (its position plus one), a bound variable.
         ends: Vec<SInt>,
     },
+    /// One token per batch row, row `i` in slot `i` of one cache `(slots, kv_heads, context,
+    /// head_dim)` per block (a decode step of [`Slots`](super::slots::Slots)), at its own
+    /// position: row `i` writes its keys and values at `ends[i] - 1` (a bound variable of its
+    /// own), then all rows attend together over the slots' `0..end` (`end` the longest row's
+    /// length, a bound variable), each masked to its own positions: a few kernels per block
+    /// for the whole batch instead of a few per row.
+    Slots {
+        /// Per block, keys and values of every slot.
+        cache: &'a [(Tensor, Tensor)],
+        /// Each row's position (`[batch]`, int32), on the device.
+        pos: Tensor,
+        /// Each row's length after the step (its position plus one), a bound variable.
+        ends: Vec<SInt>,
+        /// The longest row's length after the step, a bound variable.
+        end: SInt,
+    },
 }
 
 impl Place<'_> {
@@ -73,10 +98,11 @@ impl Place<'_> {
                     .reshape(&[1, len as isize, width]);
             }
             Place::Shared {
-                span: Span::Symbolic { pos, .. },
+                span: Span::Symbolic { pos, .. } | Span::Rows { pos, .. },
                 ..
             }
-            | Place::Rows { pos, .. } => pos,
+            | Place::Rows { pos, .. }
+            | Place::Slots { pos, .. } => pos,
         };
         // a one-hot selection of the row the position tensor names (the scheduler turns it
         // into a load of that row)
@@ -108,11 +134,18 @@ impl Place<'_> {
     ) -> Result<Tensor> {
         Tensor::try_realize_all(&[k, v, q])?;
         let len = k.shape()[2];
+        // batch row `i` of a `(batch, heads, len, head_dim)` tensor
+        let row = |t: &Tensor, i: usize| {
+            let s = t.shape();
+            t.shrink(&[(i, i + 1), (0, s[1]), (0, s[2]), (0, s[3])])
+        };
         match self {
             Place::Shared { cache, span } => {
                 let (at, end): (SInt, SInt) = match span {
                     Span::Concrete { start } => ((*start).into(), (start + len).into()),
-                    Span::Symbolic { end, .. } => (end.clone() - 1, end.clone()),
+                    Span::Symbolic { end, .. } | Span::Rows { end, .. } => {
+                        (end.clone() - 1, end.clone())
+                    }
                 };
                 let (ck, cv) = &cache[layer];
                 Tensor::assign_in_place_all(&[
@@ -123,10 +156,6 @@ impl Place<'_> {
                 Ok(attention(q, &keys, &values, span, scale, window, context))
             }
             Place::Rows { caches, pos, ends } => {
-                let row = |t: &Tensor, i: usize| {
-                    let s = t.shape();
-                    t.shrink(&[(i, i + 1), (0, s[1]), (0, s[2]), (0, s[3])])
-                };
                 // every row's keys and values into its cache at its position, in one schedule
                 let mut writes = Vec::with_capacity(2 * caches.len());
                 for (i, (cache, end)) in caches.iter().zip(ends).enumerate() {
@@ -159,6 +188,56 @@ impl Place<'_> {
                     1 => out.pop().expect("one row"),
                     _ => Tensor::cat(&out.iter().collect::<Vec<_>>(), 0),
                 })
+            }
+            Place::Slots {
+                cache,
+                pos,
+                ends,
+                end,
+            } => {
+                let (ck, cv) = &cache[layer];
+                // each row's keys and values into its slot at its position (one buffer for
+                // every row: a schedule per row, as two writes into one buffer in one schedule
+                // are refused; under the Jit they are a kernel each all the same)
+                for (i, at) in ends.iter().enumerate() {
+                    let slot = |c: &Tensor| {
+                        let cs = c.shape();
+                        c.shrink_sym(&[
+                            (i.into(), (i + 1).into()),
+                            (0.into(), cs[1].into()),
+                            (at.clone() - 1, at.clone()),
+                            (0.into(), cs[3].into()),
+                        ])
+                    };
+                    Tensor::assign_in_place_all(&[
+                        (&slot(ck), &row(k, i)),
+                        (&slot(cv), &row(v, i)),
+                    ])?;
+                }
+                // then every row attends over slots 0..batch, keys 0..end, masked to its own
+                let b = q.shape()[0];
+                let rows_part = |c: &Tensor| {
+                    let cs = c.shape();
+                    c.shrink_sym(&[
+                        (0.into(), b.into()),
+                        (0.into(), cs[1].into()),
+                        (0.into(), end.clone()),
+                        (0.into(), cs[3].into()),
+                    ])
+                };
+                let span = Span::Rows {
+                    pos: pos.clone(),
+                    end: end.clone(),
+                };
+                Ok(attention(
+                    q,
+                    &rows_part(ck),
+                    &rows_part(cv),
+                    &span,
+                    scale,
+                    window,
+                    context,
+                ))
             }
         }
     }
@@ -220,12 +299,32 @@ pub(super) fn attention(
             let pos = pos.reshape(&[1, 1]);
             cols.gt(&(&pos - w)).where_(&scores, f64::NEG_INFINITY)
         }
+        Span::Rows { pos, end } => {
+            // row i sees keys 0..=pos[i] (and with a window, the last `window` of them): the
+            // keys past its own length are another sequence's or stale, and weigh exactly 0
+            let cols = Tensor::arange_on(0.0, cache_len as f64, 1.0, DType::INT32, dev)
+                .shrink_sym(&[(0.into(), end.clone())])
+                .reshape_sym(&[1.into(), 1.into(), 1.into(), 1.into(), end.clone()]);
+            let pos = pos.reshape(&[b, 1, 1, 1, 1]);
+            let mut seen = cols.le(&pos);
+            if let Some(w) = window {
+                seen = seen.logical_and(&cols.gt(&(&pos - w as i32)));
+            }
+            seen.where_(&scores, f64::NEG_INFINITY)
+        }
         _ => scores,
     };
-    scores
-        .softmax(-1)
-        .matmul(&v5)
-        .reshape(&[b, heads, len as isize, hd])
+    let out = scores.softmax(-1).matmul(&v5);
+    // a decode step's weighted sum of values is a kernel of its own in its own shape: fused
+    // into the copy that lays the heads side by side for the output projection, its output
+    // axis would be heads * head_dim, over which the values are not contiguous (a division
+    // by head_dim picks the head), and it would run unvectorized (SmolLM2-135M, 8 rows:
+    // 108 -> ? us per block)
+    let out = match span {
+        Span::Symbolic { .. } | Span::Rows { .. } => out.contiguous(),
+        Span::Concrete { .. } => out,
+    };
+    out.reshape(&[b, heads, len as isize, hd])
 }
 
 /// `x * cos + rotate_half(x) * sin` (Hugging Face's rotary form: the head's halves rotate as

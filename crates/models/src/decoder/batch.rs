@@ -158,7 +158,7 @@ impl Decoder {
                 io.extend([k.clone(), v.clone()]);
             }
         }
-        let out = match self.jitted_step(&io, &vars)? {
+        let out = match self.jitted_step(Layout::Rows, &io, &vars)? {
             Some(out) => out,
             None => {
                 let caches: Vec<&[(Tensor, Tensor)]> =
@@ -185,17 +185,23 @@ impl Decoder {
     /// graphs built, nothing scheduled): the logits, or `None` where that batch size runs
     /// without a `Jit` (one that could not be captured is dropped, and the step runs again
     /// without it: it writes the same keys and values at the same positions).
-    fn jitted_step(&self, io: &[Tensor], vars: &[BoundVar]) -> Result<Option<Tensor>> {
+    pub(super) fn jitted_step(
+        &self,
+        layout: Layout,
+        io: &[Tensor],
+        vars: &[BoundVar],
+    ) -> Result<Option<Tensor>> {
         let mut steps = self.batch_steps.borrow_mut();
+        let batch = io[1].shape()[0];
         let make = || {
             BatchStep::new(
                 Arc::clone(&self.net),
                 self.config.clone(),
                 self.cache_len,
-                vars.len(),
+                layout,
             )
         };
-        let slot = steps.entry(vars.len()).or_insert_with(|| Some(make()));
+        let slot = steps.entry((layout, batch)).or_insert_with(|| Some(make()));
         if slot.as_ref().is_some_and(|s| s.config != self.config) {
             // the configuration changed since: the step is made anew
             *slot = Some(make());
@@ -228,7 +234,7 @@ impl Decoder {
     }
 
     /// An error if a token is outside the vocabulary.
-    fn check_tokens(&self, tokens: &[u32], what: &str) -> Result<()> {
+    pub(super) fn check_tokens(&self, tokens: &[u32], what: &str) -> Result<()> {
         let vocab = self.config.vocab_size;
         match tokens.iter().find(|&&t| t as usize >= vocab) {
             Some(bad) => Err(input(format!(
@@ -270,6 +276,35 @@ fn rows<'a>(caches: Vec<&'a [(Tensor, Tensor)]>, pos: &Tensor, vars: &[BoundVar]
     }
 }
 
+/// How a batched step's rows hold their caches (and so the Jit's inputs and variables).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) enum Layout {
+    /// Each row a [`Sequence`] with a cache of its own: the inputs are the tokens, the
+    /// positions and every row's cache (per row, per block, keys then values); the variables
+    /// each row's length.
+    Rows,
+    /// Row `i` in slot `i` of a [`Slots`](super::slots::Slots) cache: the inputs are the
+    /// tokens, the positions and the slots' cache (per block, keys then values); the
+    /// variables each row's length, then the longest.
+    Slots,
+}
+
+/// The place of a step of [`Slots`](super::slots::Slots): rows in slots `0..batch` of
+/// `cache`, at positions `pos`; `vars` each row's length after the step, then the longest.
+pub(super) fn slots_place<'a>(
+    cache: &'a [(Tensor, Tensor)],
+    pos: &Tensor,
+    vars: &[BoundVar],
+) -> Place<'a> {
+    let (end, ends) = vars.split_last().expect("a slots step has variables");
+    Place::Slots {
+        cache,
+        pos: pos.clone(),
+        ends: ends.iter().map(SInt::from).collect(),
+        end: SInt::from(end),
+    }
+}
+
 /// The JIT'd function of a batched step.
 type StepFn =
     dyn FnMut(&[Tensor], &[BoundVar]) -> std::result::Result<Vec<Tensor>, JitError> + Send;
@@ -288,15 +323,16 @@ pub(super) struct BatchStep {
 }
 
 impl BatchStep {
-    /// The step of `batch` rows of the layers `net` (of configuration `config` and context
-    /// `cache_len`).
-    fn new(net: Arc<Net>, config: DecoderConfig, cache_len: usize, batch: usize) -> BatchStep {
+    /// The step of the layers `net` (of configuration `config` and context `cache_len`) for a
+    /// batch whose rows' caches are held as `layout` says (the batch size is the inputs').
+    fn new(net: Arc<Net>, config: DecoderConfig, cache_len: usize, layout: Layout) -> BatchStep {
         let failed = Arc::new(Mutex::new(None));
         let failed_in = Arc::clone(&failed);
         let c = config.clone();
         let layers = c.num_layers;
         let mut jit = Jit::with_vars(move |io: &[Tensor], vars: &[BoundVar]| {
-            let caches: Vec<Vec<(Tensor, Tensor)>> = (0..batch)
+            // per row (one for the slots' cache), per block, keys and values
+            let caches: Vec<Vec<(Tensor, Tensor)>> = (0..io.len().saturating_sub(2) / 2 / layers)
                 .map(|i| {
                     (0..layers)
                         .map(|l| {
@@ -306,7 +342,10 @@ impl BatchStep {
                         .collect()
                 })
                 .collect();
-            let place = rows(caches.iter().map(Vec::as_slice).collect(), &io[1], vars);
+            let place = match layout {
+                Layout::Rows => rows(caches.iter().map(Vec::as_slice).collect(), &io[1], vars),
+                Layout::Slots => slots_place(&caches[0], &io[1], vars),
+            };
             match net.run(&c, cache_len, &io[0], &place, false) {
                 Ok(logits) => vec![logits],
                 Err(e) => {

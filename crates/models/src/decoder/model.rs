@@ -21,7 +21,7 @@ use tinygrad_tensor::nn::{Embedding, LayerNorm, Linear, Module, RMSNorm};
 use tinygrad_tensor::{DType, Tensor};
 
 use super::attention::{Place, Span, apply_rope, rope_tables};
-use super::batch::BatchStep;
+use super::batch::{BatchStep, Layout};
 use super::config::{Arch, DecoderConfig};
 use crate::config::JsonConfig;
 use crate::error::{ModelError, Result, check_token_ids};
@@ -108,9 +108,9 @@ pub struct Decoder {
     /// Positions `0..filled` of the cache hold keys and values; a forward may start at most
     /// here (beyond, it would attend over empty positions).
     pub(super) filled: Cell<usize>,
-    /// [`Decoder::decode_batch`]'s steps, captured and replayed by a `Jit`, by batch size
-    /// (`None`: that batch size runs without one).
-    pub(super) batch_steps: RefCell<HashMap<usize, Option<BatchStep>>>,
+    /// The batched steps ([`Decoder::decode_batch`], [`Decoder::decode_slots`]), captured and
+    /// replayed by a `Jit`, by layout and batch size (`None`: that one runs without a `Jit`).
+    pub(super) batch_steps: RefCell<HashMap<(Layout, usize), Option<BatchStep>>>,
 }
 
 /// What the forward pass reads: the layers and the per-position tables.
