@@ -303,9 +303,9 @@ fn run(
         let tokens: Vec<u32> = active.iter().map(|a| a.last).collect();
         match guarded(|| decoder.decode_slots(s, &tokens)) {
             Ok(logits) => {
+                let drawn = draw(&mut active, &logits);
                 let mut done = Vec::new();
-                for (i, (a, l)) in active.iter_mut().zip(logits).enumerate() {
-                    let tok = a.sampler.sample(&l);
+                for (i, (a, tok)) in active.iter_mut().zip(drawn).enumerate() {
                     if !a.take(tok, eos, s.len(i) + 1 < s.context()) {
                         done.push(i);
                     }
@@ -320,6 +320,34 @@ fn run(
             }
         }
     }
+}
+
+/// Each active request's next token from its row of `logits`, drawn by its own sampler: the
+/// rows split between two threads when there are several (a draw weighs the whole vocabulary,
+/// ~0.3 ms for SmolLM2's on Zen 4: 8 streams' draws took 2.2 ms of each ~28 ms step on one
+/// thread, while the step's kernels leave every core idle between steps).
+fn draw(active: &mut [Active<'_>], logits: &[Vec<f32>]) -> Vec<u32> {
+    let sample = |part: &mut [Active<'_>], rows: &[Vec<f32>]| -> Vec<u32> {
+        part.iter_mut()
+            .zip(rows)
+            .map(|(a, l)| a.sampler.sample(l))
+            .collect()
+    };
+    if active.len() < 2 {
+        return sample(active, logits);
+    }
+    let half = active.len() / 2;
+    let (first, second) = active.split_at_mut(half);
+    std::thread::scope(|scope| {
+        let other = scope.spawn(|| sample(second, &logits[half..]));
+        let mut tokens = sample(first, &logits[..half]);
+        match other.join() {
+            Ok(rest) => tokens.extend(rest),
+            // (a sampler panics only on a bug: the engine's guard reports it)
+            Err(p) => std::panic::resume_unwind(p),
+        }
+        tokens
+    })
 }
 
 /// Removes the requests `done` (ascending indices) from `active`, keeping request `i` in

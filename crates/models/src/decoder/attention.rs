@@ -319,7 +319,7 @@ pub(super) fn attention(
     // into the copy that lays the heads side by side for the output projection, its output
     // axis would be heads * head_dim, over which the values are not contiguous (a division
     // by head_dim picks the head), and it would run unvectorized (SmolLM2-135M, 8 rows:
-    // 108 -> ? us per block)
+    // 108 -> 19 us per block on Zen 4)
     let out = match span {
         Span::Symbolic { .. } | Span::Rows { .. } => out.contiguous(),
         Span::Concrete { .. } => out,
