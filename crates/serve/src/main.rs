@@ -22,8 +22,10 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use clap::Parser;
+use hyper_util::rt::TokioIo;
 use tinygrad_models::{Decoder, Tokenizer};
 use tinygrad_tensor::{default_device, environment};
 
@@ -51,6 +53,10 @@ struct Args {
     /// Tokens of prompt plus reply per request at most (at most the model's own context).
     #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u64).range(2..))]
     context: u64,
+    /// Seconds a connection may take to send a request's head (and an idle one to start the
+    /// next): then it is closed, so idle or stalled clients do not hold connections forever.
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
+    header_timeout: u64,
 }
 
 /// The name a model is served under: its file name without the extension.
@@ -135,15 +141,59 @@ fn serve(args: Args) -> Result<(), String> {
         // the line the tests and scripts wait for
         println!("tinygrad-serve: listening on http://{bound}");
         let stopping = state.clone();
-        axum::serve(listener, routes::router(state))
-            .with_graceful_shutdown(async move {
+        accept(
+            listener,
+            routes::router(state),
+            Duration::from_secs(args.header_timeout),
+            async move {
                 shutdown_signal().await;
                 tracing::info!("shutting down: in-flight replies end now");
                 stopping.engine.stop();
-            })
-            .await
-            .map_err(|e| format!("serving: {e}"))
+            },
+        )
+        .await;
+        Ok(())
     })
+}
+
+/// Serves `app` on the connections `listener` accepts until `shutdown` completes, then waits
+/// for the connections' in-flight replies to end. Each connection is HTTP/1 with a
+/// `header_timeout` to send a request's head (hyper's timer; `axum::serve` sets none, so a
+/// client that stalls or idles kept its connection forever).
+async fn accept(
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+    header_timeout: Duration,
+    shutdown: impl std::future::Future<Output = ()>,
+) {
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    // (out of descriptors, say: the connections that hold them may end)
+                    tracing::warn!("accepting a connection: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        let mut http = hyper::server::conn::http1::Builder::new();
+        http.timer(hyper_util::rt::TokioTimer::new())
+            .header_read_timeout(header_timeout);
+        let conn = graceful.watch(http.serve_connection(TokioIo::new(stream), service));
+        tokio::spawn(async move {
+            if let Err(e) = conn.await {
+                tracing::debug!("connection: {e}");
+            }
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
 }
 
 /// Ctrl-C, or SIGTERM on Unix.

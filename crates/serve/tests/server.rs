@@ -331,6 +331,111 @@ fn usage(pid: u32) -> Option<(u64, usize)> {
 /// server serving others; when they go the server closes its side of each (its open
 /// descriptors back to where they were), and six thousands in turn cost about what the first
 /// did (nothing kept per connection).
+/// Whether the server closed `c` within `within` (a read sees the end of the stream, or the
+/// connection reset), reading and dropping anything it sent first.
+fn closed_by_server(c: &mut std::net::TcpStream, within: Duration) -> bool {
+    use std::io::Read;
+    c.set_read_timeout(Some(within)).unwrap();
+    let mut buf = [0u8; 4096];
+    loop {
+        match c.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return true,
+            Err(_) => return false,
+        }
+    }
+}
+
+#[test]
+fn stalled_and_idle_connections_are_closed_after_the_header_timeout() {
+    use std::io::Write;
+    let s = start(&["--context", "64", "--header-timeout", "1"]);
+    let a = s.addr.clone();
+    let t0 = std::time::Instant::now();
+    // one stops inside a request's head, one sends nothing, one idles after a reply
+    let mut stalled = std::net::TcpStream::connect(&a).unwrap();
+    stalled
+        .write_all(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
+    let mut silent = std::net::TcpStream::connect(&a).unwrap();
+    let mut idle = std::net::TcpStream::connect(&a).unwrap();
+    idle.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    for (name, c) in [
+        ("stalled", &mut stalled),
+        ("silent", &mut silent),
+        ("idle", &mut idle),
+    ] {
+        assert!(
+            closed_by_server(c, Duration::from_secs(20)),
+            "the {name} connection is still open after {:?} (header timeout 1 s)",
+            t0.elapsed()
+        );
+    }
+    // meanwhile and after, requests are served
+    let r = request(&a, "GET", "/health", None);
+    assert_eq!(r.status, 200);
+    // a connection that keeps sending its request in time is not cut
+    let mut slow = std::net::TcpStream::connect(&a).unwrap();
+    for part in ["GET /health HTTP/1.1\r\n", "Host: x\r\n", "\r\n"] {
+        std::thread::sleep(Duration::from_millis(200));
+        slow.write_all(part.as_bytes()).unwrap();
+    }
+    let mut head = [0u8; 12];
+    std::io::Read::read_exact(&mut slow, &mut head).unwrap();
+    assert_eq!(&head, b"HTTP/1.1 200");
+}
+
+#[test]
+fn sigterm_ends_in_flight_streams_with_a_final_event_and_exits() {
+    let mut s = start(&[]);
+    let a = s.addr.clone();
+    // four replies of 500 tokens (the tiny model's context is 512), together ~0.5 s on 2 cores;
+    // SIGTERM as soon as all four decode
+    let body = json!({"prompt": "Once", "max_tokens": 500, "temperature": 0, "stream": true,
+                      "stream_options": {"include_usage": true}});
+    let streams: Vec<_> = (0..4)
+        .map(|_| {
+            let (a, body) = (a.clone(), body.clone());
+            std::thread::spawn(move || post(&a, "/v1/completions", &body))
+        })
+        .collect();
+    let t0 = std::time::Instant::now();
+    while request(&a, "GET", "/health", None).json()["active"] != 4 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "the streams did not all become active"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let killed = Command::new("kill")
+        .args(["-TERM", &s.pid().to_string()])
+        .status();
+    if !killed.as_ref().is_ok_and(|k| k.success()) {
+        println!("skipped: no `kill -TERM` here ({killed:?})");
+        return;
+    }
+    let mut cut = 0;
+    for t in streams {
+        let r = t.join().expect("a streaming request");
+        // each admitted stream ends with its last event, `length`, its usage and [DONE]
+        let (_, finish, usage) = stream_text(&r);
+        assert_eq!(finish, "length");
+        let n = usage.expect("a usage chunk")["completion_tokens"]
+            .as_u64()
+            .unwrap();
+        cut += usize::from(n < 500);
+    }
+    assert!(
+        cut > 0,
+        "every stream ran to its 500 tokens: SIGTERM came too late to test"
+    );
+    let exited = wait_until(Duration::from_secs(30), || !s.alive());
+    assert!(exited, "the server is still running 30 s after SIGTERM");
+    assert!(s.stop().success(), "the server's exit status after SIGTERM");
+}
+
 #[test]
 fn a_thousand_idle_connections_leave_the_server_serving_others() {
     let mut s = start(&["--context", "256"]);
