@@ -145,6 +145,59 @@ fn greedy_equals_transformers(path: &Path, name: &str) {
         "{name}: {} sequences decoded together equal transformers'",
         jobs.len()
     );
+
+    // the same in KV cache slots (`decode_slots`, what tinygrad-serve runs): a sequence in
+    // slot `s` is `live[s]`; a finished one's slot is taken by the last live one (`move_slot`)
+    let mut slots = m.new_slots(jobs.len()).unwrap();
+    let mut got: Vec<Vec<u32>> = vec![Vec::new(); jobs.len()];
+    let mut live: Vec<usize> = Vec::new();
+    for step in 0.. {
+        let joining: &[usize] = match step {
+            0 => &[0, 1],
+            10 => &[2],
+            _ => &[],
+        };
+        for &i in joining {
+            let s = live.len();
+            slots.clear(s);
+            got[i].push(argmax(&m.prefill_slot(&mut slots, s, &jobs[i].0).unwrap()));
+            live.push(i);
+        }
+        let mut s = 0;
+        while s < live.len() {
+            if got[live[s]].len() < jobs[live[s]].1.len() {
+                s += 1;
+                continue;
+            }
+            let last = live.len() - 1;
+            live.swap_remove(s);
+            if s == last {
+                slots.clear(s);
+            } else {
+                slots.move_slot(last, s).unwrap();
+            }
+        }
+        if live.is_empty() {
+            if step >= 10 {
+                break;
+            }
+            continue;
+        }
+        let tokens: Vec<u32> = live.iter().map(|&i| *got[i].last().unwrap()).collect();
+        for (&i, l) in live
+            .iter()
+            .zip(m.decode_slots(&mut slots, &tokens).unwrap())
+        {
+            got[i].push(argmax(&l));
+        }
+    }
+    for (i, (g, (_, w))) in got.iter().zip(&jobs).enumerate() {
+        assert_eq!(g, w, "{name}: decoded in slots: sequence {i}");
+    }
+    println!(
+        "{name}: {} sequences decoded in KV cache slots equal transformers'",
+        jobs.len()
+    );
 }
 
 #[test]

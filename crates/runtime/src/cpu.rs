@@ -189,6 +189,9 @@ impl Device for CpuDevice {
         if let Some(q) = crate::quant::compile(ast) {
             return Some(q);
         }
+        if let Some(a) = crate::attention::compile(ast) {
+            return Some(a);
+        }
         if ast
             .toposort()
             .iter()

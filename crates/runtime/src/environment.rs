@@ -85,6 +85,10 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "0: float32 row/column sums and maxima through Cranelift, not native loops",
     ),
     (
+        "CPU_ATTENTION",
+        "0: a decode step's attention over KV cache slots through the IR, not one native kernel",
+    ),
+    (
         "CPU_QUANT",
         "0: GGUF quantized products and dequantization through the IR, not native loops",
     ),

@@ -20,6 +20,7 @@
 //! - [`reference`](mod@reference): `REF`, an interpreter of the linear program — the oracle for every backend.
 //! - [`quant`]: the CPU's products with GGUF's quantized weights, read as blocks, and their
 //!   dequantization (AVX-512/AVX2 loops).
+//! - [`attention`]: the CPU's native kernel for a decode step's attention over KV cache slots.
 //! - [`row_reduce`]: the CPU's row-reduction path (contiguous `sum`/`max`/`mean` rows in
 //!   AVX-512/AVX2 loops).
 //! - [`realize`]: running a schedule with a compiled-kernel cache and `DEBUG` output.
@@ -29,6 +30,7 @@
 //! - [`thread_pool`]: the persistent worker threads that split CPU kernels across cores.
 
 pub mod allocator;
+pub mod attention;
 pub mod beam;
 pub mod buffer;
 pub mod buffer_pool;

@@ -3,6 +3,7 @@
 //! batch row for [`Decoder::decode_batch`](super::Decoder::decode_batch)), the rows of the
 //! per-position tables (rotary, learned positions), the attention and the rotary embedding.
 
+use tinygrad_tensor::nn::attention::{slot_attention, slot_attention_runs_on};
 use tinygrad_tensor::nn::{Embedding, Module};
 use tinygrad_tensor::{DType, SInt, Tensor};
 
@@ -214,7 +215,12 @@ impl Place<'_> {
                         (&slot(cv), &row(v, i)),
                     ])?;
                 }
-                // then every row attends over slots 0..batch, keys 0..end, masked to its own
+                // then every row attends over its slot's positions: on a CPU one native kernel
+                // for every row and head (SmolLM2-135M, 8 rows on Zen 4: 6 IR kernels, ~75 us, -> 1)
+                if slot_attention_runs_on(q.device()) {
+                    return Ok(slot_attention(q, ck, cv, pos, window, scale)?);
+                }
+                // elsewhere over slots 0..batch, keys 0..end, each row masked to its own
                 let b = q.shape()[0];
                 let rows_part = |c: &Tensor| {
                     let cs = c.shape();

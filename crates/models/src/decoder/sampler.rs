@@ -9,12 +9,14 @@
 //! sort of the whole vocabulary, which a server pays for every stream at every step (49,152
 //! uniformly spread logits, the worst case for the front, on Zen 4: sorting them all 1.66 ms,
 //! this 0.74 ms; see docs/performance.md). The weights themselves are float32 exponentials of
-//! a polynomial the compiler vectorizes (the same bits on every machine), summed in float64
-//! (SmolLM2's draws in tinygrad-serve on Zen 4: 0.37 -> 0.27 ms). [`Sampler::distribution`]
-//! sorts everything and computes the same numbers with the same operations, so a draw is
-//! exactly a walk of it.
+//! a polynomial the compiler vectorizes (`exp_nonpositive`: the same bits on every machine),
+//! summed in float64 (SmolLM2's draws in tinygrad-serve on Zen 4: 0.37 -> 0.27 ms).
+//! [`Sampler::distribution`] sorts everything and computes the same numbers with the same
+//! operations, so a draw is exactly a walk of it.
 
 use std::cmp::Ordering;
+
+use tinygrad_tensor::nn::attention::exp_nonpositive;
 
 use crate::error::{ModelError, Result};
 
@@ -210,37 +212,6 @@ fn weigh(
     sums.iter().sum()
 }
 
-/// `e^x` in float32 for `x <= 0` (a token's weight against the most likely one's), within 2
-/// ulp: a range reduction by `ln 2` and Cephes' degree-7 polynomial in plain arithmetic, so the
-/// same bits on every machine, and a loop of them vectorizes (the sampler takes one per
-/// vocabulary entry at every draw — 49,152 for SmolLM2, per stream per step in a server; the
-/// library's float64 `exp` took 0.25 of a draw's 0.37 ms on Zen 4). Below -87 (`-inf`
-/// included) it is 0; NaN stays NaN.
-#[inline(always)]
-fn exp_nonpositive(x: f32) -> f32 {
-    const LN2_HI: f32 = 0.693_359_4;
-    const LN2_LO: f32 = -2.121_944_4e-4;
-    // round to nearest by adding 1.5 * 2^23 (exact for |x / ln 2| < 2^22)
-    const ROUND: f32 = 12_582_912.0;
-    let floor = -87.0f32;
-    let y = if x < floor { floor } else { x };
-    let shifted = y * std::f32::consts::LOG2_E + ROUND;
-    let n = shifted - ROUND;
-    let r = (y - n * LN2_HI) - n * LN2_LO;
-    let p = ((((1.987_569_2e-4 * r + 1.398_199_9e-3) * r + 8.333_452e-3) * r + 4.166_579_6e-2) * r
-        + 1.666_666_5e-1)
-        * r
-        + 0.5; // (Cephes: 5.0000001201e-1, the same float32)
-    // 2^n: n sits in the low bits of `shifted` (exactly, as an integer added to 1.5 * 2^23)
-    let two_n = (shifted
-        .to_bits()
-        .wrapping_sub(ROUND.to_bits())
-        .wrapping_add(127))
-        << 23;
-    let e = (p * r * r + r + 1.0) * f32::from_bits(two_n);
-    if x < floor { 0.0 } else { e }
-}
-
 /// `p` renormalized over the kept tokens (`norm`: their probabilities' sum after a top-p cut,
 /// `None` without one).
 fn renormalized(p: f64, norm: Option<f64>) -> f64 {
@@ -371,25 +342,6 @@ mod tests {
     /// Every draw (with a known uniform number) is the token a walk of the full distribution
     /// gives, for temperatures, top-k and top-p cuts: the prefix-sorted walk computes exactly
     /// the full one's numbers.
-    #[test]
-    fn exp_nonpositive_is_within_two_ulp_of_exp() {
-        let mut worst = 0.0f64;
-        for i in 0..870_000 {
-            let x = -(i as f32) * 1e-4;
-            let (got, want) = (f64::from(exp_nonpositive(x)), f64::from(x).exp());
-            worst = worst.max(((got - want) / want).abs());
-        }
-        assert!(
-            worst < 2.0 * f64::from(f32::EPSILON),
-            "relative error {worst}"
-        );
-        assert_eq!(exp_nonpositive(0.0), 1.0);
-        assert_eq!(exp_nonpositive(-1e-30), 1.0);
-        assert_eq!(exp_nonpositive(f32::NEG_INFINITY), 0.0);
-        assert_eq!(exp_nonpositive(-90.0), 0.0);
-        assert!(exp_nonpositive(f32::NAN).is_nan());
-    }
-
     #[test]
     fn draws_walk_the_full_distribution() {
         for (n, seed) in [(5usize, 1u32), (300, 2), (5000, 3)] {

@@ -1,6 +1,7 @@
 //! Neural networks, as tinygrad's `tinygrad.nn`: layers ([`layers`]), optimizers ([`optim`]),
 //! weight files ([`state`], [`gguf`], [`torch`]), weights kept as GGUF's quantized blocks
-//! ([`quant`]) and weight initialization ([`init`]).
+//! ([`quant`]), a decode step's attention over KV cache slots in one native kernel
+//! ([`attention`]) and weight initialization ([`init`]).
 //!
 //! Models are plain structs of layers. Two traits connect them to the rest:
 //! - [`Module`]: `forward(&self, x) -> Tensor` (tinygrad's `__call__`); closures are modules too,
@@ -41,6 +42,7 @@
 //! assert!(loss.item::<f32>().is_finite());
 //! ```
 
+pub mod attention;
 pub mod gguf;
 pub mod init;
 pub mod layers;

@@ -378,7 +378,7 @@ impl QuantizedTensor {
 }
 
 /// The `Buffer` UOp under a buffer view's reshapes.
-fn flat_buffer(u: &UOp) -> UOp {
+pub(crate) fn flat_buffer(u: &UOp) -> UOp {
     let mut b = u.clone();
     while b.op() == Ops::Reshape {
         b = b.s(0).clone();
