@@ -60,9 +60,6 @@ impl tinygrad_uop::Opaque for SlotAttention {
     }
 }
 
-/// The sizes and options a kernel is keyed by.
-type Key = (usize, usize, usize, usize, usize, usize, Option<usize>, u32);
-
 /// The kernel AST of a slot attention (see the module docs for its slots); equal ones get equal
 /// ASTs (one compile).
 ///
@@ -91,24 +88,13 @@ pub fn slot_attention_ast(
          positive, the key/value heads divide the heads and the rows fit the slots"
     );
     // ids with the top two bits set (the quantized products' have only the top one)
-    static IDS: OnceLock<Mutex<HashMap<Key, u64>>> = OnceLock::new();
+    static IDS: OnceLock<Mutex<HashMap<SlotAttention, u64>>> = OnceLock::new();
     let mut ids = IDS
         .get_or_init(Default::default)
         .lock()
         .unwrap_or_else(|e| e.into_inner());
-    let key = (
-        rows,
-        heads,
-        kv_heads,
-        head_dim,
-        slots,
-        context,
-        window,
-        scale.to_bits(),
-    );
-    let next = (3u64 << 62) | ids.len() as u64;
-    let id = *ids.entry(key).or_insert(next);
-    let payload = SlotAttention {
+    // keyed by the payload without its id (0)
+    let mut payload = SlotAttention {
         rows,
         heads,
         kv_heads,
@@ -117,8 +103,10 @@ pub fn slot_attention_ast(
         context,
         window,
         scale_bits: scale.to_bits(),
-        id,
+        id: 0,
     };
+    let next = (3u64 << 62) | ids.len() as u64;
+    payload.id = *ids.entry(payload).or_insert(next);
     UOp::new(
         Ops::Noop,
         DType::FLOAT32,

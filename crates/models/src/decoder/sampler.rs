@@ -183,18 +183,20 @@ fn weigh(
     }
     let top = order.iter().copied().min_by(&before).expect("a token");
     let top = logits[top as usize];
-    let inv_t = (1.0 / opts.temperature) as f32;
+    let t = opts.temperature;
+    // (divided in float64: 1 / t overflows float32 for a tiny temperature, and 0 * inf is NaN)
+    let scaled = |l: f32| (f64::from(l - top) / t) as f32;
     weight.clear();
     weight.resize(n, 0.0);
     if k == n {
         // every token: one pass over the logits, which the compiler vectorizes
         for (w, &l) in weight.iter_mut().zip(logits) {
-            *w = f64::from(exp_nonpositive((l - top) * inv_t));
+            *w = f64::from(exp_nonpositive(scaled(l)));
         }
     } else {
         for &tok in order.iter() {
             let l = logits[tok as usize];
-            weight[tok as usize] = f64::from(exp_nonpositive((l - top) * inv_t));
+            weight[tok as usize] = f64::from(exp_nonpositive(scaled(l)));
         }
     }
     // in token order, in 8 running sums (sum j takes the tokens j, j + 8, ...: independent
@@ -342,6 +344,19 @@ mod tests {
     /// Every draw (with a known uniform number) is the token a walk of the full distribution
     /// gives, for temperatures, top-k and top-p cuts: the prefix-sorted walk computes exactly
     /// the full one's numbers.
+    #[test]
+    fn a_tiny_temperature_keeps_the_most_likely_token() {
+        // 1 / 1e-40 overflows float32: the weights must still be exp(0) = 1 for the top token
+        let l = [0.5f32, 2.0, 1.0];
+        let s = Sampler::new(SamplingOptions {
+            temperature: 1e-40,
+            ..SamplingOptions::default()
+        })
+        .unwrap();
+        // (every kept token is listed; the others weigh exactly 0)
+        assert_eq!(s.distribution(&l), vec![(1, 1.0), (2, 0.0), (0, 0.0)]);
+    }
+
     #[test]
     fn draws_walk_the_full_distribution() {
         for (n, seed) in [(5usize, 1u32), (300, 2), (5000, 3)] {
