@@ -153,17 +153,14 @@ impl Place<'_> {
                     (&part(ck, at.clone(), end.clone()), k),
                     (&part(cv, at, end.clone()), v),
                 ])?;
-                // a decode step (one token per row, all at `pos`) over the whole cache: on a CPU
-                // the native kernel, as the slots' steps (every row in its own slot)
-                if let Span::Symbolic { pos, .. } = span {
-                    let b = q.shape()[0];
-                    if ck.shape()[0] == b && slot_attention_runs_on(q.device()) {
-                        let pos = match b {
-                            1 => pos.clone(),
-                            _ => pos.expand(&[b as isize]).contiguous(),
-                        };
-                        return Ok(slot_attention(q, ck, cv, &pos, window, scale)?);
-                    }
+                // a decode step of one sequence (`generate`, `decode_step`: one token at `pos`)
+                // over a cache of one: on a CPU the native kernel, as a slots' step of one row
+                if let Span::Symbolic { pos, .. } = span
+                    && q.shape()[0] == 1
+                    && ck.shape()[0] == 1
+                    && slot_attention_runs_on(q.device())
+                {
+                    return Ok(slot_attention(q, ck, cv, pos, window, scale)?);
                 }
                 let (keys, values) = (part(ck, 0.into(), end.clone()), part(cv, 0.into(), end));
                 Ok(attention(q, &keys, &values, span, scale, window, context))
