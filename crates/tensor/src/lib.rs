@@ -84,7 +84,7 @@ pub use nn_ops::{Dims, InterpolateMode, Padding, Reduction};
 pub use reduce::Axis;
 pub use scatter::PadMode;
 pub use symbolic::{BoundVar, Variable};
-pub use tensor::{Tensor, TensorError};
+pub use tensor::{Data, Tensor, TensorError};
 pub use tinygrad_dtype::{ConstValue, DType};
 pub use tinygrad_runtime::environment;
 pub use tinygrad_runtime::{

@@ -186,6 +186,32 @@ impl Tensor {
         self.uop().sym_shape_vec()
     }
 
+    /// The largest shape the tensor can have: each symbolic size at its variable's maximum
+    /// (tinygrad's `max_shape`); the shape itself when no size is symbolic.
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor, Variable};
+    /// let v = Variable::new("v", 1, 32);
+    /// let t = Tensor::empty(&[2, 32, 4], DType::FLOAT32)
+    ///     .shrink_sym(&[(0.into(), 2.into()), (0.into(), v.bind(8).into()), (0.into(), 4.into())]);
+    /// assert_eq!((t.shape(), t.max_shape()), (vec![2, 8, 4], vec![2, 32, 4]));
+    /// ```
+    pub fn max_shape(&self) -> Vec<usize> {
+        self.sym_shape().iter().map(SInt::max_value).collect()
+    }
+
+    /// The number of elements of [`Tensor::max_shape`] (tinygrad's `max_numel`).
+    ///
+    /// ```
+    /// use tinygrad_tensor::{DType, Tensor, Variable};
+    /// let n = Variable::new("n", 1, 10);
+    /// let t = Tensor::empty(&[10, 3], DType::FLOAT32).shrink_sym(&[(0.into(), n.bind(2).into()), (0.into(), 3.into())]);
+    /// assert_eq!((t.numel(), t.max_numel()), (6, 30));
+    /// ```
+    pub fn max_numel(&self) -> usize {
+        self.max_shape().iter().product()
+    }
+
     /// [`Tensor::shrink`] with bounds that may be bound variables.
     ///
     /// ```

@@ -1,5 +1,7 @@
 //! Slicing and resizing: `slice`, `shrink_to`, `pad_to`.
 
+use tinygrad_dtype::ConstValue;
+
 use crate::Tensor;
 
 impl Tensor {
@@ -109,6 +111,21 @@ impl Tensor {
     /// assert_eq!(t.pad_to(&[Some(4)]).to_vec::<i32>(), vec![1, 2, 0, 0]);
     /// ```
     pub fn pad_to(&self, shape: &[Option<usize>]) -> Tensor {
+        self.pad_to_with(shape, 0)
+    }
+
+    /// [`Tensor::pad_to`] filling with `value` (tinygrad's `pad_to(shape, value=...)`); a pad
+    /// that changes nothing returns the tensor as it is, whatever the value.
+    ///
+    /// # Panics
+    /// If `shape` has another length than the tensor's or asks to shrink an axis.
+    ///
+    /// ```
+    /// # use tinygrad_tensor::Tensor;
+    /// let t = Tensor::new([[1, 2]]);
+    /// assert_eq!(t.pad_to_with(&[Some(2), Some(3)], -1).to_vec::<i32>(), vec![1, 2, -1, -1, -1, -1]);
+    /// ```
+    pub fn pad_to_with(&self, shape: &[Option<usize>], value: impl Into<ConstValue>) -> Tensor {
         let cur = self.shape();
         assert!(
             shape.len() == cur.len(),
@@ -128,6 +145,9 @@ impl Tensor {
                 (0, s - c)
             })
             .collect();
-        self.pad(&pads, 0)
+        if pads.iter().all(|&p| p == (0, 0)) {
+            return self.clone();
+        }
+        self.pad(&pads, value)
     }
 }

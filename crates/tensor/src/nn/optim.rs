@@ -228,6 +228,10 @@ pub struct Lars {
     classic: bool,
     tcoef: f64,
     ns_params: Option<Vec<f64>>,
+    ns_steps: usize,
+    /// Weight decay added to the gradient (LARS, SGD) or applied to the weights after the
+    /// momentum (Muon, decoupled: `w *= 1 - lr * wd`).
+    pre_wd: bool,
     /// Momentum buffers, one per parameter (created on the first step).
     b: Vec<Tensor>,
 }
@@ -255,6 +259,8 @@ pub fn lars(params: Vec<Tensor>, lr: f64) -> Lars {
         classic: true,
         tcoef: 0.001,
         ns_params: None,
+        ns_steps: 0,
+        pre_wd: true,
         b: Vec::new(),
     }
 }
@@ -283,14 +289,18 @@ pub fn sgd(params: Vec<Tensor>, lr: f64) -> Lars {
         classic: false,
         tcoef: 0.0,
         ns_params: None,
+        ns_steps: 0,
+        pre_wd: true,
         b: Vec::new(),
     }
 }
 
 /// Muon (Keller Jordan, 2024): Nesterov momentum 0.95, then the update of each parameter
 /// (reshaped to `(shape[0], -1)`) orthogonalized by 5 Newton-Schulz iterations with the
-/// quintic coefficients `(3.4445, -4.7750, 2.0315)`; no weight decay. tinygrad's default lr is
-/// 3e-3.
+/// quintic coefficients `(3.4445, -4.7750, 2.0315)` (see [`Lars::ns_steps`],
+/// [`Lars::ns_coefficients`]); no weight decay by default (tinygrad's and PyTorch's `Muon`
+/// declare 0.1; [`Lars::weight_decay`] sets it, decoupled as PyTorch's). tinygrad's default lr
+/// is 0.001.
 ///
 /// ```
 /// use tinygrad_tensor::nn::optim::{self, Optimizer};
@@ -313,6 +323,8 @@ pub fn muon(params: Vec<Tensor>, lr: f64) -> Lars {
         classic: false,
         tcoef: 0.0,
         ns_params: Some(vec![3.4445, -4.7750, 2.0315]),
+        ns_steps: 5,
+        pre_wd: false,
         b: Vec::new(),
     }
 }
@@ -340,17 +352,26 @@ impl Lars {
         self
     }
 
-    /// Sets the weight decay (L2, added to the gradient).
+    /// Sets the weight decay: L2, added to the gradient (LARS, SGD); for [`muon`], decoupled
+    /// as PyTorch's Muon: the weights are scaled by `1 - lr * wd` before the update is
+    /// subtracted (tinygrad's Muon computes the decayed weights and drops them, a bug).
     ///
     /// ```
     /// use tinygrad_tensor::nn::optim::{self, Optimizer};
-    /// use tinygrad_tensor::Tensor;
+    /// use tinygrad_tensor::{DType, Tensor};
     /// let w = Tensor::from_slice(&[2.0f32], &[1]);
     /// let mut opt = optim::sgd(vec![w.clone()], 0.5).weight_decay(0.1);
     /// w.set_grad(Some(Tensor::from_slice(&[1.0f32], &[1])));
     /// let _train = Tensor::train(true);
     /// opt.step(); // w - lr * (g + wd * w) = 2 - 0.5 * 1.2
     /// assert!((w.item::<f32>() - 1.4).abs() < 1e-6);
+    ///
+    /// let w = Tensor::eye(2, None, DType::FLOAT32) * 2.0;
+    /// let mut opt = optim::muon(vec![w.clone()], 0.1).weight_decay(0.5).ns_steps(0);
+    /// w.set_grad(Some(Tensor::eye(2, None, DType::FLOAT32) * 3.0));
+    /// opt.step(); // w * (1 - lr * wd) - lr * I / sqrt(2) = 2 * 0.95 - 0.1 * 0.70710678
+    /// let want = [1.8292893f32, 0.0, 0.0, 1.8292893];
+    /// assert!(w.to_vec::<f32>().iter().zip(want).all(|(a, b)| (a - b).abs() < 1e-6));
     /// ```
     ///
     /// # Panics
@@ -417,6 +438,55 @@ impl Lars {
         self
     }
 
+    /// Sets the number of Newton-Schulz iterations (Muon's `ns_steps`, 5 by default; 0 only
+    /// normalizes the update by its Frobenius norm). Only used with Newton-Schulz coefficients
+    /// ([`muon`], [`Lars::ns_coefficients`]).
+    ///
+    /// ```
+    /// use tinygrad_tensor::nn::optim::{self, Optimizer};
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// let w = Tensor::from_slice(&[0.0f32; 4], &[2, 2]);
+    /// let mut opt = optim::muon(vec![w.clone()], 0.1).ns_steps(0);
+    /// w.set_grad(Some(Tensor::eye(2, None, DType::FLOAT32) * 3.0));
+    /// let _train = Tensor::train(true);
+    /// opt.step(); // the update normalized only: I / sqrt(2)
+    /// let want = [-0.070710678f32, 0.0, 0.0, -0.070710678];
+    /// assert!(w.to_vec::<f32>().iter().zip(want).all(|(a, b)| (a - b).abs() < 1e-6));
+    /// ```
+    pub fn ns_steps(mut self, steps: usize) -> Self {
+        self.ns_steps = steps;
+        self
+    }
+
+    /// Sets the coefficients of the odd polynomial of the Newton-Schulz iteration (Muon's
+    /// `ns_coefficients`, `(3.4445, -4.7750, 2.0315)` by default): each iteration maps `G` to
+    /// `sum_i c[i] * (G G^T)^i G` (see [`Tensor::newton_schulz`]). On [`sgd`] or [`lars`] it
+    /// turns the orthogonalization on (with [`Lars::ns_steps`] iterations, 0 unless set).
+    ///
+    /// ```
+    /// use tinygrad_tensor::nn::optim::{self, Optimizer};
+    /// use tinygrad_tensor::{DType, Tensor};
+    /// let w = Tensor::from_slice(&[0.0f32; 4], &[2, 2]);
+    /// let mut opt = optim::muon(vec![w.clone()], 0.1).ns_steps(1).ns_coefficients(&[1.5, -0.5]);
+    /// w.set_grad(Some(Tensor::eye(2, None, DType::FLOAT32) * 3.0));
+    /// let _train = Tensor::train(true);
+    /// opt.step(); // s = 1 / sqrt(2), one step: 1.5 s - 0.5 s^3 = 0.88388348
+    /// let want = [-0.088388348f32, 0.0, 0.0, -0.088388348];
+    /// assert!(w.to_vec::<f32>().iter().zip(want).all(|(a, b)| (a - b).abs() < 1e-6));
+    /// ```
+    ///
+    /// # Panics
+    /// If `coefficients` is empty.
+    pub fn ns_coefficients(mut self, coefficients: &[f64]) -> Self {
+        assert!(
+            !coefficients.is_empty(),
+            "{}: ns_coefficients needs at least one coefficient",
+            self.name
+        );
+        self.ns_params = Some(coefficients.to_vec());
+        self
+    }
+
     /// The momentum buffers (empty before the first step).
     ///
     /// ```
@@ -479,7 +549,7 @@ impl Optimizer for Lars {
                 None => x * lr,
             };
             let mut g = g;
-            if self.weight_decay > 0.0 {
+            if self.pre_wd && self.weight_decay > 0.0 {
                 // a new tensor (`g += ..` would assign into the caller's gradient)
                 g = g.add(&w * self.weight_decay);
             }
@@ -505,9 +575,15 @@ impl Optimizer for Lars {
                 let s: Vec<isize> = shape.iter().map(|&d| d as isize).collect();
                 g = g
                     .reshape(&[s[0], -1])
-                    .newton_schulz(5, ns, 1e-7)
+                    .newton_schulz(self.ns_steps, ns, 1e-7)
                     .reshape(&s);
             }
+            // Muon's weight decay, after the momentum: w * (1 - wd * lr)
+            let w = if !self.pre_wd && self.weight_decay > 0.0 {
+                &w * &(lr * self.weight_decay).rsub(1.0)
+            } else {
+                w
+            };
             if !self.classic {
                 g = scale(g);
             }
@@ -705,6 +781,26 @@ impl Lamb {
     pub fn moments(&self) -> (&[Tensor], &[Tensor]) {
         (&self.m, &self.v)
     }
+
+    /// `b1^t` and `b2^t` (tinygrad's `b1_t`, `b2_t`), 0-d float32: the bias corrections are
+    /// `1 - b^t`. Like the moments, they may be moved to another device ([`Tensor::to_`]):
+    /// a step then computes the moments there and brings the update back to the parameter.
+    ///
+    /// ```
+    /// use tinygrad_tensor::nn::optim::{self, Optimizer};
+    /// use tinygrad_tensor::Tensor;
+    /// let w = Tensor::from_slice(&[1.0f32, 2.0], &[2]);
+    /// let mut opt = optim::adam(vec![w.clone()], 0.01).betas(0.5, 0.75);
+    /// w.set_grad(Some(Tensor::from_slice(&[0.5f32, -3.0], &[2])));
+    /// let _train = Tensor::train(true);
+    /// opt.step();
+    /// opt.step();
+    /// let (b1_t, b2_t) = opt.beta_powers();
+    /// assert_eq!((b1_t.item::<f32>(), b2_t.item::<f32>()), (0.25, 0.5625));
+    /// ```
+    pub fn beta_powers(&self) -> (&Tensor, &Tensor) {
+        (&self.b1_t, &self.b2_t)
+    }
 }
 
 impl Optimizer for Lamb {
@@ -736,11 +832,20 @@ impl Optimizer for Lamb {
         for (i, t, g) in todo {
             let w = t.detach();
             let (m, v) = (&self.m[i], &self.v[i]);
+            // state moved to another device (offloaded): the moments are computed there
+            let g = if g.device() != m.device() {
+                g.contiguous().to(m.device())
+            } else {
+                g
+            };
             m.assign(&(m * self.b1 + &g * (1.0 - self.b1)).cast(m.dtype()));
             v.assign(&(v * self.b2 + &(&g * &g) * (1.0 - self.b2)).cast(v.dtype()));
             let m_hat = m / &c1;
             let v_hat = v / &c2;
             let mut up = m_hat / (v_hat.sqrt() + self.eps);
+            if up.device() != t.device() {
+                up = up.shard_like(&t);
+            }
             if self.weight_decay != 0.0 {
                 up = up.add(&w * self.weight_decay);
             }

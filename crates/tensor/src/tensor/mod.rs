@@ -9,10 +9,15 @@
 //!   realized per device.
 //! - `data`: reading data back (`to_vec`, `item`, bytes), moving to a device (`to`, `to_`),
 //!   `contiguous`.
+//! - `nested`: tensors from nested, Python-style data ([`Data`], `Tensor::new`, the `tensor!`
+//!   macro) and back (`tolist`, `item_value`).
 
 mod creation;
 mod data;
+mod nested;
 mod realize;
+
+pub use nested::Data;
 
 pub(crate) use realize::{realize_copy_sources, view_buffer, view_bytes};
 

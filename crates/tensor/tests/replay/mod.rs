@@ -1,0 +1,218 @@
+//! The harness of the replays of tinygrad's own test files (`replay_<file>.rs`): each test
+//! method of the tinygrad file is a Rust case of the same name (`Class.test_name`) written
+//! against our API, or an exclusion with its reason in the data. `tests/golden/replay/<stem>.json`
+//! (written by `tests/golden/replay/gen_<stem>.py` from tinygrad's source at the pinned commit)
+//! lists every method of the file, the excluded ones with their reasons, and the expected
+//! values the generator computed with torch/numpy.
+//!
+//! [`replay`] fails when a method is neither replayed nor excluded (or both), or when a replayed
+//! case fails; it prints per file and device: methods / excluded / replayed / passed.
+#![allow(dead_code)] // each replay binary uses a part of it
+
+use std::collections::HashSet;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use serde_json::Value;
+use tinygrad_tensor::{DType, Tensor};
+
+#[path = "../common/mod.rs"]
+mod common;
+
+/// Runs a suite on `WEBGPU`, or skips it saying why (see `common::on_webgpu`).
+#[allow(unused_imports)] // not every replay runs on WEBGPU
+pub use common::on_webgpu;
+
+/// What a case sees: the device it runs on and the values its generator stored.
+pub struct Ctx<'a> {
+    /// The device the suite runs on (also the default device while the case runs).
+    pub device: &'a str,
+    name: &'a str,
+    values: &'a Value,
+}
+
+impl Ctx<'_> {
+    /// The stored value `key` of this case.
+    pub fn value(&self, key: &str) -> &Value {
+        let v = &self.values[key];
+        assert!(
+            !v.is_null(),
+            "{}: no stored value {key:?} (regenerate the data)",
+            self.name
+        );
+        v
+    }
+
+    /// A stored array (`{"shape": [...], "data": [...]}`) as its shape and values.
+    pub fn array(&self, key: &str) -> (Vec<usize>, Vec<f64>) {
+        let v = self.value(key);
+        let shape = v["shape"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{}: {key} has no shape", self.name))
+            .iter()
+            .map(|d| d.as_u64().expect("a dimension") as usize)
+            .collect();
+        let data = v["data"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{}: {key} has no data", self.name))
+            .iter()
+            .map(number)
+            .collect();
+        (shape, data)
+    }
+
+    /// A stored array as a float32 tensor on the case's device.
+    pub fn tensor(&self, key: &str) -> Tensor {
+        let (shape, data) = self.array(key);
+        let data: Vec<f32> = data.iter().map(|&x| x as f32).collect();
+        Tensor::from_slice_on(&data, &shape, self.device)
+    }
+
+    /// Asserts `got` equals the stored array `key` within numpy's `assert_allclose(atol, rtol)`.
+    pub fn assert_close(&self, got: &Tensor, key: &str, atol: f64, rtol: f64) {
+        let (shape, want) = self.array(key);
+        assert_eq!(got.shape(), shape.as_slice(), "{key}: shape");
+        assert_allclose(&values_f64(got), &want, atol, rtol, key);
+    }
+}
+
+/// A JSON number, or one of the strings `nan`, `inf`, `-inf`.
+pub fn number(v: &Value) -> f64 {
+    match v {
+        Value::Number(n) => n.as_f64().expect("a number"),
+        Value::String(s) if s == "nan" => f64::NAN,
+        Value::String(s) if s == "inf" => f64::INFINITY,
+        Value::String(s) if s == "-inf" => f64::NEG_INFINITY,
+        Value::Bool(b) => f64::from(u8::from(*b)),
+        _ => panic!("expected a number, got {v}"),
+    }
+}
+
+/// A tensor's values as float64, whatever its dtype.
+pub fn values_f64(t: &Tensor) -> Vec<f64> {
+    t.cast(DType::FLOAT64).to_vec::<f64>()
+}
+
+/// numpy's `assert_allclose`: `|got - want| <= atol + rtol * |want|` element-wise, NaN equal to
+/// NaN, infinities equal to themselves.
+pub fn assert_allclose(got: &[f64], want: &[f64], atol: f64, rtol: f64, what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: number of elements");
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        let ok = if w.is_nan() {
+            g.is_nan()
+        } else if w.is_infinite() {
+            g == w
+        } else {
+            (g - w).abs() <= atol + rtol * w.abs()
+        };
+        assert!(
+            ok,
+            "{what}: element {i}: got {g}, want {w} (atol {atol}, rtol {rtol})"
+        );
+    }
+}
+
+/// Asserts that `f` panics with a message containing every one of `needles` (the op the user
+/// called, what was wrong): the replay of tinygrad's `assertRaises`.
+pub fn assert_panics(what: &str, needles: &[&str], f: impl FnOnce()) {
+    let msg = match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(()) => panic!("{what}: expected a panic, none came"),
+        Err(p) => common::panic_message(&*p),
+    };
+    for n in needles {
+        assert!(
+            msg.contains(n),
+            "{what}: the panic should name {n:?}, it says: {msg}"
+        );
+    }
+}
+
+/// A replayed case: the tinygrad method's name and its body on our API.
+pub type Case = (&'static str, fn(&Ctx));
+
+/// Replays `cases` for `tests/golden/replay/<stem>.json` on `device`: checks every method of the
+/// tinygrad file is replayed or excluded (not both), runs each replayed case with `device` as
+/// the default device, prints the counts and fails listing every failed case.
+pub fn replay(stem: &str, device: &str, cases: &[Case]) {
+    let path = format!(
+        "{}/../../tests/golden/replay/{stem}.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {path}: {e}"));
+    let doc: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("parsing {path}: {e}"));
+    let source = doc["source"].as_str().expect("source");
+    let methods: Vec<&str> = doc["methods"]
+        .as_array()
+        .expect("methods")
+        .iter()
+        .map(|m| m.as_str().expect("a method name"))
+        .collect();
+    let excluded = doc["excluded"].as_object().expect("excluded");
+    let names: Vec<&str> = cases.iter().map(|c| c.0).collect();
+    let unique: HashSet<&str> = names.iter().copied().collect();
+    assert_eq!(unique.len(), names.len(), "{stem}: a case is listed twice");
+    let known: HashSet<&str> = methods.iter().copied().collect();
+    let mut problems = Vec::new();
+    for n in &names {
+        if !known.contains(n) {
+            problems.push(format!("{n}: not a method of {source}"));
+        }
+        if excluded.contains_key(*n) {
+            problems.push(format!("{n}: replayed and excluded"));
+        }
+    }
+    for m in &methods {
+        if !unique.contains(m) && !excluded.contains_key(*m) {
+            problems.push(format!("{m}: neither replayed nor excluded"));
+        }
+    }
+    for (m, why) in excluded {
+        if why.as_str().is_none_or(str::is_empty) {
+            problems.push(format!("{m}: excluded without a reason"));
+        }
+    }
+    assert!(problems.is_empty(), "{stem}:\n  {}", problems.join("\n  "));
+
+    let only = std::env::var("REPLAY_FILTER").unwrap_or_default();
+    common::install_quiet_hook();
+    let empty = Value::Null;
+    let mut failures = Vec::new();
+    let mut ran = 0;
+    for &(name, run) in cases {
+        if !only.is_empty() && !only.split(',').any(|f| name.contains(f)) {
+            continue;
+        }
+        ran += 1;
+        let ctx = Ctx {
+            device,
+            name,
+            values: doc["values"].get(name).unwrap_or(&empty),
+        };
+        common::set_in_case(true);
+        let r = catch_unwind(AssertUnwindSafe(|| {
+            tinygrad_tensor::with_default_device(device, || run(&ctx))
+        }));
+        common::set_in_case(false);
+        if let Err(p) = r {
+            let msg: String = common::panic_message(&*p).chars().take(600).collect();
+            failures.push(format!("{name}: {msg}"));
+        }
+    }
+    let replayable = methods.len() - excluded.len();
+    eprintln!(
+        "{source} on {device}: {} methods, {} excluded (reasons in tests/golden/replay/{stem}.json), {replayable} replayed, {} passed{}",
+        methods.len(),
+        excluded.len(),
+        ran - failures.len(),
+        if ran < replayable {
+            format!(" (REPLAY_FILTER ran {ran})")
+        } else {
+            String::new()
+        }
+    );
+    assert!(
+        failures.is_empty(),
+        "{source} on {device}: {} cases failed:\n  {}",
+        failures.len(),
+        failures.join("\n  ")
+    );
+}
