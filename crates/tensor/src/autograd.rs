@@ -46,7 +46,14 @@ impl GradState {
 static LEAVES: Mutex<Vec<Weak<Inner>>> = Mutex::new(Vec::new());
 
 thread_local! {
+    /// Training mode outside every [`TrainGuard`] (off by default).
     static TRAINING: Cell<bool> = const { Cell::new(false) };
+    /// The live [`TrainGuard`]s, oldest first, each with its id and the mode it set: the mode
+    /// is the newest one's. A guard removes its own entry when dropped, so guards dropped in
+    /// any order leave the mode of those still alive (a saved previous mode restored by each
+    /// would be wrong when the outer guard goes first).
+    static TRAIN_GUARDS: std::cell::RefCell<Vec<(u64, bool)>> = const { std::cell::RefCell::new(Vec::new()) };
+    static NEXT_TRAIN_GUARD: Cell<u64> = const { Cell::new(0) };
     /// Live [`NoGradGuard`]s: gradients are enabled when there are none. A count, not a saved
     /// mode per guard, so that guards dropped in any order leave the right mode.
     static NO_GRAD_DEPTH: Cell<usize> = const { Cell::new(0) };
@@ -99,16 +106,18 @@ fn describe(t: &Tensor) -> String {
     format!("{} of shape {:?} ({})", t.uop().op(), t.shape(), t.dtype())
 }
 
-/// Restores the previous training flag when dropped (see [`Tensor::train`]).
+/// Keeps a training mode while it lives (see [`Tensor::train`]); when dropped, the mode is
+/// that of the newest guard still alive, else the mode outside every guard — in whatever
+/// order guards are dropped.
 #[must_use = "the training flag is restored when the guard is dropped"]
 pub struct TrainGuard {
-    prev: bool,
+    id: u64,
     _not_send: PhantomData<*const ()>,
 }
 
 impl Drop for TrainGuard {
     fn drop(&mut self) {
-        TRAINING.with(|t| t.set(self.prev));
+        TRAIN_GUARDS.with(|g| g.borrow_mut().retain(|&(id, _)| id != self.id));
     }
 }
 
@@ -471,10 +480,13 @@ impl Tensor {
     /// assert!(Tensor::training());
     /// ```
     pub fn training() -> bool {
-        TRAINING.with(Cell::get)
+        TRAIN_GUARDS
+            .with(|g| g.borrow().last().map(|&(_, mode)| mode))
+            .unwrap_or_else(|| TRAINING.with(Cell::get))
     }
 
-    /// Turns training mode on or off (for this thread).
+    /// Turns training mode on or off (for this thread); inside a [`Tensor::train`] guard, until
+    /// that guard is dropped (as tinygrad's `Tensor.training = ..` inside `with Tensor.train()`).
     ///
     /// ```
     /// use tinygrad_tensor::Tensor;
@@ -482,9 +494,23 @@ impl Tensor {
     /// assert!(Tensor::training());
     /// Tensor::set_training(false);
     /// assert!(!Tensor::training());
+    /// {
+    ///     let _guard = Tensor::train(true);
+    ///     Tensor::set_training(false);
+    ///     assert!(!Tensor::training());
+    /// }
+    /// assert!(!Tensor::training());
     /// ```
     pub fn set_training(mode: bool) {
-        TRAINING.with(|t| t.set(mode));
+        let in_guard = TRAIN_GUARDS.with(|g| {
+            g.borrow_mut()
+                .last_mut()
+                .map(|(_, m)| *m = mode)
+                .is_some()
+        });
+        if !in_guard {
+            TRAINING.with(|t| t.set(mode));
+        }
     }
 
     /// Sets training mode to `mode` until the returned guard is dropped (tinygrad's
@@ -499,9 +525,10 @@ impl Tensor {
     /// assert!(!Tensor::training());
     /// ```
     pub fn train(mode: bool) -> TrainGuard {
-        let prev = TRAINING.with(|t| t.replace(mode));
+        let id = NEXT_TRAIN_GUARD.with(|n| n.replace(n.get() + 1));
+        TRAIN_GUARDS.with(|g| g.borrow_mut().push((id, mode)));
         TrainGuard {
-            prev,
+            id,
             _not_send: PhantomData,
         }
     }

@@ -11,6 +11,11 @@
 //!   side (all-gather): `2 * (n - 1)` whole-size copies in all. Used for more than two devices
 //!   and more than `RING_ALLREDUCE_THRESHOLD` (256,000) elements, or always with `RING=2`;
 //!   never with `RING=0`.
+//! - **all-to-all** — tinygrad's `ALL2ALL`: the same chunks, but device `i` copies chunk `i`
+//!   of every partial and combines them in device order (reduce-scatter), then the ring's
+//!   all-gather. Taken before the ring with `ALL2ALL=2`, or with `ALL2ALL=1` where the ring
+//!   would be (more than two devices and more than `RING_ALLREDUCE_THRESHOLD` elements);
+//!   never by default (`ALL2ALL=0`).
 //! - **NCCL** — when the devices are distinct CUDA GPUs, the tensor is not empty, its dtype is
 //!   one NCCL has, and `NCCL` is not `0` (this route comes before `RING`), the partials are
 //!   realized and handed to NVIDIA's NCCL ([`tinygrad_runtime::nccl`]); a missing NCCL library
@@ -34,6 +39,7 @@ use crate::tensor::view_buffer;
 pub(crate) enum Route {
     Naive,
     Ring,
+    All2All,
     Nccl,
 }
 
@@ -53,6 +59,15 @@ pub(crate) fn ring_wanted(n: usize, numel: usize) -> bool {
     ring >= 2 || (ring >= 1 && n > 2 && numel > threshold)
 }
 
+/// Whether tinygrad's rule takes the all-to-all route (before the ring): `ALL2ALL=2` always,
+/// `ALL2ALL=1` for more than two devices and more than `RING_ALLREDUCE_THRESHOLD` elements,
+/// `ALL2ALL=0` (the default) never.
+pub(crate) fn all2all_wanted(n: usize, numel: usize) -> bool {
+    let all2all = env_usize("ALL2ALL", 0);
+    let threshold = env_usize("RING_ALLREDUCE_THRESHOLD", 256_000);
+    all2all >= 2 || (all2all >= 1 && n > 2 && numel > threshold)
+}
+
 /// The route for an all-reduce of `dtype` partials over `devices`.
 pub(crate) fn route(devices: &[String], numel: usize, dtype: tinygrad_dtype::DType) -> Route {
     let all_cuda = devices.iter().all(|d| d.split(':').next() == Some("CUDA"));
@@ -69,6 +84,8 @@ pub(crate) fn route(devices: &[String], numel: usize, dtype: tinygrad_dtype::DTy
         && nccl::supports(dtype)
     {
         Route::Nccl
+    } else if all2all_wanted(devices.len(), numel) {
+        Route::All2All
     } else if ring_wanted(devices.len(), numel) {
         Route::Ring
     } else {
@@ -122,15 +139,8 @@ pub(crate) fn ring_chunks(numel: usize, n: usize) -> Vec<(usize, usize)> {
         .collect()
 }
 
-/// tinygrad's ring all-reduce (see the module docs); `parts` are contiguous.
-pub(crate) fn ring(op: Ops, parts: &[UOp], devices: &[String]) -> Vec<UOp> {
-    let n = devices.len();
-    let shape = parts[0].shape_vec();
-    let numel: usize = shape.iter().product();
-    if numel == 0 {
-        // (no chunks to move: the empty result is every device's own)
-        return naive(op, parts, devices);
-    }
+/// `parts` flattened, and the piece `(s, e)` of device `i`'s.
+fn flat_pieces(parts: &[UOp], numel: usize) -> impl Fn(usize, (usize, usize)) -> UOp {
     let flat: Vec<UOp> = parts
         .iter()
         .map(|p| {
@@ -142,14 +152,26 @@ pub(crate) fn ring(op: Ops, parts: &[UOp], devices: &[String]) -> Vec<UOp> {
             )
         })
         .collect();
-    let piece = |i: usize, (s, e): (usize, usize)| {
+    move |i: usize, (s, e): (usize, usize)| {
         UOp::new(
             Ops::Shrink,
             flat[i].dtype(),
             vec![flat[i].clone()],
             Arg::pairs(&[(s, e)]),
         )
-    };
+    }
+}
+
+/// tinygrad's ring all-reduce (see the module docs); `parts` are contiguous.
+pub(crate) fn ring(op: Ops, parts: &[UOp], devices: &[String]) -> Vec<UOp> {
+    let n = devices.len();
+    let shape = parts[0].shape_vec();
+    let numel: usize = shape.iter().product();
+    if numel == 0 {
+        // (no chunks to move: the empty result is every device's own)
+        return naive(op, parts, devices);
+    }
+    let piece = flat_pieces(parts, numel);
     // reduce-scatter: chunk i starts on device i and moves one device on per step
     let reduced: Vec<(UOp, usize)> = ring_chunks(numel, n)
         .into_iter()
@@ -165,7 +187,38 @@ pub(crate) fn ring(op: Ops, parts: &[UOp], devices: &[String]) -> Vec<UOp> {
             (acc, at)
         })
         .collect();
-    // all-gather: every device copies every reduced chunk and puts them side by side
+    all_gather(&reduced, devices, &shape)
+}
+
+/// tinygrad's all-to-all all-reduce (`ALL2ALL`, see the module docs); `parts` are contiguous.
+pub(crate) fn all2all(op: Ops, parts: &[UOp], devices: &[String]) -> Vec<UOp> {
+    let shape = parts[0].shape_vec();
+    let numel: usize = shape.iter().product();
+    if numel == 0 {
+        // (no chunks to move: the empty result is every device's own)
+        return naive(op, parts, devices);
+    }
+    let piece = flat_pieces(parts, numel);
+    // reduce-scatter: device i combines chunk i of every partial, in device order
+    let reduced: Vec<(UOp, usize)> = ring_chunks(numel, devices.len())
+        .into_iter()
+        .enumerate()
+        .map(|(i, range)| {
+            let acc = devices
+                .iter()
+                .enumerate()
+                .map(|(j, from)| copy_between(&piece(j, range), from, &devices[i]))
+                .reduce(|acc, t| combine(op, acc, t))
+                .expect("a multi-device tensor has devices");
+            (acc, i)
+        })
+        .collect();
+    all_gather(&reduced, devices, &shape)
+}
+
+/// The all-gather of the ring and all-to-all routes: every device copies every reduced chunk
+/// (each on the device `at` it was reduced on) and puts them side by side, in `shape`.
+fn all_gather(reduced: &[(UOp, usize)], devices: &[String], shape: &[usize]) -> Vec<UOp> {
     devices
         .iter()
         .map(|to| {
@@ -174,7 +227,7 @@ pub(crate) fn ring(op: Ops, parts: &[UOp], devices: &[String]) -> Vec<UOp> {
                 .map(|(c, at)| Tensor::from_uop(copy_between(c, &devices[*at], to), to))
                 .collect();
             let refs: Vec<&Tensor> = chunks.iter().collect();
-            Tensor::cat(&refs, 0).reshape(&shape).uop()
+            Tensor::cat(&refs, 0).reshape(shape).uop()
         })
         .collect()
 }
@@ -220,11 +273,11 @@ mod tests {
 
     #[test]
     fn tinygrads_rule_picks_the_route() {
-        if ["RING", "RING_ALLREDUCE_THRESHOLD", "NCCL"]
+        if ["RING", "RING_ALLREDUCE_THRESHOLD", "NCCL", "ALL2ALL"]
             .iter()
             .any(|v| std::env::var_os(v).is_some())
         {
-            println!("skipped: RING, RING_ALLREDUCE_THRESHOLD or NCCL is set");
+            println!("skipped: RING, RING_ALLREDUCE_THRESHOLD, NCCL or ALL2ALL is set");
             return;
         }
         let names = |d: &[&str]| -> Vec<String> { d.iter().map(|s| s.to_string()).collect() };
@@ -287,11 +340,14 @@ mod tests {
         let whole = 64 * 30 * 4;
         let ring_graphs = ring(Ops::Add, &parts, &devices);
         assert_eq!(copied_bytes(&ring_graphs), 2 * 3 * whole);
+        // all-to-all: each chunk gathered from the three other devices, then the ring's gather
+        let all2all_graphs = all2all(Ops::Add, &parts, &devices);
+        assert_eq!(copied_bytes(&all2all_graphs), 2 * 3 * whole);
         assert_eq!(
             copied_bytes(&naive(Ops::Add, &parts, &devices)),
             4 * 3 * whole
         );
-        for g in &ring_graphs {
+        for g in ring_graphs.iter().chain(&all2all_graphs) {
             assert_eq!(g.shape_vec(), vec![64, 30]);
         }
     }

@@ -37,6 +37,8 @@ pub(crate) fn multi_name(devices: &[String]) -> String {
 /// (or a malformed list).
 pub(crate) fn parse_multi(name: &str) -> Option<Vec<String>> {
     let inner = name.trim().strip_prefix('(')?.strip_suffix(')')?;
+    // a one-device tuple is written `(CPU,)`, as in Python
+    let inner = inner.trim_end().strip_suffix(',').unwrap_or(inner);
     inner
         .split(',')
         .map(|d| tinygrad_runtime::device::canonical_device(d.trim()))
@@ -215,6 +217,7 @@ impl<'a> Resolver<'a> {
             let name = match route {
                 Route::Naive => "NAIVE",
                 Route::Ring => "RING",
+                Route::All2All => "ALL2ALL",
                 Route::Nccl => "NCCL",
             };
             println!(
@@ -225,6 +228,7 @@ impl<'a> Resolver<'a> {
         }
         match route {
             Route::Ring => collective::ring(op, &parts, self.devices),
+            Route::All2All => collective::all2all(op, &parts, self.devices),
             Route::Nccl => {
                 let known = self.known.as_ref().expect("NCCL only when realizing");
                 match collective::through_nccl(op, &parts, self.devices, &mut known.borrow_mut()) {

@@ -61,6 +61,27 @@ pub(crate) fn set_seed(seed: u64) {
 /// The key `(k0, k1)` for a call on `device` that draws `num` 32-bit words, advancing the
 /// device's counter by `num`.
 pub(crate) fn call_key(device: &str, num: u64) -> (u32, u32) {
+    let (counter, k0, k1) = advance(device, num);
+    threefry2x32(counter as u32, (counter >> 32) as u32, k0, k1)
+}
+
+/// The keys of a draw of `num` words on `device` cut into chunks of `2^32 - 1` words (as
+/// tinygrad's `random_bits`): chunk `c` starts at word `i = c * (2^32 - 1)` and its key is
+/// `threefry(device key, counter + i)` (a 64-bit counter). Advances the counter by `num`.
+pub(crate) fn chunk_keys(device: &str, num: u64) -> Vec<(u32, u32)> {
+    let (counter, k0, k1) = advance(device, num);
+    (0..num)
+        .step_by(u32::MAX as usize)
+        .map(|i| {
+            let c = counter.wrapping_add(i);
+            threefry2x32(c as u32, (c >> 32) as u32, k0, k1)
+        })
+        .collect()
+}
+
+/// The device's counter before a draw of `num` words and its key `(k0, k1)`, advancing the
+/// counter by `num`.
+fn advance(device: &str, num: u64) -> (u64, u32, u32) {
     let mut s = state();
     let seed = s.seed;
     let index = match s.devices.iter().position(|(d, _)| d == device) {
@@ -76,7 +97,7 @@ pub(crate) fn call_key(device: &str, num: u64) -> (u32, u32) {
     // the digest read as one big-endian integer, truncated to uint32: its last 4 bytes
     let k0 = u32::from_be_bytes([digest[28], digest[29], digest[30], digest[31]]);
     let k1 = seed as u32;
-    threefry2x32(counter as u32, (counter >> 32) as u32, k0, k1)
+    (counter, k0, k1)
 }
 
 /// Threefry-2x32 with 20 rounds (Random123) on scalars.

@@ -868,6 +868,37 @@ fn tiled_max_pool_gradient_matches_the_derived_one() {
     }
 }
 
+/// Two `Tensor::train` guards dropped out of order (the outer one first): the mode is the
+/// live guard's until it goes, then the mode from before both (guards that each restored the
+/// mode saved when they were made left training on after both were dropped).
+#[test]
+fn train_guards_dropped_out_of_order_keep_the_live_guards_mode() {
+    assert!(!Tensor::training());
+    let outer = Tensor::train(true);
+    let inner = Tensor::train(false);
+    drop(outer);
+    assert!(!Tensor::training(), "the inner guard's mode must hold while it lives");
+    drop(inner);
+    assert!(!Tensor::training(), "training stayed on after both guards were dropped");
+    // and the other way round
+    let outer = Tensor::train(false);
+    let inner = Tensor::train(true);
+    drop(outer);
+    assert!(Tensor::training(), "the inner guard's mode must hold while it lives");
+    drop(inner);
+    assert!(!Tensor::training());
+    // nested in order, as before
+    {
+        let _a = Tensor::train(true);
+        {
+            let _b = Tensor::train(false);
+            assert!(!Tensor::training());
+        }
+        assert!(Tensor::training());
+    }
+    assert!(!Tensor::training());
+}
+
 /// Two `no_grad_guard`s dropped out of order (the outer one first): gradients stay off while
 /// either guard lives and come back when both are gone (guards that restored a saved mode left
 /// them on inside the inner guard and off after both).

@@ -134,6 +134,11 @@ pub(crate) fn note_grad(inner: &Arc<Inner>) {
     });
 }
 
+/// Whether a Jit capture is recording on this thread.
+pub(crate) fn capturing() -> bool {
+    ACTIVE.with(Cell::get)
+}
+
 /// `rand` uploaded its call key (drawing `num` words on `device`) into `key`.
 pub(crate) fn note_rand_key(key_tensor: &Tensor, device: &str, num: u64) {
     if !ACTIVE.with(Cell::get) {

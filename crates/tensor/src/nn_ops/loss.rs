@@ -90,6 +90,9 @@ impl Tensor {
             y.shape()
         );
         let classes = xs[xs.len() - 1];
+        // labels on another device are moved to the logits' (as gather/scatter/getitem move
+        // their indices; tinygrad raises)
+        let y = &y.to(self.device());
         let log_probs = self.log_softmax(-1);
         let loss_mask = if ignore_index != -1 {
             y.ne(ignore_index)

@@ -81,38 +81,42 @@ impl Tensor {
     /// ```
     ///
     /// # Panics
-    /// If `dtype` is not a float, or the tensor has more than 2^32 elements.
+    /// If `dtype` is not a float, or a draw of more than 2^32 - 1 random words (16 GiB) is
+    /// made inside a [`Jit`](crate::Jit) capture.
     pub fn rand_on(shape: &[usize], dtype: DType, device: &str) -> Tensor {
         assert!(dtype.is_float(), "rand: only float dtypes, got {dtype}");
         let numel: usize = shape.iter().product();
         if numel == 0 {
             return Tensor::zeros_on(shape, dtype, device);
         }
-        // (tinygrad splits larger draws into chunks of 2^32 - 1 words)
-        assert!(
-            ((numel * dtype.itemsize()).div_ceil(4) as u64) < u64::from(u32::MAX),
-            "rand: shape {shape:?} {dtype} needs {} random words, at most 2^32 - 2 per call",
-            (numel * dtype.itemsize()).div_ceil(4)
-        );
-        // tinygrad's layout (see `random`): `num` 32-bit words, the low words of
-        // `threefry(call key, (i, i + half))` for `i < half`, then the high words
+        // tinygrad's layout (see `random`): `num` 32-bit words; a draw of more than
+        // 2^32 - 1 words is cut into chunks of that many, each with its own key
         let num = (numel * dtype.itemsize()).div_ceil(4);
-        let (k0, k1) = crate::random::call_key(device, num as u64);
-        let half = num.div_ceil(2);
-        // word w is word 0 of counter (w, w + half) for w < half, else word 1 of counter
-        // (w - half, w): one threefry per word, no concatenation (whose gated halves would
-        // compute both and keep the kernel from vectorizing)
-        let w = Tensor::nn_ramp(num, DType::UINT32, device);
-        let high = w.ge(half as u32);
-        let c0 = w.sub(high.cast(DType::UINT32).mul(half as u32));
-        let c1 = c0.add(half as u32);
-        // the key from a buffer, not constants: every call of a shape is the same kernel
-        let key = Tensor::from_slice_on(&[k0, k1], &[2], device);
-        // a JIT replay derives the next call's key instead of reusing this upload
-        crate::jit::note_rand_key(&key, device, num as u64);
-        let (k0, k1) = (key.shrink(&[(0, 1)]), key.shrink(&[(1, 2)]));
-        let (x0, x1) = Tensor::threefry2x32(&c0, &c1, &k0, &k1);
-        let words = high.where_(&x1, &x0);
+        let words = if (num as u64) < u64::from(u32::MAX) {
+            let (k0, k1) = crate::random::call_key(device, num as u64);
+            // the key from a buffer, not constants: every call of a shape is the same kernel
+            let key = Tensor::from_slice_on(&[k0, k1], &[2], device);
+            // a JIT replay derives the next call's key instead of reusing this upload
+            crate::jit::note_rand_key(&key, device, num as u64);
+            Tensor::threefry_words(num, &key, device)
+        } else {
+            assert!(
+                !crate::jit::capturing(),
+                "rand: shape {shape:?} {dtype} draws {num} random words, more than 2^32 - 1: \
+                 such a draw inside a Jit capture is not supported"
+            );
+            let chunk = u32::MAX as usize;
+            let parts: Vec<Tensor> = crate::random::chunk_keys(device, num as u64)
+                .into_iter()
+                .enumerate()
+                .map(|(i, (k0, k1))| {
+                    let n = chunk.min(num - i * chunk);
+                    let key = Tensor::from_slice_on(&[k0, k1], &[2], device);
+                    Tensor::threefry_words(n, &key, device)
+                })
+                .collect();
+            Tensor::cat(&parts.iter().collect::<Vec<_>>(), 0)
+        };
         // the words' bytes as `itemsize`-byte unsigned integers (little-endian)
         let (uint, bits) = match dtype.itemsize() {
             4 => (DType::UINT32, words),
@@ -148,6 +152,22 @@ impl Tensor {
         let m = bits.rshift(shift).bitwise_or(&one);
         // (`num` words hold at least `numel` values)
         (m.bitcast(dtype).shrink(&[(0, numel)]) - 1).reshape_exact(shape)
+    }
+
+    /// `num` random 32-bit words of one key (`key`: its two `uint32` words), in tinygrad's
+    /// layout: the low words of `threefry(key, (i, i + half))` for `i < half`, then the high
+    /// words. Word `w` is word 0 of counter `(w, w + half)` for `w < half`, else word 1 of
+    /// counter `(w - half, w)`: one threefry per word, no concatenation (whose gated halves
+    /// would compute both and keep the kernel from vectorizing).
+    fn threefry_words(num: usize, key: &Tensor, device: &str) -> Tensor {
+        let half = num.div_ceil(2);
+        let w = Tensor::nn_ramp(num, DType::UINT32, device);
+        let high = w.ge(half as u32);
+        let c0 = w.sub(high.cast(DType::UINT32).mul(half as u32));
+        let c1 = c0.add(half as u32);
+        let (k0, k1) = (key.shrink(&[(0, 1)]), key.shrink(&[(1, 2)]));
+        let (x0, x1) = Tensor::threefry2x32(&c0, &c1, &k0, &k1);
+        high.where_(&x1, &x0)
     }
 
     /// Threefry-2x32 with 20 rounds (Random123's `threefry2x32`): the two output words for
@@ -212,7 +232,8 @@ impl Tensor {
     /// ```
     ///
     /// # Panics
-    /// If `p` is not in `[0, 1]`.
+    /// If `p` is not in `[0, 1]`; in training mode with `p > 0`, if a size is symbolic (a
+    /// bound `Variable`: the random mask needs concrete sizes, as tinygrad's `ValueError`).
     pub fn dropout(&self, p: f64) -> Tensor {
         assert!(
             (0.0..=1.0).contains(&p),
@@ -221,6 +242,15 @@ impl Tensor {
         if !Tensor::training() || p == 0.0 {
             return self.clone();
         }
+        let sym = self.sym_shape();
+        assert!(
+            !sym.iter().any(tinygrad_uop::SInt::is_symbolic),
+            "dropout: the random mask needs a concrete shape, got the symbolic shape [{}]",
+            sym.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
         if p == 1.0 {
             return Tensor::zeros_like(self);
         }

@@ -72,6 +72,10 @@ impl Tensor {
             n * dtype.itemsize()
         );
         if let Some(devices) = crate::multi::parse_multi(device) {
+            if let [one] = devices.as_slice() {
+                // a tuple of one device is that device (tinygrad's `device=("CPU",)`)
+                return Tensor::from_bytes(bytes, dtype, shape, one);
+            }
             // on several devices: uploaded to the first, copied to the others
             return Tensor::from_bytes(bytes, dtype, shape, &devices[0]).to(device);
         }
