@@ -502,12 +502,8 @@ impl Tensor {
     /// assert!(!Tensor::training());
     /// ```
     pub fn set_training(mode: bool) {
-        let in_guard = TRAIN_GUARDS.with(|g| {
-            g.borrow_mut()
-                .last_mut()
-                .map(|(_, m)| *m = mode)
-                .is_some()
-        });
+        let in_guard =
+            TRAIN_GUARDS.with(|g| g.borrow_mut().last_mut().map(|(_, m)| *m = mode).is_some());
         if !in_guard {
             TRAINING.with(|t| t.set(mode));
         }

@@ -877,14 +877,23 @@ fn train_guards_dropped_out_of_order_keep_the_live_guards_mode() {
     let outer = Tensor::train(true);
     let inner = Tensor::train(false);
     drop(outer);
-    assert!(!Tensor::training(), "the inner guard's mode must hold while it lives");
+    assert!(
+        !Tensor::training(),
+        "the inner guard's mode must hold while it lives"
+    );
     drop(inner);
-    assert!(!Tensor::training(), "training stayed on after both guards were dropped");
+    assert!(
+        !Tensor::training(),
+        "training stayed on after both guards were dropped"
+    );
     // and the other way round
     let outer = Tensor::train(false);
     let inner = Tensor::train(true);
     drop(outer);
-    assert!(Tensor::training(), "the inner guard's mode must hold while it lives");
+    assert!(
+        Tensor::training(),
+        "the inner guard's mode must hold while it lives"
+    );
     drop(inner);
     assert!(!Tensor::training());
     // nested in order, as before

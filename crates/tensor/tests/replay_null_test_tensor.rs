@@ -16,19 +16,37 @@ const CASES: &[Case] = &[
         no_grad_mode_context_manager,
     ),
     ("TestTensorUnique.test_empty_bufs_unique", empty_bufs_unique),
-    ("TestTensorUnique.test_zeros_bufs_unique_sep", zeros_bufs_unique_sep),
+    (
+        "TestTensorUnique.test_zeros_bufs_unique_sep",
+        zeros_bufs_unique_sep,
+    ),
     ("TestTensorUnique.test_zeros_bufs_unique", zeros_bufs_unique),
     ("TestRand.test_rand_large_tensor", rand_large_tensor),
-    ("TestTensorConstLike.test_const_like_shape", const_like_shape),
-    ("TestTensorConstLike.test_const_like_multi_device", const_like_multi_device),
+    (
+        "TestTensorConstLike.test_const_like_shape",
+        const_like_shape,
+    ),
+    (
+        "TestTensorConstLike.test_const_like_multi_device",
+        const_like_multi_device,
+    ),
     (
         "TestTensorDevice.test_create_from_single_device_tuple",
         create_from_single_device_tuple,
     ),
-    ("TestTensorPad.test_pad_int_with_neg_inf", pad_int_with_neg_inf),
+    (
+        "TestTensorPad.test_pad_int_with_neg_inf",
+        pad_int_with_neg_inf,
+    ),
     ("TestTensorDeviceMismatch.test_gather", mismatch_gather),
-    ("TestTensorDeviceMismatch.test_scatter_index", mismatch_scatter_index),
-    ("TestTensorDeviceMismatch.test_scatter_src", mismatch_scatter_src),
+    (
+        "TestTensorDeviceMismatch.test_scatter_index",
+        mismatch_scatter_index,
+    ),
+    (
+        "TestTensorDeviceMismatch.test_scatter_src",
+        mismatch_scatter_src,
+    ),
     (
         "TestTensorDeviceMismatch.test_getitem_tensor_index",
         mismatch_getitem_tensor_index,
@@ -181,7 +199,9 @@ fn pad_int_with_neg_inf(_: &Ctx) {
     let ninf = f32::NEG_INFINITY;
     assert_eq!(
         r.to_vec::<f32>(),
-        vec![ninf, 0.0, 1.0, 2.0, ninf, ninf, ninf, 3.0, 4.0, 5.0, ninf, ninf]
+        vec![
+            ninf, 0.0, 1.0, 2.0, ninf, ninf, ninf, 3.0, 4.0, 5.0, ninf, ninf
+        ]
     );
 }
 

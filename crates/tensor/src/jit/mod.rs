@@ -71,7 +71,9 @@ use crate::tensor::view_buffer;
 use log::Recorder;
 use plan::{InputSig, Plan, Recorded, Signature, analyze, first_difference, input_buffers};
 
-pub(crate) use log::{capturing, note_grad, note_graph, note_in_place, note_rand_key, note_read, note_write};
+pub(crate) use log::{
+    capturing, note_grad, note_graph, note_in_place, note_rand_key, note_read, note_write,
+};
 
 /// What a [`Jit`] does when a call's inputs do not match its capture.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
