@@ -297,6 +297,11 @@ impl Tensor {
         if indices.iter().any(|i| matches!(i, Idx::SymSlice { .. })) {
             return self.sym_getitem(indices);
         }
+        if self.uop().has_sym()
+            && let Some(r) = self.sym_negative_getitem(indices)
+        {
+            return r;
+        }
         let parsed = self.parse_indices(indices)?;
         // movement ops: shrink, flip negative strides, apply strides
         let mops: Vec<&Parsed> = parsed
@@ -358,6 +363,92 @@ impl Tensor {
         x.tensor_index(&tops)
     }
 
+    /// Negative slice bounds and integer indices on a symbolic size count from its end, as
+    /// tinygrad resolves them against the size: `t[:, :vi][:, -1:]` is `vi-1:vi`, one element
+    /// for every value of `vi` (resolved against the bound value, the start would be a constant
+    /// and the size `vi - (i-1)`). Applied first, as one `shrink_sym`; the other indices then
+    /// act on the result. `None` where there is no such index, or one past the start of the
+    /// size (Python clamps it) or past the start of its smallest value (its kernels could not
+    /// serve every value): resolved against the bound value as for a concrete size.
+    fn sym_negative_getitem(&self, indices: &[Idx]) -> Option<Result<Tensor, IndexError>> {
+        use tinygrad_uop::SInt;
+        let sym = self.sym_shape();
+        let ndim = sym.len();
+        let n_ell = indices
+            .iter()
+            .filter(|i| matches!(i, Idx::Ellipsis))
+            .count();
+        let num = indices
+            .iter()
+            .filter(|i| !matches!(i, Idx::Ellipsis | Idx::NewAxis))
+            .count();
+        if n_ell > 1 || num > ndim {
+            return None; // the plain parser reports these
+        }
+        let mut bounds: Vec<(SInt, SInt)> =
+            sym.iter().map(|d| (SInt::Const(0), d.clone())).collect();
+        let mut rest = Vec::with_capacity(indices.len());
+        let (mut any, mut dim) = (false, 0);
+        for i in indices {
+            match i {
+                Idx::Ellipsis => {
+                    dim += ndim - num;
+                    rest.push(Idx::Ellipsis);
+                    continue;
+                }
+                Idx::NewAxis => {
+                    rest.push(Idx::NewAxis);
+                    continue;
+                }
+                _ => {}
+            }
+            let (s, n) = (&sym[dim], sym[dim].bound_value() as isize);
+            // the smallest value of the size: a bound counted from its end must fit it, else
+            // the kernels could not serve every value (resolved against the bound value then)
+            let least = match s {
+                SInt::Const(c) => *c as i64,
+                SInt::Sym(u) => u.vmin(),
+            };
+            // a bound of Python's slice on this size: negative from its end
+            let at = |x: isize| -> Option<SInt> {
+                if x < 0 {
+                    (x >= -n && x as i64 >= -least).then(|| s - x.unsigned_abs())
+                } else if x >= n {
+                    Some(s.clone())
+                } else {
+                    Some(SInt::Const(x as usize))
+                }
+            };
+            match i {
+                Idx::Int(k) if *k < 0 && s.is_symbolic() => {
+                    let b = at(*k)?;
+                    bounds[dim] = (b.clone(), &b + 1);
+                    rest.push(Idx::Int(0));
+                    any = true;
+                }
+                Idx::Slice {
+                    start,
+                    stop,
+                    step: 1,
+                } if s.is_symbolic()
+                    && (start.is_some_and(|x| x < 0) || stop.is_some_and(|x| x < 0)) =>
+                {
+                    let b = start.map_or(Some(SInt::Const(0)), at)?;
+                    let e = stop.map_or(Some(s.clone()), at)?;
+                    if b.bound_value() > e.bound_value() {
+                        return None;
+                    }
+                    bounds[dim] = (b, e);
+                    rest.push(Idx::all());
+                    any = true;
+                }
+                i => rest.push(i.clone()),
+            }
+            dim += 1;
+        }
+        any.then(|| self.shrink_sym(&bounds).try_getitem(&rest))
+    }
+
     /// `getitem` with symbolic slices: they are applied first, as one `shrink_sym` (a full slice
     /// on every other dim), then the other indices on the result, each symbolic slice now `:`.
     fn sym_getitem(&self, indices: &[Idx]) -> Result<Tensor, IndexError> {
@@ -397,7 +488,9 @@ impl Tensor {
                 Idx::SymSlice { start, stop } => {
                     let (b, e) = (start.bound_value(), stop.bound_value());
                     // (the kernels serve every value of the variables: the largest must fit)
-                    if b > e || e > shape[dim] || stop.max_value() > shape[dim] {
+                    // (a symbolic size: its largest value)
+                    let most = self.sym_shape()[dim].max_value();
+                    if b > e || e > shape[dim] || stop.max_value() > most {
                         return err(format!(
                             "getitem: slice {start}:{stop} ({b}:{e}) is outside dim {dim} of size {} (shape {shape:?})",
                             shape[dim]

@@ -23,7 +23,8 @@ use std::collections::HashMap;
 
 use tinygrad_runtime::DeviceError;
 use tinygrad_schedule::is_buffer_view;
-use tinygrad_uop::{Arg, Ops, UOp};
+use tinygrad_uop::sint::prod;
+use tinygrad_uop::{Arg, Ops, SInt, UOp};
 
 use crate::Tensor;
 use crate::collective::{self, Route, copy_between};
@@ -396,7 +397,6 @@ impl<'a> Resolver<'a> {
     /// tinygrad's `reshape_multi`: the sharded axis becomes the last new axis whose preceding
     /// sizes multiply to the same as before it, and must still split evenly.
     fn reshape(&self, u: &UOp, s: &Sharded) -> Val {
-        let new_shape = plain_shape(u, "reshape");
         let Some(axis) = s.axis else {
             let shards = s
                 .shards
@@ -405,32 +405,38 @@ impl<'a> Resolver<'a> {
                 .collect();
             return Val::Multi(Sharded { shards, axis: None });
         };
-        let old_shape = u.s(0).shape_vec();
-        let before: usize = old_shape[..axis].iter().product();
-        let mut acc = 1usize;
+        // (sizes may be symbolic on the other axes: compared as simplified expressions)
+        let new_shape = u.arg().sym_shape().expect("a Reshape names its shape");
+        let old_shape = u.s(0).sym_shape_vec();
+        let before = prod(&old_shape[..axis]);
+        let mut acc = SInt::Const(1);
         let mut new_axis = None;
-        for (i, &d) in new_shape.iter().enumerate() {
+        for (i, d) in new_shape.iter().enumerate() {
             if acc == before {
                 new_axis = Some(i);
             }
-            acc *= d;
+            acc = &acc * d;
         }
         let moved = || -> ! {
             unsupported(
                 "reshape",
                 format_args!(
-                    "{old_shape:?} -> {new_shape:?} moves elements between the shards of axis \
-                     {axis} ({} devices)",
+                    "{:?} -> {:?} moves elements between the shards of axis {axis} ({} devices)",
+                    u.s(0).shape_vec(),
+                    u.shape_vec(),
                     self.n()
                 ),
             )
         };
         let Some(new_axis) = new_axis else { moved() };
-        if !new_shape[new_axis].is_multiple_of(self.n()) {
+        let Some(size) = new_shape[new_axis]
+            .as_const()
+            .filter(|d| d.is_multiple_of(self.n()))
+        else {
             moved()
-        }
+        };
         let mut local = new_shape.clone();
-        local[new_axis] /= self.n();
+        local[new_axis] = SInt::Const(size / self.n());
         let shards = s
             .shards
             .iter()
@@ -439,7 +445,7 @@ impl<'a> Resolver<'a> {
                     Ops::Reshape,
                     u.dtype(),
                     vec![sh.clone()],
-                    Arg::shape(&local),
+                    Arg::sizes(&local),
                 )
             })
             .collect();
@@ -452,7 +458,6 @@ impl<'a> Resolver<'a> {
     /// tinygrad's `shrink_multi`: the sharded axis is kept whole, or shrunk to exactly one
     /// shard (which every device then gets a copy of: replicated).
     fn shrink(&self, u: &UOp, s: &Sharded) -> Val {
-        let pairs = plain_pairs(u, "shrink");
         let Some(axis) = s.axis else {
             let shards = s
                 .shards
@@ -461,51 +466,54 @@ impl<'a> Resolver<'a> {
                 .collect();
             return Val::Multi(Sharded { shards, axis: None });
         };
+        // (the other axes' bounds may be symbolic; the sharded axis's must be numbers)
+        let pairs = u.arg().sym_pairs().expect("a Shrink names its bounds");
+        let range = match &pairs[axis] {
+            (SInt::Const(b), SInt::Const(e)) => (*b, *e),
+            (b, e) => unsupported(
+                "shrink",
+                format_args!("symbolic range ({b}, {e}) of axis {axis}, the axis it is sharded on"),
+            ),
+        };
         let size = u.s(0).shape_vec()[axis];
         let bounds = self.bounds(size);
-        let local_pairs = |sh: &UOp| -> Vec<(usize, usize)> {
+        let local_pairs = |sh: &UOp| -> Arg {
             let local = sh.shape_vec()[axis];
-            pairs
+            let local: Vec<(SInt, SInt)> = pairs
                 .iter()
                 .enumerate()
-                .map(|(i, &p)| if i == axis { (0, local) } else { p })
-                .collect()
+                .map(|(i, p)| {
+                    if i == axis {
+                        (SInt::Const(0), SInt::Const(local))
+                    } else {
+                        p.clone()
+                    }
+                })
+                .collect();
+            Arg::sym_pairs_of(&local)
         };
-        if pairs[axis] == (0, size) {
+        if range == (0, size) {
             let shards = s
                 .shards
                 .iter()
-                .map(|sh| {
-                    UOp::new(
-                        Ops::Shrink,
-                        u.dtype(),
-                        vec![sh.clone()],
-                        Arg::pairs(&local_pairs(sh)),
-                    )
-                })
+                .map(|sh| UOp::new(Ops::Shrink, u.dtype(), vec![sh.clone()], local_pairs(sh)))
                 .collect();
             return Val::Multi(Sharded {
                 shards,
                 axis: Some(axis),
             });
         }
-        let Some(k) = bounds.iter().position(|&b| b == pairs[axis]) else {
+        let Some(k) = bounds.iter().position(|&b| b == range) else {
             unsupported(
                 "shrink",
                 format_args!(
-                    "range {:?} of axis {axis}, the axis it is sharded on, is neither the whole \
-                     axis nor one shard's range (shards: {bounds:?})",
-                    pairs[axis]
+                    "range {range:?} of axis {axis}, the axis it is sharded on, is neither the \
+                     whole axis nor one shard's range (shards: {bounds:?})"
                 ),
             )
         };
         let one = &s.shards[k];
-        let cut = UOp::new(
-            Ops::Shrink,
-            u.dtype(),
-            vec![one.clone()],
-            Arg::pairs(&local_pairs(one)),
-        );
+        let cut = UOp::new(Ops::Shrink, u.dtype(), vec![one.clone()], local_pairs(one));
         let shards = (0..self.n())
             .map(|j| copy_between(&contiguous(&cut), &self.devices[k], &self.devices[j]))
             .collect();
@@ -603,6 +611,43 @@ pub(crate) fn gather_bytes(view: &UOp, itemsize: usize) -> Result<Vec<u8>, Devic
         }
     }
     Ok(out)
+}
+
+/// A multi-device tensor with `t`'s devices, sharded axis, shape and dtype whose shards are new,
+/// unwritten buffers, one of each shard's shape on each device (tinygrad's `empty_like` of a
+/// multi-device tensor: `unshard` of a multi-device `BUFFER`).
+pub(crate) fn empty_like_multi(t: &Tensor) -> Tensor {
+    let devices = t.devices();
+    let axis = t.shard_axis();
+    let mut shape = t.shape();
+    if let Some(a) = axis {
+        shape[a] /= devices.len();
+    }
+    let shards: Vec<UOp> = devices
+        .iter()
+        .map(|d| {
+            tinygrad_runtime::with_default_device(d, || Tensor::empty(&shape, t.dtype())).uop()
+        })
+        .collect();
+    let multi = UOp::new(Ops::Multi, t.dtype(), shards, axis_arg(axis));
+    Tensor::from_uop(multi, &multi_name(&devices))
+}
+
+/// A new multi-device tensor like `t` made by `make(shape, device)` (tinygrad's `_multi_like`):
+/// for a replicated `t`, one of its whole shape on the default device, replicated over `t`'s
+/// devices; for a split one, one of each shard's shape on each device, split alike.
+pub(crate) fn multi_like(t: &Tensor, make: impl Fn(&[usize], &str) -> Tensor) -> Tensor {
+    let devices = t.devices();
+    let mut shape = t.shape();
+    let Some(axis) = t.shard_axis() else {
+        let refs: Vec<&str> = devices.iter().map(String::as_str).collect();
+        return make(&shape, &tinygrad_runtime::default_device()).shard(&refs, None);
+    };
+    shape[axis] /= devices.len();
+    let shards: Vec<UOp> = devices.iter().map(|d| make(&shape, d).uop()).collect();
+    let dtype = shards[0].dtype();
+    let multi = UOp::new(Ops::Multi, dtype, shards, axis_arg(Some(axis)));
+    Tensor::from_uop(multi, &multi_name(&devices))
 }
 
 /// The whole of a realized multi-device value on device `target` (see [`gather`]).

@@ -358,10 +358,23 @@ impl Tensor {
         let s = self.cast(dt).cast(acc).reduce_op(Ops::Add, &axes, keepdim);
         let m = if n == 0 {
             s * f64::NAN
+        } else if let Some(count) = self.sym_count(&axes, keepdim, acc) {
+            s.div(&count)
         } else {
             s.div(n as f64)
         };
         m.cast(dt)
+    }
+
+    /// Where an axis of `axes` has a symbolic size, the number of elements a reduction over
+    /// `axes` takes, as a tensor of `dtype` shaped like its result: a sum of ones over the same
+    /// axes, so that one kernel serves every value of the variables (a constant count would be
+    /// the bound value's, and a `Jit` could not replay it with another value).
+    fn sym_count(&self, axes: &[usize], keepdim: bool, dtype: DType) -> Option<Tensor> {
+        let sym = self.sym_shape();
+        axes.iter()
+            .any(|&a| sym[a].is_symbolic())
+            .then(|| self.const_like(1, dtype).reduce_op(Ops::Add, axes, keepdim))
     }
 
     /// Mean over `axis` (in a float dtype; NaN for empty reductions).
@@ -402,7 +415,10 @@ impl Tensor {
         // max(0, n - correction), as tinygrad and torch: a correction of at least n divides by
         // zero (inf, or NaN for a zero sum of squares)
         let denom = n.saturating_sub(correction);
-        let v = if denom == 0 {
+        let v = if let Some(count) = self.sym_count(&axes, keepdim, acc).filter(|_| denom > 0) {
+            // a symbolic count: max(0, count - correction) in the kernel, for every value
+            ss.div(&(count - correction as f64).relu())
+        } else if denom == 0 {
             // ss / 0 without a division (not every target divides by zero as IEEE says):
             // inf, or NaN where ss is 0
             ss * f64::INFINITY

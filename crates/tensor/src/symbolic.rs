@@ -6,8 +6,9 @@
 //! one kernel (and one schedule) serves every value — a growing KV cache compiles its attention
 //! once, not once per length. Ops on a symbolic tensor keep the sizes symbolic where they carry
 //! one over (elementwise ops, reductions, reshapes that keep or merge an axis, expands, a shrink
-//! to the end of an axis); a size an op computes anew from the bound value (a `mean`'s count) is
-//! a constant of the kernel, correct for that value.
+//! to the end of an axis, `cat`; `mean`'s and `var`'s count is a sum of ones over the symbolic
+//! axes); a size an op computes anew from the bound value is a constant of the kernel, correct
+//! for that value.
 
 use tinygrad_uop::{Arg, Ops, SInt, UOp};
 
@@ -232,7 +233,8 @@ impl Tensor {
             "shrink_sym: {} bounds for shape {shape:?}",
             bounds.len()
         );
-        for ((b, e), &d) in bounds.iter().zip(&shape) {
+        let sym = self.sym_shape();
+        for (((b, e), &d), s) in bounds.iter().zip(&shape).zip(&sym) {
             assert!(
                 bound(b) <= bound(e) && bound(e) <= d,
                 "shrink_sym: bounds ({b}, {e}) = ({}, {}) outside a dimension of {d} (shape \
@@ -240,12 +242,14 @@ impl Tensor {
                 bound(b),
                 bound(e)
             );
-            // the kernels serve every value of the variables: each must fit
+            // the kernels serve every value of the variables: each must fit (a symbolic size
+            // at its largest value)
             assert!(
-                e.max_value() <= d,
-                "shrink_sym: bound {e} can reach {}, past a dimension of {d} (shape {shape:?}): \
+                e.max_value() <= s.max_value(),
+                "shrink_sym: bound {e} can reach {}, past a dimension of {} (shape {shape:?}): \
                  give the variable a largest value that fits",
-                e.max_value()
+                e.max_value(),
+                s.max_value()
             );
         }
         self.sym_movement(Ops::Shrink, Arg::sym_pairs_of(bounds))

@@ -52,6 +52,9 @@ impl Tensor {
                 "cat: shape {s:?} doesn't match {shape:?} outside dim {d}"
             );
         }
+        if tensors.iter().any(|t| t.uop().has_sym()) {
+            return Tensor::cat_sym(tensors, d, dt);
+        }
         let total: usize = tensors.iter().map(|t| t.shape()[d]).sum();
         let mut off = 0;
         let mut acc: Option<Tensor> = None;
@@ -61,6 +64,26 @@ impl Tensor {
             pad[d] = (off, total - off - n);
             off += n;
             let p = t.cast(dt).pad(&pad, 0.0);
+            acc = Some(match acc {
+                None => p,
+                Some(a) => a + p,
+            });
+        }
+        acc.expect("at least one tensor")
+    }
+
+    /// [`Tensor::cat`] of tensors with symbolic sizes: each padded along `d` by the sizes of
+    /// the tensors before and after it as they are (symbolic where they are), so that one
+    /// kernel serves every value of the variables.
+    fn cat_sym(tensors: &[&Tensor], d: usize, dt: tinygrad_dtype::DType) -> Tensor {
+        use tinygrad_uop::SInt;
+        let sizes: Vec<SInt> = tensors.iter().map(|t| t.sym_shape()[d].clone()).collect();
+        let sum = |s: &[SInt]| s.iter().fold(SInt::Const(0), |a, b| &a + b);
+        let mut acc: Option<Tensor> = None;
+        for (k, t) in tensors.iter().enumerate() {
+            let mut pad = vec![(SInt::Const(0), SInt::Const(0)); t.ndim()];
+            pad[d] = (sum(&sizes[..k]), sum(&sizes[k + 1..]));
+            let p = t.cast(dt).pad_sym(&pad);
             acc = Some(match acc {
                 None => p,
                 Some(a) => a + p,

@@ -275,8 +275,8 @@ impl Tensor {
     /// ```
     pub fn empty_like(t: &Tensor) -> Tensor {
         if crate::multi::is_multi(t.device()) {
-            // on the first device, then split (or copied) as `t` is
-            return Tensor::empty_like(&t.to(&t.devices()[0])).shard_like(t);
+            // a new buffer of each shard's shape on each device, as tinygrad's (no copies)
+            return crate::multi::empty_like_multi(t);
         }
         let dev = t.device().to_string();
         let shape = t.shape();
