@@ -28,7 +28,7 @@ use std::collections::HashSet;
 
 use tinygrad_dtype::DType;
 use tinygrad_schedule::is_buffer_view;
-use tinygrad_uop::{Arg, Ops, UOp};
+use tinygrad_uop::{Arg, Ops, SInt, UOp};
 
 use crate::Tensor;
 use crate::elementwise::broadcast_shape;
@@ -91,8 +91,14 @@ impl Tensor {
             // value a buffer of its own, so gradients and later assignments stay this tensor's.
             let contiguous = UOp::new(Ops::Contiguous, u.dtype(), vec![u], Arg::None);
             let fresh = if crate::multi::is_multi(self.device()) {
-                // split as this tensor is (a graph of constants would give every device all of it)
-                Tensor::from_uop(contiguous, &self.devices()[0]).shard_like(self)
+                if contiguous.toposort().iter().any(|n| n.op() == Ops::Multi) {
+                    // already on the devices (constants sharded, or copied to each)
+                    Tensor::from_uop(contiguous, self.device())
+                } else {
+                    // split as this tensor is (a graph of constants would give every device
+                    // all of it)
+                    Tensor::from_uop(contiguous, &self.devices()[0]).shard_like(self)
+                }
             } else {
                 Tensor::from_uop(contiguous, self.device())
             };
@@ -380,6 +386,17 @@ impl Tensor {
                         .map(|&a| a as isize)
                         .collect();
                     new.flip(&axes)
+                }
+                Ops::Shrink if arg.as_pairs().is_none() => {
+                    // symbolic bounds (`shrink_sym`): padded back by symbolic amounts
+                    let bounds = arg.sym_pairs().expect("shrink arg");
+                    let pads: Vec<(SInt, SInt)> = bounds
+                        .iter()
+                        .zip(&prev.sym_shape())
+                        .map(|((b, e), d)| (b.clone(), d - e))
+                        .collect();
+                    let inside = new.const_like(true, DType::BOOL).pad_sym(&pads);
+                    inside.where_(&new.pad_sym(&pads), &prev)
                 }
                 Ops::Shrink => {
                     let bounds = arg.as_pairs().expect("shrink arg");

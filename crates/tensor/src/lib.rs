@@ -10,7 +10,7 @@
 //! This is the crate users depend on; it re-exports the whole API.
 //!
 //! Module map:
-//! - [`tensor`]: [`Tensor`]: creation, realize, reading data, devices (one file each in `tensor/`).
+//! - [`tensor`](mod@tensor): [`Tensor`]: creation, realize, reading data, devices (one file each in `tensor/`).
 //! - [`elementwise`]: math, comparisons, logic, casts, with broadcasting and promotion (one file
 //!   per topic in `elementwise/`).
 //! - [`movement`]: reshape, permute, expand, pad, shrink, flip, cat, slicing — views, no copies

@@ -785,6 +785,11 @@ impl Tensor {
     /// let y = Tensor::arange(10, 14, 1).shard_like(&x);
     /// assert_eq!((&x + &y).to_vec::<i32>(), vec![10, 12, 14, 16]);
     /// ```
+    ///
+    /// # Panics
+    /// If this tensor is already on several devices and is not sharded like `other` (as
+    /// tinygrad: a no-op is the only `shard_like` of a multi-device tensor), or as
+    /// [`Tensor::shard`].
     pub fn shard_like(&self, other: &Tensor) -> Tensor {
         let devices = other.devices();
         if devices.len() == 1 || !is_multi(other.device()) {
@@ -793,6 +798,15 @@ impl Tensor {
         if self.device() == other.device() && self.shard_axis() == other.shard_axis() {
             return self.clone();
         }
+        assert!(
+            !is_multi(self.device()),
+            "shard_like: the tensor is already on several devices {} (axis {:?}); it can't be \
+             sharded again like one on {} (axis {:?})",
+            self.device(),
+            self.shard_axis(),
+            other.device(),
+            other.shard_axis()
+        );
         let refs: Vec<&str> = devices.iter().map(String::as_str).collect();
         self.shard(&refs, other.shard_axis().map(|a| a as isize))
     }

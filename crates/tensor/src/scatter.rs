@@ -555,4 +555,101 @@ impl Tensor {
         let picked = indices.masked_select(&mask.unsqueeze(-1).expand(&[numel, nd as isize]));
         picked.reshape(&[-1, nd as isize])
     }
+
+    /// [`Tensor::masked_select`] with a static length (tinygrad's `masked_select(mask, size=,
+    /// fill_value=)`): the first `size` selected elements, padded with `fill_value` (cast to
+    /// `self`'s dtype) or truncated. Nothing is read back to the host, so it runs under a
+    /// [`Jit`](crate::Jit), where `masked_select` is refused.
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[1i32, 2, 3, 4], &[4]);
+    /// let mask = Tensor::from_slice(&[true, false, true, false], &[4]);
+    /// assert_eq!(t.masked_select_sized(&mask, 4, -1).to_vec::<i32>(), vec![1, 3, -1, -1]);
+    /// assert_eq!(t.masked_select_sized(&mask, 1, -1).to_vec::<i32>(), vec![1]);
+    /// ```
+    ///
+    /// # Panics
+    /// If `mask` is not bool or does not broadcast to `self`'s shape.
+    pub fn masked_select_sized(
+        &self,
+        mask: &Tensor,
+        size: usize,
+        fill_value: impl IntoOperand,
+    ) -> Tensor {
+        let shape = self.shape();
+        assert!(
+            mask.dtype() == DType::BOOL,
+            "masked_select_sized: expects a bool mask, got {} (shapes {shape:?} and {:?})",
+            mask.dtype(),
+            mask.shape()
+        );
+        let (dev, numel) = (self.device(), self.numel());
+        let x = self.flatten(0, -1);
+        let mask = mask.to(dev).broadcast_to(&shape).flatten(0, -1);
+        if size == 0 || numel == 0 {
+            let none = Tensor::zeros_on(&[size], DType::BOOL, dev);
+            return none
+                .where_(&Tensor::zeros_on(&[size], self.dtype(), dev), fill_value)
+                .cast(self.dtype());
+        }
+        // tinygrad's: a scatter-add of the mask's cumsum, whose cumsum is the index of each
+        // selected element; counted over `numel + 1` slots (every cumsum value has one) and
+        // clamped into `x` (the slots past the count are filled)
+        let slots = size.max(numel + 1);
+        let counts = Tensor::zeros_on(&[slots], DType::INT32, dev).scatter_with(
+            0,
+            &mask.cumsum(0),
+            1,
+            Some("add"),
+        );
+        let idxs = counts
+            .cumsum(0)
+            .shrink(&[(0, size)])
+            .minimum(numel as i32 - 1);
+        let keep = Tensor::arange_on(0.0, size as f64, 1.0, DType::INT32, dev)
+            .lt(&mask.cast(DType::INT32).sum(Axis::All));
+        keep.where_(&x.getitem(&[Idx::Tensor(idxs)]), fill_value)
+            .cast(self.dtype())
+    }
+
+    /// [`Tensor::nonzero`] with a static row count (tinygrad's `nonzero(size=, fill_value=)`):
+    /// `[size, ndim]`, the first `size` rows, padded with `fill_value` or truncated. Nothing is
+    /// read back to the host, so it runs under a [`Jit`](crate::Jit).
+    ///
+    /// ```
+    /// use tinygrad_tensor::Tensor;
+    /// let t = Tensor::from_slice(&[0i32, 0, 5, 0, 0], &[5]);
+    /// let nz = t.nonzero_sized(3, -1);
+    /// assert_eq!((nz.shape(), nz.to_vec::<i32>()), (vec![3, 1], vec![2, -1, -1]));
+    /// ```
+    pub fn nonzero_sized(&self, size: usize, fill_value: impl IntoOperand) -> Tensor {
+        let shape = self.shape();
+        let nd = shape.len();
+        if nd == 0 {
+            return Tensor::zeros_on(&[size, 0], DType::INT32, self.device());
+        }
+        let mask = self.ne(0).flatten(0, -1);
+        let dims: Vec<isize> = shape.iter().map(|&s| s as isize).collect();
+        let columns: Vec<Tensor> = shape
+            .iter()
+            .enumerate()
+            .map(|(i, &s)| {
+                let mut view = vec![1isize; nd];
+                view[i] = s as isize;
+                Tensor::arange_on(0.0, s as f64, 1.0, DType::INT32, self.device())
+                    .reshape(&view)
+                    .expand(&dims)
+                    .flatten(0, -1)
+            })
+            .collect();
+        let indices = Tensor::stack(&columns.iter().collect::<Vec<_>>(), -1);
+        let numel = self.numel() as isize;
+        let picked = indices.masked_select_sized(
+            &mask.unsqueeze(-1).expand(&[numel, nd as isize]),
+            size * nd,
+            fill_value,
+        );
+        picked.reshape(&[size as isize, nd as isize])
+    }
 }

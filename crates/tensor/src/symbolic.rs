@@ -252,7 +252,10 @@ impl Tensor {
                 s.max_value()
             );
         }
-        self.sym_movement(Ops::Shrink, Arg::sym_pairs_of(bounds))
+        // a view, as `shrink`'s: assigning to it writes into this tensor
+        let arg = Arg::sym_pairs_of(bounds);
+        let u = UOp::new(Ops::Shrink, self.dtype(), vec![self.uop()], arg.clone());
+        self.with_view_uop(u, Ops::Shrink, arg)
     }
 
     /// [`Tensor::reshape`] to sizes that may be bound variables (no `-1`).

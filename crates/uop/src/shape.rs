@@ -98,6 +98,14 @@ fn compute_sym_shape(u: &UOp) -> Option<Arc<[SInt]>> {
         }
         // sources of one shape: the one with symbolic sizes speaks for all
         Ops::Where => src(1).or_else(|| src(0)),
+        // the shards' sizes; the split axis (concrete: shards split it evenly) sums them
+        Ops::Multi => {
+            let mut s = src(0)?.to_vec();
+            if let Some(axis) = u.arg().as_int().and_then(|a| usize::try_from(a).ok()) {
+                *s.get_mut(axis)? = SInt::Const(*u.shape()?.get(axis)?);
+            }
+            Some(s.into())
+        }
         op if op.is_elementwise() => u
             .src()
             .iter()

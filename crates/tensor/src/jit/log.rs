@@ -38,6 +38,9 @@ pub(super) struct Log {
     /// Buffers written in place ([`Tensor::assign_in_place`]): a replay writes into the buffer
     /// the tensor holds then.
     pub(super) in_place: std::collections::HashSet<u64>,
+    /// The first tensor read back to the host (`item`, `to_vec`, `tolist`, ...) during the
+    /// call, described: a replay would keep whatever the function made of its values.
+    pub(super) host_read: Option<String>,
 }
 
 impl Log {
@@ -70,6 +73,19 @@ pub(crate) fn note_in_place(id: u64) {
     LOGS.with(|l| {
         for log in l.borrow_mut().iter_mut() {
             log.in_place.insert(id);
+        }
+    });
+}
+
+/// A tensor's values are read back to the host (`what` describes it).
+pub(crate) fn note_host_read(what: impl FnOnce() -> String) {
+    if !ACTIVE.with(Cell::get) {
+        return;
+    }
+    let what = what();
+    LOGS.with(|l| {
+        for log in l.borrow_mut().iter_mut() {
+            log.host_read.get_or_insert_with(|| what.clone());
         }
     });
 }

@@ -43,8 +43,9 @@
 //!   [`OnMismatch::Recapture`]), or aliased differently (the same buffer passed twice, or an
 //!   input that is also a tensor the function reads);
 //! - a function that returns no tensor, uploads host data inside (`Tensor::from_slice`: pass it
-//!   as an input), leaves an assigned tensor unrealized, or writes into a buffer that existed
-//!   before;
+//!   as an input), reads a tensor's values back to the host inside (`item`, `to_vec`, `tolist`,
+//!   or an op that does, as `masked_select`: a replay would keep what it made of them), leaves
+//!   an assigned tensor unrealized, or writes into a buffer that existed before;
 //! - kernels that differ between consecutive captures;
 //! - two tensors that held one buffer at capture and hold different ones now.
 //!
@@ -72,7 +73,8 @@ use log::Recorder;
 use plan::{InputSig, Plan, Recorded, Signature, analyze, first_difference, input_buffers};
 
 pub(crate) use log::{
-    capturing, note_grad, note_graph, note_in_place, note_rand_key, note_read, note_write,
+    capturing, note_grad, note_graph, note_host_read, note_in_place, note_rand_key, note_read,
+    note_write,
 };
 
 /// What a [`Jit`] does when a call's inputs do not match its capture.

@@ -441,6 +441,16 @@ pub(super) fn analyze(r: &Recorded) -> (Signature, Result<Plan, JitError>) {
         outputs: out_roles,
         writes: write_roles,
     };
+    if let Some(what) = &r.log.host_read {
+        problem.get_or_insert_with(|| {
+            JitError::Unreplayable(format!(
+                "it reads {what} back to the host (item, to_vec, tolist, or an op that does, as \
+                 masked_select or nonzero): a replay only runs the kernels, so what the function \
+                 made of those values would be baked in; compute it with tensor ops (or \
+                 masked_select_sized, nonzero_sized), or read it outside the function"
+            ))
+        });
+    }
     if r.outputs.is_empty() {
         problem.get_or_insert(JitError::NoOutputs);
     }

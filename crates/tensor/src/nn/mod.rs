@@ -358,7 +358,8 @@ impl fmt::Display for StateDictError {
 impl std::error::Error for StateDictError {}
 
 /// Loads `state_dict` into the model: each model tensor takes the value of the entry with its
-/// name (moved to its device), and all are realized together. Shapes and dtypes must match
+/// name (moved to its device; sharded like it when the model tensor is sharded and the entry is
+/// on one device), and all are realized together. Shapes and dtypes must match
 /// exactly (except `[]` and `[1]`, which are interchangeable, as in tinygrad). With `strict`,
 /// missing and unexpected keys are errors too; without, missing keys keep their values and
 /// unexpected ones are ignored. On any error nothing is loaded, and the error lists every
@@ -495,7 +496,14 @@ pub fn load_state_dict_with(
     }
     let mut moved = Vec::new();
     for (t, v) in &todo {
-        let v = v.try_to(t.device()).map_err(StateDictError::Device)?;
+        let v = if crate::multi::is_multi(t.device()) && !crate::multi::is_multi(v.device()) {
+            // a sharded model shards the entry like itself (tinygrad's `shard(v.device, axis)`)
+            let devices = t.devices();
+            let refs: Vec<&str> = devices.iter().map(String::as_str).collect();
+            v.shard(&refs, t.shard_axis().map(|a| a as isize))
+        } else {
+            v.try_to(t.device()).map_err(StateDictError::Device)?
+        };
         let v = if v.shape() == t.shape() {
             v
         } else {

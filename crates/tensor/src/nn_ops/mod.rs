@@ -72,6 +72,21 @@ pub enum Padding {
     Flat(Vec<isize>),
     /// `(before, after)` for each spatial dimension, in dimension order.
     Pairs(Vec<(isize, isize)>),
+    /// tinygrad's `padding='same'` of the convolution layers: the output keeps the input's
+    /// spatial size. [`Conv2d`](crate::nn::Conv2d) and
+    /// [`ConvTranspose2d`](crate::nn::ConvTranspose2d) resolve it from the kernel size and
+    /// dilation (stride 1 only); the functional convolutions don't take it.
+    ///
+    /// ```
+    /// use tinygrad_tensor::nn::{Conv2d, ConvOptions, Module};
+    /// use tinygrad_tensor::{DType, Padding, Tensor};
+    /// let opts = ConvOptions { padding: Padding::Same, ..Default::default() };
+    /// let conv = Conv2d::new_with(1, 2, [4, 3], opts);
+    /// assert_eq!(conv.options.padding, Padding::Flat(vec![1, 1, 1, 2])); // (left, right, top, bottom)
+    /// let y = conv.forward(&Tensor::ones(&[1, 1, 5, 7], DType::FLOAT32));
+    /// assert_eq!(y.shape(), vec![1, 2, 5, 7]);
+    /// ```
+    Same,
 }
 
 /// How a loss reduces its per-element values (tinygrad's `reduction`).

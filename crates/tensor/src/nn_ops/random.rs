@@ -6,6 +6,14 @@ use tinygrad_dtype::{ConstValue, DType, default_float};
 use crate::Tensor;
 use crate::random::THREEFRY_ROT;
 
+/// [`Tensor::rand`] values of `dtype` with the shape and device(s) of `t`, sharded as `t` is.
+fn rand_like_as(t: &Tensor, dtype: DType) -> Tensor {
+    if crate::multi::is_multi(t.device()) {
+        return crate::multi::multi_like(t, |shape, d| Tensor::rand_on(shape, dtype, d));
+    }
+    Tensor::rand_on(&t.shape(), dtype, t.device())
+}
+
 fn rotl32(x: &Tensor, r: u32) -> Tensor {
     x.lshift(r).bitwise_or(x.rshift(32 - r))
 }
@@ -47,7 +55,8 @@ impl Tensor {
     }
 
     /// Uniform random values in `[0, 1)` with the shape and device of `t` (its dtype if float,
-    /// else the default float).
+    /// else the default float). For a sharded `t`, sharded alike: each device draws its own
+    /// shard (a replicated `t` gets one draw, replicated), as tinygrad's.
     ///
     /// ```
     /// use tinygrad_tensor::{DType, Tensor};
@@ -63,7 +72,7 @@ impl Tensor {
         } else {
             default_float()
         };
-        Tensor::rand_on(&t.shape(), dt, t.device())
+        rand_like_as(t, dt)
     }
 
     /// [`Tensor::rand`] with a float `dtype` on `device`: the random bits fill the mantissa of a
@@ -81,10 +90,15 @@ impl Tensor {
     /// ```
     ///
     /// # Panics
-    /// If `dtype` is not a float, or a draw of more than 2^32 - 1 random words (16 GiB) is
-    /// made inside a [`Jit`](crate::Jit) capture.
+    /// If `dtype` is not a float, `device` names several devices, or a draw of more than
+    /// 2^32 - 1 random words (16 GiB) is made inside a [`Jit`](crate::Jit) capture.
     pub fn rand_on(shape: &[usize], dtype: DType, device: &str) -> Tensor {
         assert!(dtype.is_float(), "rand: only float dtypes, got {dtype}");
+        assert!(
+            !crate::multi::is_multi(device),
+            "rand: only a single device, got {device} (as tinygrad: use rand_like of a sharded \
+             tensor, or shard the result)"
+        );
         let numel: usize = shape.iter().product();
         if numel == 0 {
             return Tensor::zeros_on(shape, dtype, device);
@@ -254,7 +268,7 @@ impl Tensor {
         if p == 1.0 {
             return Tensor::zeros_like(self);
         }
-        let keep = Tensor::rand_on(&self.shape(), default_float(), self.device()).ge(p);
+        let keep = rand_like_as(self, default_float()).ge(p);
         keep.where_(self, 0) / (1.0 - p)
     }
 }

@@ -313,7 +313,8 @@ impl Tensor {
         t.const_like(1i64, t.dtype())
     }
 
-    /// `value` with the shape, dtype and device of `t`.
+    /// `value` with the shape, dtype and device of `t` (for a sharded `t`, sharded alike: each
+    /// device holds its shard, as tinygrad's).
     ///
     /// ```
     /// use tinygrad_tensor::{DType, Tensor};
@@ -321,6 +322,13 @@ impl Tensor {
     /// assert_eq!(Tensor::full_like(&t, 42).to_vec::<f32>(), vec![42.0; 6]);
     /// ```
     pub fn full_like(t: &Tensor, value: impl Into<ConstValue>) -> Tensor {
+        if crate::multi::is_multi(t.device()) && t.shard_axis().is_some() {
+            // sharded as `t` is: each device's shard of the value (tinygrad's `_multi_like`)
+            let value = value.into();
+            return crate::multi::multi_like(t, |shape, d| {
+                Tensor::full_on(shape, value, t.dtype(), d)
+            });
+        }
         t.const_like(value, t.dtype())
     }
 

@@ -17,6 +17,9 @@ impl Tensor {
     /// assert_eq!(t.try_to_bytes().unwrap(), vec![1, 0, 2, 1]);
     /// ```
     pub fn try_to_bytes(&self) -> Result<Vec<u8>, DeviceError> {
+        crate::jit::note_host_read(|| {
+            format!("a tensor of shape {:?} ({})", self.shape(), self.dtype())
+        });
         let b = Tensor::realize_snapshots(&[self])?.remove(0);
         let mut bytes = if b.op() == Ops::Multi {
             crate::multi::gather_bytes(&b, self.dtype().itemsize())?

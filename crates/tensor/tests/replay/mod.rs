@@ -111,6 +111,11 @@ pub fn assert_allclose(got: &[f64], want: &[f64], atol: f64, rtol: f64, what: &s
     }
 }
 
+thread_local! {
+    /// The [`assert_panics`] checks that passed on this thread (counted per suite run).
+    static REJECTIONS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 /// Asserts that `f` panics with a message containing every one of `needles` (the op the user
 /// called, what was wrong): the replay of tinygrad's `assertRaises`.
 pub fn assert_panics(what: &str, needles: &[&str], f: impl FnOnce()) {
@@ -124,6 +129,7 @@ pub fn assert_panics(what: &str, needles: &[&str], f: impl FnOnce()) {
             "{what}: the panic should name {n:?}, it says: {msg}"
         );
     }
+    REJECTIONS.with(|r| r.set(r.get() + 1));
 }
 
 /// A replayed case: the tinygrad method's name and its body on our API.
@@ -177,6 +183,7 @@ pub fn replay(stem: &str, device: &str, cases: &[Case]) {
     let empty = Value::Null;
     let mut failures = Vec::new();
     let mut ran = 0;
+    REJECTIONS.with(|r| r.set(0));
     for &(name, run) in cases {
         if !only.is_empty() && !only.split(',').any(|f| name.contains(f)) {
             continue;
@@ -199,10 +206,11 @@ pub fn replay(stem: &str, device: &str, cases: &[Case]) {
     }
     let replayable = methods.len() - excluded.len();
     eprintln!(
-        "{source} on {device}: {} methods, {} excluded (reasons in tests/golden/replay/{stem}.json), {replayable} replayed, {} passed{}",
+        "{source} on {device}: {} methods, {} excluded (reasons in tests/golden/replay/{stem}.json), {replayable} replayed, {} passed ({} misuses checked to panic naming the op){}",
         methods.len(),
         excluded.len(),
         ran - failures.len(),
+        REJECTIONS.with(|r| r.get()),
         if ran < replayable {
             format!(" (REPLAY_FILTER ran {ran})")
         } else {

@@ -52,6 +52,38 @@ fn kernel_dims(kernel_size: Dims, op: &str) -> Vec<usize> {
     k
 }
 
+/// tinygrad's `padding='same'`: `(left, right, top, bottom, ...)` from the kernel size and
+/// dilation (as tinygrad pairs them: the dilations in order with the kernel dims reversed).
+fn resolve_same(op: &str, k: &[usize], options: &mut ConvOptions) {
+    if options.padding != Padding::Same {
+        return;
+    }
+    let ones = |d: &Dims| match d {
+        Dims::Default => true,
+        Dims::All(v) => *v == 1,
+        Dims::Each(v) => v.iter().all(|&x| x == 1),
+    };
+    assert!(
+        ones(&options.stride),
+        "{op}: padding='same' is not supported for strided convolutions (stride {:?})",
+        options.stride
+    );
+    let dilation = match &options.dilation {
+        Dims::Default => vec![1; k.len()],
+        Dims::All(d) => vec![*d; k.len()],
+        Dims::Each(d) => d.clone(),
+    };
+    let flat = dilation
+        .iter()
+        .zip(k.iter().rev())
+        .flat_map(|(&d, &k)| {
+            let total = (d * (k - 1)) as isize;
+            [total / 2, total - total / 2]
+        })
+        .collect();
+    options.padding = Padding::Flat(flat);
+}
+
 fn check_groups(op: &str, cin: usize, cout: usize, groups: usize) {
     assert!(
         groups >= 1 && cin.is_multiple_of(groups) && cout.is_multiple_of(groups),
@@ -107,7 +139,8 @@ impl Conv2d {
     /// ```
     ///
     /// # Panics
-    /// If `groups` does not divide both channel counts, or the kernel size is empty or zero.
+    /// If `groups` does not divide both channel counts, the kernel size is empty or zero, or
+    /// the padding is [`Padding::Same`] with a stride other than 1.
     pub fn new_with(
         in_channels: usize,
         out_channels: usize,
@@ -137,8 +170,9 @@ impl Conv2d {
         Conv2d::with_kernel(in_channels, out_channels, &[kernel_size], options)
     }
 
-    fn with_kernel(cin: usize, cout: usize, k: &[usize], options: ConvOptions) -> Conv2d {
+    fn with_kernel(cin: usize, cout: usize, k: &[usize], mut options: ConvOptions) -> Conv2d {
         check_groups("Conv2d", cin, cout, options.groups);
+        resolve_same("Conv2d", k, &mut options);
         let mut shape = vec![cout, cin / options.groups];
         shape.extend(k);
         let weight = Tensor::kaiming_uniform(&shape, KAIMING_A);
@@ -218,15 +252,17 @@ impl ConvTranspose2d {
     /// ```
     ///
     /// # Panics
-    /// If `groups` does not divide both channel counts, or the kernel size is empty or zero.
+    /// If `groups` does not divide both channel counts, the kernel size is empty or zero, or
+    /// the padding is [`Padding::Same`] with a stride other than 1.
     pub fn new_with(
         in_channels: usize,
         out_channels: usize,
         kernel_size: impl Into<Dims>,
-        options: ConvOptions,
+        mut options: ConvOptions,
     ) -> ConvTranspose2d {
         let k = kernel_dims(kernel_size.into(), "ConvTranspose2d");
         check_groups("ConvTranspose2d", in_channels, out_channels, options.groups);
+        resolve_same("ConvTranspose2d", &k, &mut options);
         let mut shape = vec![in_channels, out_channels / options.groups];
         shape.extend(&k);
         let weight = Tensor::kaiming_uniform(&shape, KAIMING_A);
