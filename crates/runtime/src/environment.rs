@@ -105,6 +105,11 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "1: WEBGPU buffers in host memory, copied per kernel (the first design)",
     ),
     (
+        "ALL2ALL",
+        "all-reduce of sharded tensors: 2 always all-to-all (each device reduces its chunk from \
+         every device), 1 above RING_ALLREDUCE_THRESHOLD on more than two devices, 0 never (default)",
+    ),
+    (
         "RING",
         "all-reduce of sharded tensors: 2 always through the ring, 0 never",
     ),

@@ -10,7 +10,8 @@
 //! This is the crate users depend on; it re-exports the whole API.
 //!
 //! Module map:
-//! - [`tensor`](mod@tensor): [`Tensor`]: creation, realize, reading data, devices (one file each in `tensor/`).
+//! - [`tensor`](mod@tensor): [`Tensor`]: creation (nested data too: [`Data`], `tensor!`),
+//!   realize, reading data, devices (one file each in `tensor/`).
 //! - [`elementwise`]: math, comparisons, logic, casts, with broadcasting and promotion (one file
 //!   per topic in `elementwise/`).
 //! - [`movement`]: reshape, permute, expand, pad, shrink, flip, cat, slicing — views, no copies
@@ -35,8 +36,8 @@
 //! - [`symbolic`]: [`Variable`] and bound variables ([`BoundVar`]) — symbolic sizes, kernels
 //!   compiled once for every value.
 //! - [`multi`]: tensors on several devices at once — `shard`, `shard_like`, `devices`: ops run
-//!   per shard, reductions over the sharded axis all-reduce (`collective`: naive or ring
-//!   through copies between devices, or NCCL across CUDA GPUs).
+//!   per shard, reductions over the sharded axis all-reduce (`collective`: naive, ring or
+//!   all-to-all through copies between devices, or NCCL across CUDA GPUs).
 //! - [`jit`]: [`Jit`] — capturing the kernels of a function of tensors once and replaying them
 //!   on new inputs, with every replay checked against the capture.
 //! - [`nn`]: layers, `Module`/`Parameters` and state dicts, optimizers, safetensors files,

@@ -537,20 +537,7 @@ impl Tensor {
             let n = mask.sum(Axis::All).to_f64_vec()[0] as usize;
             return Tensor::zeros_on(&[n, 0], DType::INT32, self.device());
         }
-        let dims: Vec<isize> = shape.iter().map(|&s| s as isize).collect();
-        let columns: Vec<Tensor> = shape
-            .iter()
-            .enumerate()
-            .map(|(i, &s)| {
-                let mut view = vec![1isize; nd];
-                view[i] = s as isize;
-                Tensor::arange_on(0.0, s as f64, 1.0, DType::INT32, self.device())
-                    .reshape(&view)
-                    .expand(&dims)
-                    .flatten(0, -1)
-            })
-            .collect();
-        let indices = Tensor::stack(&columns.iter().collect::<Vec<_>>(), -1);
+        let indices = self.index_grid();
         let numel = self.numel() as isize;
         let picked = indices.masked_select(&mask.unsqueeze(-1).expand(&[numel, nd as isize]));
         picked.reshape(&[-1, nd as isize])
@@ -613,6 +600,27 @@ impl Tensor {
             .cast(self.dtype())
     }
 
+    /// Every element's index, `[numel, ndim]` `int32` in row-major order (`nonzero`'s
+    /// candidates).
+    fn index_grid(&self) -> Tensor {
+        let shape = self.shape();
+        let nd = shape.len();
+        let dims: Vec<isize> = shape.iter().map(|&s| s as isize).collect();
+        let columns: Vec<Tensor> = shape
+            .iter()
+            .enumerate()
+            .map(|(i, &s)| {
+                let mut view = vec![1isize; nd];
+                view[i] = s as isize;
+                Tensor::arange_on(0.0, s as f64, 1.0, DType::INT32, self.device())
+                    .reshape(&view)
+                    .expand(&dims)
+                    .flatten(0, -1)
+            })
+            .collect();
+        Tensor::stack(&columns.iter().collect::<Vec<_>>(), -1)
+    }
+
     /// [`Tensor::nonzero`] with a static row count (tinygrad's `nonzero(size=, fill_value=)`):
     /// `[size, ndim]`, the first `size` rows, padded with `fill_value` or truncated. Nothing is
     /// read back to the host, so it runs under a [`Jit`](crate::Jit).
@@ -630,20 +638,7 @@ impl Tensor {
             return Tensor::zeros_on(&[size, 0], DType::INT32, self.device());
         }
         let mask = self.ne(0).flatten(0, -1);
-        let dims: Vec<isize> = shape.iter().map(|&s| s as isize).collect();
-        let columns: Vec<Tensor> = shape
-            .iter()
-            .enumerate()
-            .map(|(i, &s)| {
-                let mut view = vec![1isize; nd];
-                view[i] = s as isize;
-                Tensor::arange_on(0.0, s as f64, 1.0, DType::INT32, self.device())
-                    .reshape(&view)
-                    .expand(&dims)
-                    .flatten(0, -1)
-            })
-            .collect();
-        let indices = Tensor::stack(&columns.iter().collect::<Vec<_>>(), -1);
+        let indices = self.index_grid();
         let numel = self.numel() as isize;
         let picked = indices.masked_select_sized(
             &mask.unsqueeze(-1).expand(&[numel, nd as isize]),

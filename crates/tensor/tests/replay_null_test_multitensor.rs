@@ -8,7 +8,7 @@
 
 mod replay;
 
-use replay::{Case, Ctx};
+use replay::{Case, Ctx, refs, tuple};
 use tinygrad_tensor::{DType, Idx, Ops, SInt, Tensor, UOp, Variable};
 
 const CASES: &[Case] = &[
@@ -64,15 +64,6 @@ fn null(ctx: &Ctx, n: usize) -> String {
 /// tinygrad's `("NULL:a", "NULL:b", ...)` for the indices `ns`.
 fn nulls(ctx: &Ctx, ns: &[usize]) -> Vec<String> {
     ns.iter().map(|&n| null(ctx, n)).collect()
-}
-
-fn refs(devices: &[String]) -> Vec<&str> {
-    devices.iter().map(String::as_str).collect()
-}
-
-/// The name of a tuple of devices, as `to` takes it: `(CPU, CPU:1)` (tinygrad's `.to(devices)`).
-fn tuple(devices: &[String]) -> String {
-    format!("({})", devices.join(", "))
 }
 
 // ---- TestMultiScalarALU ----

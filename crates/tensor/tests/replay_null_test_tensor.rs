@@ -6,7 +6,7 @@
 
 mod replay;
 
-use replay::{Case, Ctx};
+use replay::{Case, Ctx, realized};
 use tinygrad_tensor::{Axis, DType, Idx, Reduction, Tensor};
 
 const CASES: &[Case] = &[
@@ -68,11 +68,6 @@ fn reference() {
 }
 
 const F32: DType = DType::FLOAT32;
-
-fn realized(t: Tensor) -> Tensor {
-    t.realize();
-    t
-}
 
 /// The second instance of the suite's device (tinygrad's `NULL:1`).
 fn second(ctx: &Ctx) -> String {

@@ -12,7 +12,10 @@
 
 mod replay;
 
-use replay::{Case, Ctx, assert_allclose, values_f64};
+use replay::{
+    Case, Ctx, assert_allclose, assert_close_to, realized, stored_array as array,
+    stored_floats as floats, values_f64,
+};
 use serde_json::Value;
 use tinygrad_tensor::{
     Axis, BoundVar, DType, Jit, JitError, SInt, Tensor, Variable, canonical_device,
@@ -62,26 +65,6 @@ const CASES: &[Case] = &[
 
 // ---- helpers ------------------------------------------------------------------------------
 
-/// A stored array (`{"shape", "data"}`) as its shape and values.
-fn array(v: &Value) -> (Vec<usize>, Vec<f64>) {
-    let shape = v["shape"]
-        .as_array()
-        .expect("a stored array's shape")
-        .iter()
-        .map(|d| d.as_u64().expect("a dimension") as usize)
-        .collect();
-    (shape, floats(&v["data"]))
-}
-
-/// A stored list of numbers.
-fn floats(v: &Value) -> Vec<f64> {
-    v.as_array()
-        .expect("a stored list")
-        .iter()
-        .map(replay::number)
-        .collect()
-}
-
 /// A stored array as a float32 tensor on `device`, realized (tinygrad's `.realize()` after
 /// `Tensor.randn(..)`).
 fn tensor_on(v: &Value, device: &str) -> Tensor {
@@ -90,13 +73,6 @@ fn tensor_on(v: &Value, device: &str) -> Tensor {
     let t = Tensor::from_slice_on(&data, &shape, device);
     t.realize();
     t
-}
-
-/// numpy's `assert_allclose(got, want, atol, rtol)` with `want` a stored array.
-fn assert_close_to(got: &Tensor, want: &Value, atol: f64, rtol: f64, what: &str) {
-    let (shape, want) = array(want);
-    assert_eq!(got.shape(), shape, "{what}: shape");
-    assert_allclose(&values_f64(got), &want, atol, rtol, what);
 }
 
 /// A jitted call that must succeed.
@@ -117,11 +93,6 @@ fn assert_jit_cache_len<F: tinygrad_tensor::jit::JitFn>(jit: &Jit<F>, n: usize) 
 /// `f"{Device.DEFAULT}:{i}"`, as our device names it.
 fn dev_index(device: &str, i: usize) -> String {
     canonical_device(&format!("{device}:{i}")).expect("a device name")
-}
-
-fn realized(t: Tensor) -> Tensor {
-    t.realize();
-    t
 }
 
 // ---- TestJit ------------------------------------------------------------------------------

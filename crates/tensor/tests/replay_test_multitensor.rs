@@ -8,9 +8,7 @@
 
 mod replay;
 
-use std::sync::Mutex;
-
-use replay::{Case, Ctx, assert_allclose, values_f64};
+use replay::{Case, Ctx, assert_allclose, dev, devs, refs, tuple, values_f64, with_env};
 use tinygrad_tensor::nn::optim::{self, Optimizer};
 use tinygrad_tensor::nn::{Linear, Module, get_parameters};
 use tinygrad_tensor::{Axis, DType, Idx, Jit, Ops, Reduction, Tensor};
@@ -64,50 +62,6 @@ const CASES: &[Case] = &[
 ];
 
 const F32: DType = DType::FLOAT32;
-
-/// tinygrad's `f"{Device.DEFAULT}:{n}"` on the case's device.
-fn dev(ctx: &Ctx, n: usize) -> String {
-    format!("{}:{n}", ctx.device)
-}
-
-/// tinygrad's `(d_a, d_b, ...)` for the indices `ns`.
-fn devs(ctx: &Ctx, ns: &[usize]) -> Vec<String> {
-    ns.iter().map(|&n| dev(ctx, n)).collect()
-}
-
-fn refs(devices: &[String]) -> Vec<&str> {
-    devices.iter().map(String::as_str).collect()
-}
-
-/// The name of the tuple of devices, as `to` takes it: `(CPU:1, CPU:2)`.
-fn tuple(devices: &[String]) -> String {
-    format!("({})", devices.join(", "))
-}
-
-/// Sets environment variables while `f` runs (tinygrad's `Context(RING=..)`), then restores
-/// them. Safe here: `cpu` and `reference` hold `SERIAL`, so no other thread of this binary runs
-/// meanwhile.
-fn with_env<R>(vars: &[(&str, &str)], f: impl FnOnce() -> R) -> R {
-    let old: Vec<(String, Option<String>)> = vars
-        .iter()
-        .map(|(k, _)| (k.to_string(), std::env::var(k).ok()))
-        .collect();
-    for (k, v) in vars {
-        // SAFETY: no other thread reads the environment while the suite holds `SERIAL`
-        unsafe { std::env::set_var(k, v) };
-    }
-    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-    for (k, v) in old {
-        // SAFETY: as above
-        unsafe {
-            match v {
-                Some(v) => std::env::set_var(&k, v),
-                None => std::env::remove_var(&k),
-            }
-        }
-    }
-    r.unwrap_or_else(|p| std::panic::resume_unwind(p))
-}
 
 /// numpy's `assert_almost_equal(got, want, decimal)`: `|want - got| < 1.5 * 10^-decimal`.
 fn assert_almost_equal(got: &[f64], want: &[f64], decimal: i32, what: &str) {
@@ -566,18 +520,12 @@ fn mbv_4_devices(ctx: &Ctx) {
     );
 }
 
-/// The CPU and REF runs share the random state (`manual_seed`) and the environment (`RING`):
-/// one at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
-
 #[test]
 fn cpu() {
-    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     replay::replay("test_multitensor", "CPU", CASES);
 }
 
 #[test]
 fn reference() {
-    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     replay::replay("test_multitensor", "REF", CASES);
 }

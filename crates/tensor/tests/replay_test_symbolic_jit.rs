@@ -11,7 +11,7 @@
 
 mod replay;
 
-use replay::{Case, Ctx, assert_allclose, values_f64};
+use replay::{Case, Ctx, close, sym_to};
 use tinygrad_tensor::{Axis, BoundVar, DType, Idx, Jit, JitError, SInt, Tensor, Variable};
 
 const CASES: &[Case] = &[
@@ -64,20 +64,6 @@ fn to(stop: usize) -> Idx {
 /// `start:stop`
 fn range(start: usize, stop: usize) -> Idx {
     Idx::slice(Some(start as isize), Some(stop as isize), 1)
-}
-
-/// `:v` with a symbolic stop.
-fn sym_to(v: impl Into<SInt>) -> Idx {
-    Idx::SymSlice {
-        start: 0.into(),
-        stop: v.into(),
-    }
-}
-
-/// `np.testing.assert_allclose(got.numpy(), want.numpy(), atol, rtol)`: shapes and values.
-fn close(got: &Tensor, want: &Tensor, atol: f64, rtol: f64, what: &str) {
-    assert_eq!(got.shape(), want.shape(), "{what}: shape");
-    assert_allclose(&values_f64(got), &values_f64(want), atol, rtol, what);
 }
 
 /// One call of a jitted function: its single output.

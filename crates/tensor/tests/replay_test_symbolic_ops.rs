@@ -7,7 +7,7 @@
 
 mod replay;
 
-use replay::{Case, Ctx, assert_allclose, assert_panics, values_f64};
+use replay::{Case, Ctx, assert_panics, close, sym_to};
 use tinygrad_tensor::nn::{Linear, Module};
 use tinygrad_tensor::{Axis, BoundVar, DType, Idx, SInt, Tensor, Variable};
 
@@ -100,21 +100,6 @@ fn to(stop: usize) -> Idx {
 /// `start:stop` (Python bounds, negatives count from the end)
 fn range(start: isize, stop: Option<isize>) -> Idx {
     Idx::slice(Some(start), stop, 1)
-}
-
-/// `:v` with a symbolic stop.
-fn sym_to(v: impl Into<SInt>) -> Idx {
-    Idx::SymSlice {
-        start: 0.into(),
-        stop: v.into(),
-    }
-}
-
-/// `np.testing.assert_allclose(got.numpy(), want.numpy(), atol, rtol)`: the shapes and the
-/// values.
-fn close(got: &Tensor, want: &Tensor, atol: f64, rtol: f64, what: &str) {
-    assert_eq!(got.shape(), want.shape(), "{what}: shape");
-    assert_allclose(&values_f64(got), &values_f64(want), atol, rtol, what);
 }
 
 // ---- the cases ----

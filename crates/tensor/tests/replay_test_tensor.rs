@@ -12,7 +12,7 @@
 
 mod replay;
 
-use replay::{Case, Ctx, assert_allclose, assert_panics, values_f64};
+use replay::{Case, Ctx, assert_allclose, assert_panics, realized, values_f64};
 use tinygrad_tensor::{Axis, ConstValue, DType, Data, Idx, Tensor};
 
 const CASES: &[Case] = &[
@@ -162,11 +162,6 @@ type MakeShaped = fn(&[usize]) -> Tensor;
 
 fn shape(t: &Tensor) -> Vec<usize> {
     t.shape()
-}
-
-fn realized(t: Tensor) -> Tensor {
-    t.realize();
-    t
 }
 
 fn f32s(t: &Tensor) -> Vec<f32> {

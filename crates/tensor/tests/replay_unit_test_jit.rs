@@ -18,9 +18,11 @@
 mod replay;
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::Mutex;
 
-use replay::{Case, Ctx, assert_allclose, values_f64};
+use replay::{
+    Case, Ctx, assert_allclose, assert_close_to, call, only, realized, stored_floats as floats,
+    stored_tensor as tensor_on, values_f64,
+};
 use serde_json::Value;
 use tinygrad_tensor::jit::JitFn;
 use tinygrad_tensor::nn::{Conv2d, ConvOptions, Module};
@@ -87,54 +89,9 @@ const CASES: &[Case] = &[
 
 // ---- helpers ------------------------------------------------------------------------------
 
-/// A stored array (`{"shape", "data"}`) as its shape and values.
-fn array(v: &Value) -> (Vec<usize>, Vec<f64>) {
-    let shape = v["shape"]
-        .as_array()
-        .expect("a stored array's shape")
-        .iter()
-        .map(|d| d.as_u64().expect("a dimension") as usize)
-        .collect();
-    (shape, floats(&v["data"]))
-}
-
-/// A stored list of numbers.
-fn floats(v: &Value) -> Vec<f64> {
-    v.as_array()
-        .expect("a stored list")
-        .iter()
-        .map(replay::number)
-        .collect()
-}
-
 /// The stored list `v`'s items.
 fn items(v: &Value) -> &Vec<Value> {
     v.as_array().expect("a stored list")
-}
-
-/// A stored array as a float32 tensor on `device`, unrealized (tinygrad's `Tensor.randn(..)`).
-fn tensor_on(v: &Value, device: &str) -> Tensor {
-    let (shape, data) = array(v);
-    let data: Vec<f32> = data.iter().map(|&x| x as f32).collect();
-    Tensor::from_slice_on(&data, &shape, device)
-}
-
-fn realized(t: Tensor) -> Tensor {
-    t.realize();
-    t
-}
-
-/// numpy's `assert_allclose(got, want, atol, rtol)` with `want` a stored array.
-fn assert_close_to(got: &Tensor, want: &Value, atol: f64, rtol: f64, what: &str) {
-    let (shape, want) = array(want);
-    assert_eq!(got.shape(), shape, "{what}: shape");
-    assert_allclose(&values_f64(got), &want, atol, rtol, what);
-}
-
-/// A jitted call that must succeed.
-fn call<F: JitFn>(jit: &mut Jit<F>, inputs: &[Tensor], what: &str) -> Vec<Tensor> {
-    jit.call(inputs)
-        .unwrap_or_else(|e| panic!("{what}: the jitted call failed: {e}"))
 }
 
 /// tinygrad's `assert_jit_cache_len(f, n)`: the capture replays `n` launches (no capture is 0).
@@ -160,11 +117,6 @@ fn simple_test<F: JitFn>(
         assert_close_to(&out, &c["want"], 1e-4, 1e-5, &format!("call {i}"));
     }
     assert_jit_cache_len(add, 1);
-}
-
-fn only(mut v: Vec<Tensor>) -> Tensor {
-    assert_eq!(v.len(), 1, "one output");
-    v.remove(0)
 }
 
 // ---- TestJit ------------------------------------------------------------------------------
@@ -767,18 +719,12 @@ fn jit_rangeify(_: &Ctx) {
     }
 }
 
-/// The random state is the process's (as tinygrad's `manual_seed`): the two suites, which
-/// seed it and compare the numbers drawn after, run one at a time.
-static RNG: Mutex<()> = Mutex::new(());
-
 #[test]
 fn cpu() {
-    let _rng = RNG.lock().unwrap_or_else(|e| e.into_inner());
     replay::replay("unit_test_jit", "CPU", CASES);
 }
 
 #[test]
 fn reference() {
-    let _rng = RNG.lock().unwrap_or_else(|e| e.into_inner());
     replay::replay("unit_test_jit", "REF", CASES);
 }

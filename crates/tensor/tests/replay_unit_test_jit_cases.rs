@@ -9,8 +9,7 @@
 
 mod replay;
 
-use replay::{Case, Ctx};
-use tinygrad_tensor::jit::JitFn;
+use replay::{Case, Ctx, call};
 use tinygrad_tensor::{Jit, Tensor};
 
 const CASES: &[Case] = &[
@@ -19,12 +18,6 @@ const CASES: &[Case] = &[
     ("TestJitCases.test_implicit_output", implicit_output),
     ("TestJitCases.test_implicit_io", implicit_io),
 ];
-
-/// A jitted call that must succeed.
-fn call<F: JitFn>(jit: &mut Jit<F>, inputs: &[Tensor], what: &str) -> Vec<Tensor> {
-    jit.call(inputs)
-        .unwrap_or_else(|e| panic!("{what}: the jitted call failed: {e}"))
-}
 
 fn explicit(_: &Ctx) {
     // an explicit input and an explicit output (returned unrealized)

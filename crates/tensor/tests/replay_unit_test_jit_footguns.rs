@@ -17,8 +17,9 @@ mod replay;
 
 use std::cell::Cell;
 
-use replay::{Case, Ctx, assert_allclose, values_f64};
-use serde_json::Value;
+use replay::{
+    Case, Ctx, assert_close_to, call, only, realized, stored_tensor as tensor_on, values_f64,
+};
 use tinygrad_tensor::jit::JitFn;
 use tinygrad_tensor::{Axis, DType, Jit, JitError, SInt, Tensor, Variable};
 
@@ -134,52 +135,6 @@ const CASES: &[Case] = &[
 ];
 
 // ---- helpers ------------------------------------------------------------------------------
-
-/// A stored array (`{"shape", "data"}`) as a float32 tensor on `device`, unrealized.
-fn tensor_on(v: &Value, device: &str) -> Tensor {
-    let (shape, data) = array(v);
-    let data: Vec<f32> = data.iter().map(|&x| x as f32).collect();
-    Tensor::from_slice_on(&data, &shape, device)
-}
-
-fn array(v: &Value) -> (Vec<usize>, Vec<f64>) {
-    let shape = v["shape"]
-        .as_array()
-        .expect("a stored array's shape")
-        .iter()
-        .map(|d| d.as_u64().expect("a dimension") as usize)
-        .collect();
-    let data = v["data"]
-        .as_array()
-        .expect("a stored array's data")
-        .iter()
-        .map(replay::number)
-        .collect();
-    (shape, data)
-}
-
-/// numpy's `assert_allclose(got, want, atol, rtol)` with `want` a stored array.
-fn assert_close_to(got: &Tensor, want: &Value, atol: f64, rtol: f64, what: &str) {
-    let (shape, want) = array(want);
-    assert_eq!(got.shape(), shape, "{what}: shape");
-    assert_allclose(&values_f64(got), &want, atol, rtol, what);
-}
-
-fn realized(t: Tensor) -> Tensor {
-    t.realize();
-    t
-}
-
-/// A jitted call that must succeed.
-fn call<F: JitFn>(jit: &mut Jit<F>, inputs: &[Tensor], what: &str) -> Vec<Tensor> {
-    jit.call(inputs)
-        .unwrap_or_else(|e| panic!("{what}: the jitted call failed: {e}"))
-}
-
-fn only(mut v: Vec<Tensor>) -> Tensor {
-    assert_eq!(v.len(), 1, "one output");
-    v.remove(0)
-}
 
 fn ints(v: &[i32]) -> Tensor {
     Tensor::from_slice(v, &[v.len()])

@@ -8,9 +8,10 @@
 
 mod replay;
 
-use std::sync::Mutex;
-
-use replay::{Case, Ctx, assert_allclose, assert_panics, values_f64};
+use replay::{
+    Case, Ctx, assert_allclose, assert_panics, close, devs, realized, refs, tuple, values_f64,
+    with_env,
+};
 use tinygrad_tensor::nn::optim::{self, Optimizer};
 use tinygrad_tensor::nn::{
     BatchNorm, Conv2d, ConvOptions, Embedding, Module, RMSNorm, get_parameters,
@@ -274,16 +275,6 @@ const CASES: &[Case] = &[
 
 const F32: DType = DType::FLOAT32;
 
-/// tinygrad's `f"{Device.DEFAULT}:{n}"` on the case's device.
-fn dev(ctx: &Ctx, n: usize) -> String {
-    format!("{}:{n}", ctx.device)
-}
-
-/// tinygrad's `(d_a, d_b, ...)` for the indices `ns`.
-fn devs(ctx: &Ctx, ns: &[usize]) -> Vec<String> {
-    ns.iter().map(|&n| dev(ctx, n)).collect()
-}
-
 /// tinygrad's `devices_2`: `(d1, d2)`.
 fn devices_2(ctx: &Ctx) -> Vec<String> {
     devs(ctx, &[1, 2])
@@ -292,40 +283,6 @@ fn devices_2(ctx: &Ctx) -> Vec<String> {
 /// tinygrad's `devices_4`: `(d1, d2, d3, d4)`.
 fn devices_4(ctx: &Ctx) -> Vec<String> {
     devs(ctx, &[1, 2, 3, 4])
-}
-
-fn refs(devices: &[String]) -> Vec<&str> {
-    devices.iter().map(String::as_str).collect()
-}
-
-/// The name of the tuple of devices, as `to` takes it: `(CPU:1, CPU:2)`.
-fn tuple(devices: &[String]) -> String {
-    format!("({})", devices.join(", "))
-}
-
-/// Sets environment variables while `f` runs (tinygrad's `Context(RING=..)`), then restores
-/// them. Safe here: `cpu` and `reference` hold `SERIAL`, so no other thread of this binary runs
-/// meanwhile.
-fn with_env<R>(vars: &[(&str, &str)], f: impl FnOnce() -> R) -> R {
-    let old: Vec<(String, Option<String>)> = vars
-        .iter()
-        .map(|(k, _)| (k.to_string(), std::env::var(k).ok()))
-        .collect();
-    for (k, v) in vars {
-        // SAFETY: no other thread reads the environment while the suite holds `SERIAL`
-        unsafe { std::env::set_var(k, v) };
-    }
-    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
-    for (k, v) in old {
-        // SAFETY: as above
-        unsafe {
-            match v {
-                Some(v) => std::env::set_var(&k, v),
-                None => std::env::remove_var(&k),
-            }
-        }
-    }
-    r.unwrap_or_else(|p| std::panic::resume_unwind(p))
 }
 
 /// Items (kernels and copies) this thread launches while `f` runs.
@@ -340,12 +297,6 @@ fn items_launched(f: impl FnOnce()) -> usize {
 fn assert_list(t: &Tensor, shape: &[usize], want: &[f64], what: &str) {
     assert_eq!(t.shape(), shape, "{what}: shape");
     assert_eq!(values_f64(t), want, "{what}: values");
-}
-
-/// `np.testing.assert_allclose(got.numpy(), want.numpy(), atol, rtol)` of two tensors.
-fn close(got: &Tensor, want: &Tensor, atol: f64, rtol: f64, what: &str) {
-    assert_eq!(got.shape(), want.shape(), "{what}: shape");
-    assert_allclose(&values_f64(got), &values_f64(want), atol, rtol, what);
 }
 
 fn f64s(v: impl IntoIterator<Item = i64>) -> Vec<f64> {
@@ -1452,11 +1403,6 @@ fn assign_devices(ctx: &Ctx) -> Vec<String> {
     devs(ctx, &[0, 1])
 }
 
-fn realized(t: Tensor) -> Tensor {
-    t.realize();
-    t
-}
-
 fn multi_assign_realized(ctx: &Ctx) {
     let d = assign_devices(ctx);
     let out = realized(
@@ -1689,17 +1635,12 @@ fn bitcast(ctx: &Ctx) {
     helper_test_shard_op(ctx, &[&[256], &[256]], |x| x.bitcast(DType::INT32));
 }
 
-/// The CPU and REF runs share the random state and the environment (`RING`): one at a time.
-static SERIAL: Mutex<()> = Mutex::new(());
-
 #[test]
 fn cpu() {
-    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     replay::replay("unit_test_multitensor", "CPU", CASES);
 }
 
 #[test]
 fn reference() {
-    let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     replay::replay("unit_test_multitensor", "REF", CASES);
 }

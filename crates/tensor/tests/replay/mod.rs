@@ -9,11 +9,14 @@
 //! case fails; it prints per file and device: methods / excluded / replayed / passed.
 #![allow(dead_code)] // each replay binary uses a part of it
 
+use std::cell::Cell;
 use std::collections::HashSet;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Mutex;
 
 use serde_json::Value;
-use tinygrad_tensor::{DType, Tensor};
+use tinygrad_tensor::jit::JitFn;
+use tinygrad_tensor::{DType, Idx, Jit, SInt, Tensor};
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -44,20 +47,7 @@ impl Ctx<'_> {
 
     /// A stored array (`{"shape": [...], "data": [...]}`) as its shape and values.
     pub fn array(&self, key: &str) -> (Vec<usize>, Vec<f64>) {
-        let v = self.value(key);
-        let shape = v["shape"]
-            .as_array()
-            .unwrap_or_else(|| panic!("{}: {key} has no shape", self.name))
-            .iter()
-            .map(|d| d.as_u64().expect("a dimension") as usize)
-            .collect();
-        let data = v["data"]
-            .as_array()
-            .unwrap_or_else(|| panic!("{}: {key} has no data", self.name))
-            .iter()
-            .map(number)
-            .collect();
-        (shape, data)
+        stored_array(self.value(key))
     }
 
     /// A stored array as a float32 tensor on the case's device.
@@ -73,6 +63,136 @@ impl Ctx<'_> {
         assert_eq!(got.shape(), shape.as_slice(), "{key}: shape");
         assert_allclose(&values_f64(got), &want, atol, rtol, key);
     }
+}
+
+/// A stored array (`{"shape": [...], "data": [...]}`) as its shape and values.
+pub fn stored_array(v: &Value) -> (Vec<usize>, Vec<f64>) {
+    let shape = v["shape"]
+        .as_array()
+        .unwrap_or_else(|| panic!("a stored array has no shape: {v}"))
+        .iter()
+        .map(|d| d.as_u64().expect("a dimension") as usize)
+        .collect();
+    (shape, stored_floats(&v["data"]))
+}
+
+/// A stored list of numbers (see [`number`]).
+pub fn stored_floats(v: &Value) -> Vec<f64> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("expected a stored list of numbers, got {v}"))
+        .iter()
+        .map(number)
+        .collect()
+}
+
+/// A stored array as a float32 tensor on `device` (not realized).
+pub fn stored_tensor(v: &Value, device: &str) -> Tensor {
+    let (shape, data) = stored_array(v);
+    let data: Vec<f32> = data.iter().map(|&x| x as f32).collect();
+    Tensor::from_slice_on(&data, &shape, device)
+}
+
+/// `t`, realized (tinygrad's `t.realize()`, which returns the tensor).
+pub fn realized(t: Tensor) -> Tensor {
+    t.realize();
+    t
+}
+
+/// tinygrad's `f"{Device.DEFAULT}:{n}"` on the suite's device: `CPU:1`, `REF:2`.
+pub fn dev(ctx: &Ctx, n: usize) -> String {
+    format!("{}:{n}", ctx.device)
+}
+
+/// tinygrad's `(d_a, d_b, ...)` for the indices `ns` (see [`dev`]).
+pub fn devs(ctx: &Ctx, ns: &[usize]) -> Vec<String> {
+    ns.iter().map(|&n| dev(ctx, n)).collect()
+}
+
+/// The device names as the `&str`s `shard` takes.
+pub fn refs(devices: &[String]) -> Vec<&str> {
+    devices.iter().map(String::as_str).collect()
+}
+
+/// The name of a tuple of devices, as `to` takes it: `(CPU:1, CPU:2)`.
+pub fn tuple(devices: &[String]) -> String {
+    format!("({})", devices.join(", "))
+}
+
+/// Sets environment variables while `f` runs (tinygrad's `Context(RING=..)`), then restores
+/// them, also when `f` panics.
+///
+/// # Panics
+/// Outside a case of [`replay`] (only there is it known that no other thread runs).
+pub fn with_env<R>(vars: &[(&str, &str)], f: impl FnOnce() -> R) -> R {
+    assert!(
+        IN_SUITE.with(Cell::get),
+        "with_env: only inside a replayed case (replay holds SUITES)"
+    );
+    let old: Vec<(String, Option<String>)> = vars
+        .iter()
+        .map(|(k, _)| (k.to_string(), std::env::var(k).ok()))
+        .collect();
+    for (k, v) in vars {
+        // SAFETY: every test of a replay binary runs its cases through `replay`, which holds
+        // `SUITES` while they run, and the assert above checks this call is inside one: no
+        // other test thread of the process runs (or reads the environment) meanwhile.
+        unsafe { std::env::set_var(k, v) };
+    }
+    let r = catch_unwind(AssertUnwindSafe(f));
+    for (k, v) in old {
+        // SAFETY: as above.
+        unsafe {
+            match v {
+                Some(v) => std::env::set_var(&k, v),
+                None => std::env::remove_var(&k),
+            }
+        }
+    }
+    r.unwrap_or_else(|p| std::panic::resume_unwind(p))
+}
+
+/// numpy's `assert_allclose(got, want, atol, rtol)` with `want` a stored array (its shape too).
+pub fn assert_close_to(got: &Tensor, want: &Value, atol: f64, rtol: f64, what: &str) {
+    let (shape, want) = stored_array(want);
+    assert_eq!(got.shape(), shape, "{what}: shape");
+    assert_allclose(&values_f64(got), &want, atol, rtol, what);
+}
+
+/// `np.testing.assert_allclose(got.numpy(), want.numpy(), atol, rtol)` of two tensors (their
+/// shapes too).
+pub fn close(got: &Tensor, want: &Tensor, atol: f64, rtol: f64, what: &str) {
+    assert_eq!(got.shape(), want.shape(), "{what}: shape");
+    assert_allclose(&values_f64(got), &values_f64(want), atol, rtol, what);
+}
+
+/// A jitted call that must succeed.
+pub fn call<F: JitFn>(jit: &mut Jit<F>, inputs: &[Tensor], what: &str) -> Vec<Tensor> {
+    jit.call(inputs)
+        .unwrap_or_else(|e| panic!("{what}: the jitted call failed: {e}"))
+}
+
+/// The single output of a jitted call.
+pub fn only(mut v: Vec<Tensor>) -> Tensor {
+    assert_eq!(v.len(), 1, "one output");
+    v.remove(0)
+}
+
+/// tinygrad's `:v` with a symbolic stop.
+pub fn sym_to(v: impl Into<SInt>) -> Idx {
+    Idx::SymSlice {
+        start: 0.into(),
+        stop: v.into(),
+    }
+}
+
+/// One suite at a time per test binary: the random generator's seed and counters and the
+/// environment are process-wide (as tinygrad's), so the CPU and REF suites would otherwise
+/// interleave their draws (a `manual_seed` then a `randperm` could see the other's numbers).
+static SUITES: Mutex<()> = Mutex::new(());
+
+thread_local! {
+    /// Whether this thread is running a suite's cases (holding [`SUITES`]).
+    static IN_SUITE: Cell<bool> = const { Cell::new(false) };
 }
 
 /// A JSON number, or one of the strings `nan`, `inf`, `-inf`.
@@ -178,6 +298,15 @@ pub fn replay(stem: &str, device: &str, cases: &[Case]) {
     }
     assert!(problems.is_empty(), "{stem}:\n  {}", problems.join("\n  "));
 
+    let _one = SUITES.lock().unwrap_or_else(|e| e.into_inner());
+    struct InSuite;
+    impl Drop for InSuite {
+        fn drop(&mut self) {
+            IN_SUITE.with(|s| s.set(false));
+        }
+    }
+    IN_SUITE.with(|s| s.set(true));
+    let _in_suite = InSuite;
     let only = std::env::var("REPLAY_FILTER").unwrap_or_default();
     common::install_quiet_hook();
     let empty = Value::Null;
