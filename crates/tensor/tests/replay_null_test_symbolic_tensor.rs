@@ -73,6 +73,13 @@ fn reference() {
     replay::replay("null_test_symbolic_tensor", "REF", CASES);
 }
 
+#[test]
+fn webgpu() {
+    replay::on_webgpu("null_test_symbolic_tensor on WEBGPU", |dev| {
+        replay::replay("null_test_symbolic_tensor", dev, CASES)
+    });
+}
+
 const F32: DType = DType::FLOAT32;
 
 // ---- helpers ----

@@ -67,6 +67,13 @@ fn reference() {
     replay::replay("null_test_tensor", "REF", CASES);
 }
 
+#[test]
+fn webgpu() {
+    replay::on_webgpu("null_test_tensor on WEBGPU", |dev| {
+        replay::replay("null_test_tensor", dev, CASES)
+    });
+}
+
 const F32: DType = DType::FLOAT32;
 
 /// The second instance of the suite's device (tinygrad's `NULL:1`).

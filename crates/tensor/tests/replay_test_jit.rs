@@ -541,3 +541,10 @@ fn cpu() {
 fn reference() {
     replay::replay("test_jit", "REF", CASES);
 }
+
+#[test]
+fn webgpu() {
+    replay::on_webgpu("test_jit on WEBGPU", |dev| {
+        replay::replay("test_jit", dev, CASES)
+    });
+}

@@ -165,6 +165,13 @@ fn reference() {
     replay::replay("test_optim", "REF", CASES);
 }
 
+#[test]
+fn webgpu() {
+    replay::on_webgpu("test_optim on WEBGPU", |dev| {
+        replay::replay("test_optim", dev, CASES)
+    });
+}
+
 // --- the file's nets and `step` ------------------------------------------------------------
 
 /// A stored array as a float32 tensor on the default device.

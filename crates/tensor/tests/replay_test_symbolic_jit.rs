@@ -520,3 +520,10 @@ fn cpu() {
 fn reference() {
     replay::replay("test_symbolic_jit", "REF", CASES);
 }
+
+#[test]
+fn webgpu() {
+    replay::on_webgpu("test_symbolic_jit on WEBGPU", |dev| {
+        replay::replay("test_symbolic_jit", dev, CASES)
+    });
+}

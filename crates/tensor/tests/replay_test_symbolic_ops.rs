@@ -708,3 +708,10 @@ fn cpu() {
 fn reference() {
     replay::replay("test_symbolic_ops", "REF", CASES);
 }
+
+#[test]
+fn webgpu() {
+    replay::on_webgpu("test_symbolic_ops on WEBGPU", |dev| {
+        replay::replay("test_symbolic_ops", dev, CASES)
+    });
+}

@@ -728,3 +728,10 @@ fn cpu() {
 fn reference() {
     replay::replay("unit_test_jit", "REF", CASES);
 }
+
+#[test]
+fn webgpu() {
+    replay::on_webgpu("unit_test_jit on WEBGPU", |dev| {
+        replay::replay("unit_test_jit", dev, CASES)
+    });
+}

@@ -83,3 +83,10 @@ fn cpu() {
 fn reference() {
     replay::replay("unit_test_jit_cases", "REF", CASES);
 }
+
+#[test]
+fn webgpu() {
+    replay::on_webgpu("unit_test_jit_cases on WEBGPU", |dev| {
+        replay::replay("unit_test_jit_cases", dev, CASES)
+    });
+}

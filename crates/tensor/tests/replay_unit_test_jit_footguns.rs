@@ -707,3 +707,10 @@ fn cpu() {
 fn reference() {
     replay::replay("unit_test_jit_footguns", "REF", CASES);
 }
+
+#[test]
+fn webgpu() {
+    replay::on_webgpu("unit_test_jit_footguns on WEBGPU", |dev| {
+        replay::replay("unit_test_jit_footguns", dev, CASES)
+    });
+}

@@ -51,6 +51,13 @@ fn reference() {
     replay::replay("unit_test_tensor_data", "REF", CASES);
 }
 
+#[test]
+fn webgpu() {
+    replay::on_webgpu("unit_test_tensor_data on WEBGPU", |dev| {
+        replay::replay("unit_test_tensor_data", dev, CASES)
+    });
+}
+
 // ---- helpers ----
 
 /// tinygrad's `Tensor(b"..", dtype=dtype)`: the bytes as a 1-D tensor of `dtype`.
