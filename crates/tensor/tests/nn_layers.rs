@@ -680,3 +680,37 @@ fn embedding_float_indices() {
 fn lstm_wrong_input() {
     let _ = LSTMCell::new(3, 2).forward(&Tensor::zeros(&[2, 4], DType::FLOAT32), None);
 }
+
+/// `padding='same'` with a kernel size of zero or a dilation per dim of the wrong length is
+/// refused naming the layer (a wrong-length dilation list was zipped away silently).
+#[test]
+fn same_padding_checks_kernel_and_dilation() {
+    use tinygrad_tensor::{Dims, Padding};
+    let same = || ConvOptions {
+        padding: Padding::Same,
+        ..ConvOptions::default()
+    };
+    let msg = |f: Box<dyn FnOnce() + std::panic::UnwindSafe>| {
+        let e = std::panic::catch_unwind(f).expect_err("must panic");
+        e.downcast_ref::<String>().cloned().unwrap_or_default()
+    };
+    let m = msg(Box::new(move || {
+        Conv2d::new_with(1, 1, Dims::Each(vec![3, 0]), same());
+    }));
+    assert!(m.contains("Conv2d") && m.contains("kernel"), "{m}");
+    let m = msg(Box::new(move || {
+        let o = ConvOptions {
+            dilation: Dims::Each(vec![1, 2, 3]),
+            ..same()
+        };
+        Conv2d::new_with(1, 1, Dims::Each(vec![3, 3]), o);
+    }));
+    assert!(m.contains("Conv2d") && m.contains("dilation"), "{m}");
+    // a valid one pads to keep the size
+    let c = Conv2d::new_with(1, 1, Dims::Each(vec![3, 5]), same());
+    assert_eq!(
+        c.forward(&Tensor::ones(&[1, 1, 6, 7], DType::FLOAT32))
+            .shape(),
+        vec![1, 1, 6, 7]
+    );
+}

@@ -73,6 +73,12 @@ fn resolve_same(op: &str, k: &[usize], options: &mut ConvOptions) {
         Dims::All(d) => vec![*d; k.len()],
         Dims::Each(d) => d.clone(),
     };
+    assert_eq!(
+        dilation.len(),
+        k.len(),
+        "{op}: padding='same' with dilation {dilation:?} for a kernel of size {k:?} (one \
+         dilation per spatial dim, or one for all)"
+    );
     let flat = dilation
         .iter()
         .zip(k.iter().rev())
