@@ -11,7 +11,7 @@
 
 mod replay;
 
-use replay::{Case, Ctx, close, sym_to};
+use replay::{Case, Ctx, all, bind, close, sym_to, to};
 use tinygrad_tensor::{Axis, BoundVar, DType, Idx, Jit, JitError, SInt, Tensor, Variable};
 
 const CASES: &[Case] = &[
@@ -45,21 +45,6 @@ const CASES: &[Case] = &[
 ];
 
 // ---- helpers ----
-
-/// `Variable(name, 1, 10).bind(v)`.
-fn bind(name: &str, v: usize) -> BoundVar {
-    Variable::new(name, 1, 10).bind(v)
-}
-
-/// `:`
-fn all() -> Idx {
-    Idx::all()
-}
-
-/// `:stop`
-fn to(stop: usize) -> Idx {
-    Idx::slice(None, Some(stop as isize), 1)
-}
 
 /// `start:stop`
 fn range(start: usize, stop: usize) -> Idx {

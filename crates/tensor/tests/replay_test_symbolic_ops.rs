@@ -7,7 +7,7 @@
 
 mod replay;
 
-use replay::{Case, Ctx, assert_panics, close, sym_to};
+use replay::{Case, Ctx, all, assert_panics, bind, close, sym_to, to};
 use tinygrad_tensor::nn::{Linear, Module};
 use tinygrad_tensor::{Axis, BoundVar, DType, Idx, SInt, Tensor, Variable};
 
@@ -81,21 +81,6 @@ const CASES: &[Case] = &[
 ];
 
 // ---- helpers: tinygrad's indexing spelled on `Idx` ----
-
-/// `Variable(name, 1, 10).bind(v)`.
-fn bind(name: &str, v: usize) -> BoundVar {
-    Variable::new(name, 1, 10).bind(v)
-}
-
-/// `:`
-fn all() -> Idx {
-    Idx::all()
-}
-
-/// `:stop`
-fn to(stop: usize) -> Idx {
-    Idx::slice(None, Some(stop as isize), 1)
-}
 
 /// `start:stop` (Python bounds, negatives count from the end)
 fn range(start: isize, stop: Option<isize>) -> Idx {

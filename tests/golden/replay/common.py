@@ -60,6 +60,26 @@ def num(x):
   return x
 
 
+class Draws:
+  """Random float32 inputs rounded to 3 decimals (short in JSON, read back exactly): numpy's
+  `default_rng(seed)`, `randn(*shape)` and `rand(*shape)` as tinygrad's `Tensor.randn/rand`."""
+  def __init__(self, seed):
+    import numpy as np
+    self.np, self.rng = np, np.random.default_rng(seed)
+
+  def randn(self, *shape):
+    return self.np.round(self.rng.standard_normal(shape), 3).astype(self.np.float32)
+
+  def rand(self, *shape):
+    return self.np.round(self.rng.random(shape), 3).astype(self.np.float32)
+
+
+def f64(xs):
+  """A list of float32 values as Python floats (what tinygrad's `.tolist()` gives)."""
+  import numpy as np
+  return [float(x) for x in np.asarray(xs, dtype=np.float32).reshape(-1)]
+
+
 def arr(a):
   """A numpy array (or torch tensor) as JSON: its shape and its values as a flat list (see `num`)."""
   import numpy as np

@@ -12,24 +12,12 @@ as the tinygrad test computes it (`a.numpy()+b.numpy()`, `[x+y for x,y in zip(..
 """
 import sys
 import numpy as np
-from common import arr, write
+from common import Draws, arr, write, f64
 
 EXCLUDED = {}
 
-rng = np.random.default_rng(20260)
-
-
-def randn(*shape):
-  return np.round(rng.standard_normal(shape), 3).astype(np.float32)
-
-
-def rand(*shape):
-  return np.round(rng.random(shape), 3).astype(np.float32)
-
-
-def f64(xs):
-  """A list of float32 values as Python floats (what tinygrad's `.tolist()` gives)."""
-  return [float(x) for x in np.asarray(xs, dtype=np.float32).reshape(-1)]
+DRAWS = Draws(20260)
+randn, rand = DRAWS.randn, DRAWS.rand
 
 
 def values():

@@ -15,7 +15,7 @@ the tinygrad test does.
 """
 import sys
 import numpy as np
-from common import arr, write
+from common import Draws, arr, write, f64
 
 EXCLUDED = {
   "TestJit.test_jitbeam_triggers_beam":
@@ -30,20 +30,8 @@ EXCLUDED = {
     "return type is Vec<Tensor>, so the function cannot be written",
 }
 
-rng = np.random.default_rng(20261)
-
-
-def randn(*shape):
-  return np.round(rng.standard_normal(shape), 3).astype(np.float32)
-
-
-def rand(*shape):
-  return np.round(rng.random(shape), 3).astype(np.float32)
-
-
-def f64(xs):
-  """A list of float32 values as Python floats (what tinygrad's `.tolist()` gives)."""
-  return [float(x) for x in np.asarray(xs, dtype=np.float32).reshape(-1)]
+DRAWS = Draws(20261)
+randn, rand, rng = DRAWS.randn, DRAWS.rand, DRAWS.rng
 
 
 def inp(a):

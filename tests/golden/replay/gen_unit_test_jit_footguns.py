@@ -15,7 +15,7 @@ expected values computed from them with numpy as the tinygrad test computes them
 """
 import sys
 import numpy as np
-from common import arr, write
+from common import Draws, arr, write
 
 EXCLUDED = {
   "TestJitFootguns.test_non_tensor_outputs_error":
@@ -29,15 +29,8 @@ EXCLUDED = {
     "Jit::call takes a positional slice of tensors, there are no names to pass",
 }
 
-rng = np.random.default_rng(20262)
-
-
-def randn(*shape):
-  return np.round(rng.standard_normal(shape), 3).astype(np.float32)
-
-
-def rand(*shape):
-  return np.round(rng.random(shape), 3).astype(np.float32)
+DRAWS = Draws(20262)
+randn, rand = DRAWS.randn, DRAWS.rand
 
 
 def inp(a):

@@ -16,7 +16,7 @@ use std::sync::Mutex;
 
 use serde_json::Value;
 use tinygrad_tensor::jit::JitFn;
-use tinygrad_tensor::{DType, Idx, Jit, SInt, Tensor};
+use tinygrad_tensor::{BoundVar, DType, Idx, Jit, SInt, Tensor, Variable};
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -175,6 +175,21 @@ pub fn call<F: JitFn>(jit: &mut Jit<F>, inputs: &[Tensor], what: &str) -> Vec<Te
 pub fn only(mut v: Vec<Tensor>) -> Tensor {
     assert_eq!(v.len(), 1, "one output");
     v.remove(0)
+}
+
+/// tinygrad's `Variable(name, 1, 10).bind(v)`, the symbolic tests' variable.
+pub fn bind(name: &str, v: usize) -> BoundVar {
+    Variable::new(name, 1, 10).bind(v)
+}
+
+/// tinygrad's `:` in an index.
+pub fn all() -> Idx {
+    Idx::all()
+}
+
+/// tinygrad's `:stop` in an index.
+pub fn to(stop: usize) -> Idx {
+    Idx::slice(None, Some(stop as isize), 1)
 }
 
 /// tinygrad's `:v` with a symbolic stop.
