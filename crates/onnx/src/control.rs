@@ -58,12 +58,14 @@ fn host_bool(node: &Node, t: &Tensor) -> Result<bool> {
         .cast(DType::BOOL)
         .try_to_vec::<bool>()
         .map_err(|e| node.err(e.to_string()))?;
+    single_bool(node, v)
+}
+
+/// The one value of a condition.
+fn single_bool(node: &Node, v: Vec<bool>) -> Result<bool> {
     match v.as_slice() {
         [b] => Ok(*b),
-        _ => Err(node.err(format!(
-            "condition of shape {:?}: expected one value",
-            t.shape()
-        ))),
+        _ => Err(node.err(format!("condition of {} values: expected one", v.len()))),
     }
 }
 
@@ -76,7 +78,8 @@ pub(crate) fn run_if(
     device: &str,
 ) -> Result<Vec<Tensor>> {
     node.check_attrs(&["then_branch", "else_branch"])?;
-    let branch = if host_bool(node, node.input(0)?)? {
+    node.input(0)?;
+    let branch = if single_bool(node, node.bools_input(0)?.unwrap_or_default())? {
         "then_branch"
     } else {
         "else_branch"
@@ -99,8 +102,8 @@ pub(crate) fn run_loop(
         Some(v) => Some(*v.first().ok_or_else(|| node.err("an empty trip count"))?),
         None => None,
     };
-    let mut cond = match node.opt_input(1) {
-        Some(c) => host_bool(node, c)?,
+    let mut cond = match node.bools_input(1)? {
+        Some(c) => single_bool(node, c)?,
         None => true,
     };
     let mut carried: Vec<Tensor> = (2..node.input_count())

@@ -45,6 +45,11 @@ pub enum OnnxError {
         /// What is wrong.
         message: String,
     },
+    /// Running the model's kernels failed (a device error).
+    Run {
+        /// What failed.
+        message: String,
+    },
 }
 
 impl fmt::Display for OnnxError {
@@ -57,6 +62,7 @@ impl fmt::Display for OnnxError {
                 write!(f, "onnx: node {node:?} ({op}): {message}")
             }
             OnnxError::Input { name, message } => write!(f, "onnx: input {name:?}: {message}"),
+            OnnxError::Run { message } => write!(f, "onnx: running the model: {message}"),
         }
     }
 }

@@ -1,9 +1,10 @@
 //! [`OnnxModel`]: a decoded `ModelProto` with its initializers as tensors, run node by node on
-//! [`Tensor`]s.
+//! [`Tensor`]s (replayed through a `Jit` once warm: `replay.rs`).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 use indexmap::IndexMap;
 use prost::Message;
@@ -11,8 +12,9 @@ use tinygrad_tensor::{DType, Tensor};
 
 use crate::error::{OnnxError, Result};
 use crate::narrow::Narrow;
-use crate::node::Node;
+use crate::node::{HostValues, Node};
 use crate::proto::{GraphProto, ModelProto, NodeProto, ValueInfoProto, type_proto};
+use crate::replay::{Folded, Replays};
 use crate::tensor_proto::{container_of, to_tensor};
 
 /// One dimension of a declared input or output shape.
@@ -41,11 +43,28 @@ pub struct ValueInfo {
 }
 
 /// An ONNX model ready to run on one device.
+///
+/// [`OnnxModel::run`] replays: per signature of its inputs (shapes and dtypes), the first run
+/// computes what is known before the model runs (initializers, constants, shapes, and what is
+/// computed from them only) once and keeps it; the next two runs capture the rest of the graph
+/// through a [`Jit`](tinygrad_tensor::Jit) (tinygrad's ONNX runner uses `TinyJit` the same
+/// way), and later runs replay the captured kernels without building or scheduling a graph. A
+/// graph that reads values back to the host while it runs (`NonZero`, a shape computed from
+/// the inputs' values) is run node by node each time instead ([`OnnxModel::not_replayed`]
+/// says why); so is every run under `JIT=0`.
 pub struct OnnxModel {
+    core: Arc<Core>,
+    replays: Mutex<Replays>,
+}
+
+/// What a run needs of the model (shared with the replay's captured function).
+pub(crate) struct Core {
     graph: GraphProto,
     initializers: IndexMap<String, Tensor>,
     /// The [`Narrow`] tags of initializers held in a container dtype.
     initializer_narrow: HashMap<String, Narrow>,
+    /// Host copies of the small initializers (shapes, axes, scales).
+    initializer_host: HashMap<String, Arc<HostValues>>,
     inputs: Vec<ValueInfo>,
     outputs: Vec<ValueInfo>,
     opset: i64,
@@ -106,6 +125,16 @@ impl OnnxModel {
             }
             initializers.insert(name, to_tensor(t, dir, device)?);
         }
+        let mut initializer_host = HashMap::new();
+        for (name, t) in &initializers {
+            let host = HostValues::read(t).map_err(|message| OnnxError::Tensor {
+                name: name.clone(),
+                message: format!("reading it back: {message}"),
+            })?;
+            if let Some(h) = host {
+                initializer_host.insert(name.clone(), Arc::new(h));
+            }
+        }
         let inputs = graph
             .input
             .iter()
@@ -114,52 +143,90 @@ impl OnnxModel {
             .collect();
         let outputs = graph.output.iter().map(value_info).collect();
         Ok(OnnxModel {
-            graph,
-            initializers,
-            initializer_narrow,
-            inputs,
-            outputs,
-            opset,
-            device: device.to_string(),
+            core: Arc::new(Core {
+                graph,
+                initializers,
+                initializer_narrow,
+                initializer_host,
+                inputs,
+                outputs,
+                opset,
+                device: device.to_string(),
+            }),
+            replays: Mutex::new(Replays::default()),
         })
     }
 
     /// The inputs a caller gives (graph inputs that are not initializers), in order.
     pub fn inputs(&self) -> &[ValueInfo] {
-        &self.inputs
+        &self.core.inputs
     }
 
     /// The outputs [`OnnxModel::run`] returns, in order.
     pub fn outputs(&self) -> &[ValueInfo] {
-        &self.outputs
+        &self.core.outputs
     }
 
     /// The default domain's opset version the model imports.
     pub fn opset(&self) -> i64 {
-        self.opset
+        self.core.opset
     }
 
     /// The device the model's tensors live on.
     pub fn device(&self) -> &str {
-        &self.device
+        &self.core.device
     }
 
-    /// Runs the graph on `inputs` (by name) and returns every graph output by name. The outputs
-    /// are lazy tensors: reading them (`to_vec`) runs the kernels. Values of a [`Narrow`] type
-    /// are given and returned in its container dtype ([`ValueInfo::narrow`] says which).
+    /// Runs the graph on `inputs` (by name) and returns every graph output by name. Values of
+    /// a [`Narrow`] type are given and returned in its container dtype ([`ValueInfo::narrow`]
+    /// says which). The first runs with inputs of a new signature return lazy tensors (reading
+    /// them, `to_vec`, runs the kernels); replays return them realized (see [`OnnxModel`]).
     ///
     /// # Errors
     /// An input missing, unknown, or of another dtype or shape than declared; a node whose op,
-    /// attribute or dtype is not supported, or whose op fails on what it got.
+    /// attribute or dtype is not supported, or whose op fails on what it got; a device failure.
     pub fn run(&self, inputs: &HashMap<String, Tensor>) -> Result<HashMap<String, Tensor>> {
-        let mut env = Scope {
-            values: self
-                .initializers
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
-            narrow: self.initializer_narrow.clone(),
+        let feeds = self.core.feeds(inputs)?;
+        let outs = match self.replays.try_lock() {
+            Ok(mut replays) => replays.run(&self.core, &feeds)?,
+            // another thread is running the model: this run goes node by node
+            Err(_) => self.core.run_plain(&feeds)?,
         };
+        Ok(self.core.name_outputs(outs))
+    }
+
+    /// How many runs were replays of a capture (see [`OnnxModel`]).
+    ///
+    /// ```
+    /// # let bytes = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/resnet_tiny.onnx")).unwrap();
+    /// use std::collections::HashMap;
+    /// use tinygrad_onnx::OnnxModel;
+    /// use tinygrad_tensor::Tensor;
+    /// let model = OnnxModel::from_bytes(&bytes, "CPU").unwrap();
+    /// let x = Tensor::zeros(&[1, 3, 16, 16], tinygrad_tensor::DType::FLOAT32);
+    /// for _ in 0..5 {
+    ///     model.run(&HashMap::from([(model.inputs()[0].name.clone(), x.clone())])).unwrap();
+    /// }
+    /// assert_eq!(model.replays(), 2); // folded, warmed up, captured, then replayed twice
+    /// assert!(model.not_replayed().is_empty());
+    /// ```
+    pub fn replays(&self) -> usize {
+        self.replays.lock().map_or(0, |r| r.replays())
+    }
+
+    /// For each input signature whose runs are not replayed, the signature and why (the
+    /// capture's error): those runs go node by node.
+    pub fn not_replayed(&self) -> Vec<String> {
+        self.replays
+            .lock()
+            .map_or_else(|_| vec![], |r| r.not_replayed())
+    }
+}
+
+impl Core {
+    /// The model's inputs in order from `inputs` by name: checked against the declared
+    /// dtypes and shapes, moved to the model's device.
+    fn feeds(&self, inputs: &HashMap<String, Tensor>) -> Result<Vec<Tensor>> {
         for name in inputs.keys() {
             if !self.inputs.iter().any(|i| &i.name == name) {
                 return Err(OnnxError::Input {
@@ -171,25 +238,52 @@ impl OnnxModel {
                 });
             }
         }
-        for info in &self.inputs {
-            let t = inputs.get(&info.name).ok_or_else(|| OnnxError::Input {
-                name: info.name.clone(),
-                message: "missing".into(),
-            })?;
-            check_input(info, t)?;
-            let t = t.try_to(&self.device).map_err(|e| OnnxError::Input {
-                name: info.name.clone(),
-                message: format!("moving it to {}: {e}", self.device),
-            })?;
-            env.bind(info.name.clone(), t, info.narrow);
+        self.inputs
+            .iter()
+            .map(|info| {
+                let t = inputs.get(&info.name).ok_or_else(|| OnnxError::Input {
+                    name: info.name.clone(),
+                    message: "missing".into(),
+                })?;
+                check_input(info, t)?;
+                t.try_to(&self.device).map_err(|e| OnnxError::Input {
+                    name: info.name.clone(),
+                    message: format!("moving it to {}: {e}", self.device),
+                })
+            })
+            .collect()
+    }
+
+    /// The scope a run starts from: the initializers (known before the run, with host copies
+    /// of the small ones) and the inputs.
+    fn scope(&self, feeds: &[Tensor]) -> Scope {
+        let mut env = Scope {
+            values: self
+                .initializers
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            narrow: self.initializer_narrow.clone(),
+            known: self
+                .initializers
+                .keys()
+                .map(|k| (k.clone(), self.initializer_host.get(k).cloned()))
+                .collect(),
+        };
+        for (info, t) in self.inputs.iter().zip(feeds) {
+            env.bind(info.name.clone(), t.clone(), info.narrow);
         }
-        run_graph(&self.graph.node, &mut env, self.opset, &self.device)?;
+        env
+    }
+
+    /// The graph outputs from `env`, in order.
+    fn outputs_of(&self, env: &Scope) -> Result<Vec<Tensor>> {
         self.outputs
             .iter()
             .map(|o| {
                 env.values
-                    .remove(&o.name)
-                    .map(|t| (o.name.clone(), t))
+                    .get(&o.name)
+                    .cloned()
                     .ok_or_else(|| OnnxError::Node {
                         node: o.name.clone(),
                         op: "output".into(),
@@ -198,26 +292,164 @@ impl OnnxModel {
             })
             .collect()
     }
+
+    /// `outs` (in the graph's output order) by name.
+    pub(crate) fn name_outputs(&self, outs: Vec<Tensor>) -> HashMap<String, Tensor> {
+        self.outputs
+            .iter()
+            .map(|o| o.name.clone())
+            .zip(outs)
+            .collect()
+    }
+
+    /// Runs every node.
+    pub(crate) fn run_plain(&self, feeds: &[Tensor]) -> Result<Vec<Tensor>> {
+        let mut env = self.scope(feeds);
+        run_nodes(&self.graph.node, &mut env, self.opset, &self.device, None)?;
+        self.outputs_of(&env)
+    }
+
+    /// Runs every node, and folds: the values known before the run that a later run needs
+    /// (read by a node that is not known, or a graph output) are realized and kept, with host
+    /// copies of the small ones, next to the nodes left to run.
+    pub(crate) fn run_folding(&self, feeds: &[Tensor]) -> Result<(Vec<Tensor>, Folded)> {
+        let mut env = self.scope(feeds);
+        let mut folded_nodes = vec![];
+        let nodes = &self.graph.node;
+        run_nodes(
+            nodes,
+            &mut env,
+            self.opset,
+            &self.device,
+            Some(&mut folded_nodes),
+        )?;
+        let folded: HashSet<usize> = folded_nodes.into_iter().collect();
+        let rest: Vec<NodeProto> = nodes
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !folded.contains(i))
+            .map(|(_, p)| p.clone())
+            .collect();
+        let mut needed: HashSet<String> = self.outputs.iter().map(|o| o.name.clone()).collect();
+        names_read(&rest, &mut needed);
+        let mut values = vec![];
+        for &i in &folded {
+            for name in &nodes[i].output {
+                if let Some(t) = env.values.get(name).filter(|_| needed.contains(name)) {
+                    values.push((name.clone(), t.clone(), env.narrow.get(name).copied()));
+                }
+            }
+        }
+        let refs: Vec<&Tensor> = values.iter().map(|(_, t, _)| t).collect();
+        Tensor::try_realize_all(&refs).map_err(|e| OnnxError::Run {
+            message: format!("realizing the values known before the run: {e}"),
+        })?;
+        let mut kept = Vec::with_capacity(values.len());
+        for (name, t, narrow) in values {
+            let host = HostValues::read(&t).map_err(|message| OnnxError::Run {
+                message: format!("reading {name:?} back: {message}"),
+            })?;
+            kept.push((name, t, narrow, host.map(Arc::new)));
+        }
+        let outs = self.outputs_of(&env)?;
+        Ok((outs, Folded { values: kept, rest }))
+    }
+
+    /// Runs the nodes left after `folded`, with its values.
+    pub(crate) fn run_folded(&self, feeds: &[Tensor], folded: &Folded) -> Result<Vec<Tensor>> {
+        let mut env = self.scope(feeds);
+        for (name, t, narrow, host) in &folded.values {
+            env.bind_known(name.clone(), t.clone(), *narrow, host.clone());
+        }
+        run_nodes(&folded.rest, &mut env, self.opset, &self.device, None)?;
+        self.outputs_of(&env)
+    }
 }
 
-/// The values a graph sees by name, with the [`Narrow`] tags of those held in a container dtype.
+/// Every value name `nodes` read, their subgraphs' nodes included (a subgraph reads the
+/// enclosing graph's values by name).
+fn names_read(nodes: &[NodeProto], out: &mut HashSet<String>) {
+    for p in nodes {
+        out.extend(p.input.iter().filter(|n| !n.is_empty()).cloned());
+        for a in &p.attribute {
+            for g in a.g.iter().chain(&a.graphs) {
+                names_read(&g.node, out);
+                out.extend(g.output.iter().filter_map(|o| o.name.clone()));
+            }
+        }
+    }
+}
+
+/// The values a graph sees by name, with the [`Narrow`] tags of those held in a container dtype
+/// and which are known before the model runs.
 #[derive(Clone, Default)]
 pub(crate) struct Scope {
     /// Each value by name.
     pub values: HashMap<String, Tensor>,
     /// The narrow element types of the values that have one.
     pub narrow: HashMap<String, Narrow>,
+    /// The values known before the model runs (initializers, constants, shapes, and values
+    /// computed from them only), with host copies of those read back.
+    pub known: HashMap<String, Option<Arc<HostValues>>>,
 }
 
 impl Scope {
-    /// Binds `name` to `t`, tagged `narrow` (a rebinding drops an earlier tag).
+    /// Binds `name` to `t`, tagged `narrow` (a rebinding drops an earlier tag), not known
+    /// before the run.
     pub fn bind(&mut self, name: String, t: Tensor, narrow: Option<Narrow>) {
+        self.known.remove(&name);
+        self.bind_value(name, t, narrow);
+    }
+
+    /// Binds `name` to a value known before the run (with its host copy, when read).
+    pub fn bind_known(
+        &mut self,
+        name: String,
+        t: Tensor,
+        narrow: Option<Narrow>,
+        host: Option<Arc<HostValues>>,
+    ) {
+        self.known.insert(name.clone(), host);
+        self.bind_value(name, t, narrow);
+    }
+
+    fn bind_value(&mut self, name: String, t: Tensor, narrow: Option<Narrow>) {
         match narrow {
             Some(n) => self.narrow.insert(name.clone(), n),
             None => self.narrow.remove(&name),
         };
         self.values.insert(name, t);
     }
+}
+
+/// Ops whose output is known before the run whatever their inputs: it depends on the inputs'
+/// shapes only.
+const SHAPE_ONLY: &[&str] = &["Shape", "Size"];
+
+/// Ops never computed ahead: random draws differ from run to run, and control flow runs
+/// subgraphs that may read anything.
+const NEVER_FOLDED: &[&str] = &[
+    "RandomNormal",
+    "RandomUniform",
+    "RandomNormalLike",
+    "RandomUniformLike",
+    "Bernoulli",
+    "Multinomial",
+    "Dropout",
+    "If",
+    "Loop",
+    "Scan",
+];
+
+/// Whether node `p`'s outputs are known before the run, given `env`.
+fn is_known(p: &NodeProto, env: &Scope) -> bool {
+    let op = p.op_type.as_deref().unwrap_or("");
+    !NEVER_FOLDED.contains(&op)
+        && (SHAPE_ONLY.contains(&op)
+            || p.input
+                .iter()
+                .filter(|n| !n.is_empty())
+                .all(|n| env.known.contains_key(n)))
 }
 
 /// Ops that take [`Narrow`]-typed inputs and compute on them by their tags.
@@ -288,7 +520,19 @@ pub(crate) fn run_graph(
     opset: i64,
     device: &str,
 ) -> Result<()> {
-    for p in nodes {
+    run_nodes(nodes, env, opset, device, None)
+}
+
+/// [`run_graph`], and with `folded`, marks the outputs of nodes known before the run as known
+/// and lists those nodes (by index).
+fn run_nodes(
+    nodes: &[NodeProto],
+    env: &mut Scope,
+    opset: i64,
+    device: &str,
+    mut folded: Option<&mut Vec<usize>>,
+) -> Result<()> {
+    for (index, p) in nodes.iter().enumerate() {
         let op = p.op_type.as_deref().unwrap_or("");
         let node_name = || {
             p.name
@@ -326,7 +570,15 @@ pub(crate) fn run_graph(
             .iter()
             .map(|name| env.narrow.get(name).copied())
             .collect();
-        let node = Node::new(p, opset, args, device).with_narrow(tags.clone());
+        let host = p
+            .input
+            .iter()
+            .map(|name| env.known.get(name).cloned().flatten())
+            .collect();
+        let node = Node::new(p, opset, args, device)
+            .with_narrow(tags.clone())
+            .with_host(host);
+        let known = folded.is_some() && is_known(p, env);
         let out_tag = narrow_outputs(&node, p, &tags)?;
         let outs = match op {
             "If" => crate::control::run_if(&node, p, env, opset, device)?,
@@ -349,9 +601,15 @@ pub(crate) fn run_graph(
             }
         };
         for (name, t) in p.output.iter().zip(outs) {
-            if !name.is_empty() {
+            if name.is_empty() {
+            } else if known {
+                env.bind_known(name.clone(), t, out_tag, None);
+            } else {
                 env.bind(name.clone(), t, out_tag);
             }
+        }
+        if known && let Some(f) = folded.as_deref_mut() {
+            f.push(index);
         }
     }
     Ok(())

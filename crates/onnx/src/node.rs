@@ -2,8 +2,10 @@
 //! apply a default or name the missing attribute), its inputs (absent optional inputs are
 //! `None`) and the errors that name it.
 
+use std::sync::Arc;
+
 use indexmap::IndexMap;
-use tinygrad_tensor::Tensor;
+use tinygrad_tensor::{DType, Tensor};
 
 use crate::error::{OnnxError, Result};
 use crate::narrow::Narrow;
@@ -21,6 +23,7 @@ pub struct Node<'a> {
     attrs: IndexMap<&'a str, &'a AttributeProto>,
     inputs: Vec<Option<Tensor>>,
     narrow: Vec<Option<Narrow>>,
+    host: Vec<Option<Arc<HostValues>>>,
     outputs: usize,
     device: &'a str,
 }
@@ -43,6 +46,7 @@ impl<'a> Node<'a> {
                 .collect(),
             inputs,
             narrow: Vec::new(),
+            host: Vec::new(),
             outputs: p.output.len(),
             device,
         }
@@ -52,6 +56,18 @@ impl<'a> Node<'a> {
     pub fn with_narrow(mut self, narrow: Vec<Option<Narrow>>) -> Self {
         self.narrow = narrow;
         self
+    }
+
+    /// The node with the host copies of inputs whose values are known before the model runs
+    /// (by input position): reading them costs no device read, and a replayed run
+    /// ([`crate::OnnxModel::run`]) may read them.
+    pub fn with_host(mut self, host: Vec<Option<Arc<HostValues>>>) -> Self {
+        self.host = host;
+        self
+    }
+
+    fn host_input(&self, i: usize) -> Option<&HostValues> {
+        self.host.get(i).and_then(Option::as_deref)
     }
 
     /// Input `i`'s [`Narrow`] element type, when it is held in a container dtype.
@@ -107,8 +123,11 @@ impl<'a> Node<'a> {
         if !t.dtype().is_int() {
             return Err(self.err(format!("input {i} must be integers, got {}", t.dtype())));
         }
+        if let Some(ints) = self.host_input(i).and_then(|h| h.ints.clone()) {
+            return Ok(Some(ints));
+        }
         let v = t
-            .cast(tinygrad_tensor::DType::INT64)
+            .cast(DType::INT64)
             .try_to_vec::<i64>()
             .map_err(|e| self.err(format!("reading input {i}: {e}")))?;
         Ok(Some(v))
@@ -119,9 +138,28 @@ impl<'a> Node<'a> {
         let Some(t) = self.opt_input(i) else {
             return Ok(None);
         };
+        if let Some(h) = self.host_input(i) {
+            return Ok(Some(h.floats.clone()));
+        }
         let v = t
-            .cast(tinygrad_tensor::DType::FLOAT64)
+            .cast(DType::FLOAT64)
             .try_to_vec::<f64>()
+            .map_err(|e| self.err(format!("reading input {i}: {e}")))?;
+        Ok(Some(v))
+    }
+
+    /// Input `i` read back as booleans (a condition, a mask: nonzero is true).
+    pub fn bools_input(&self, i: usize) -> Result<Option<Vec<bool>>> {
+        let Some(t) = self.opt_input(i) else {
+            return Ok(None);
+        };
+        if let Some(h) = self.host_input(i) {
+            // (NaN is true, as a cast to bool makes it)
+            return Ok(Some(h.floats.iter().map(|&v| v != 0.0).collect()));
+        }
+        let v = t
+            .cast(DType::BOOL)
+            .try_to_vec::<bool>()
             .map_err(|e| self.err(format!("reading input {i}: {e}")))?;
         Ok(Some(v))
     }
@@ -199,5 +237,44 @@ impl<'a> Node<'a> {
         } else {
             Err(self.err(format!("axis {axis} out of range for rank {rank}")))
         }
+    }
+}
+
+/// The values of a small tensor known before the model runs (an initializer, a constant, a
+/// shape, or what is computed from them only), read back once.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HostValues {
+    /// The values as integers, for an integer tensor.
+    pub ints: Option<Vec<i64>>,
+    /// The values as `f64`.
+    pub floats: Vec<f64>,
+}
+
+impl HostValues {
+    /// Tensors of at most this many elements get host copies (shapes, axes, scales).
+    pub const MAX_ELEMENTS: usize = 4096;
+
+    /// `t`'s values read back, when it has at most [`Self::MAX_ELEMENTS`] elements.
+    ///
+    /// # Errors
+    /// When reading fails (a device error).
+    pub fn read(t: &Tensor) -> std::result::Result<Option<HostValues>, String> {
+        if t.numel() > Self::MAX_ELEMENTS {
+            return Ok(None);
+        }
+        let floats = t
+            .cast(DType::FLOAT64)
+            .try_to_vec::<f64>()
+            .map_err(|e| e.to_string())?;
+        let ints = if t.dtype().is_int() {
+            Some(
+                t.cast(DType::INT64)
+                    .try_to_vec::<i64>()
+                    .map_err(|e| e.to_string())?,
+            )
+        } else {
+            None
+        };
+        Ok(Some(HostValues { ints, floats }))
     }
 }

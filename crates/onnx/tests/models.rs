@@ -64,27 +64,31 @@ fn check(model_name: &str, inputs: usize) {
         .enumerate()
         .map(|(k, info)| (info.name.clone(), pb(&format!("{model_name}_input_{k}.pb"))))
         .collect();
-    let outs = model.run(&feeds).expect("runs");
-    for (k, info) in model.outputs().iter().enumerate() {
-        let want = pb(&format!("{model_name}_output_{k}.pb"));
-        let got = &outs[&info.name];
-        assert_eq!(
-            got.shape(),
-            want.shape(),
-            "{model_name}: output {}",
-            info.name
-        );
-        let (err, _) = max_error(got, &want);
-        println!(
-            "{model_name}: output {} max abs error {err:.2e} vs onnxruntime",
-            info.name
-        );
-        assert!(
-            err < 1e-4,
-            "{model_name}: output {}: max abs error {err}",
-            info.name
-        );
+    // runs 1-3 fold, warm up and capture; run 4 replays: each is compared
+    for run in 1..=4 {
+        let outs = model.run(&feeds).expect("runs");
+        for (k, info) in model.outputs().iter().enumerate() {
+            let want = pb(&format!("{model_name}_output_{k}.pb"));
+            let got = &outs[&info.name];
+            assert_eq!(
+                got.shape(),
+                want.shape(),
+                "{model_name}: output {}",
+                info.name
+            );
+            let (err, _) = max_error(got, &want);
+            println!(
+                "{model_name} run {run}: output {} max abs error {err:.2e} vs onnxruntime",
+                info.name
+            );
+            assert!(
+                err < 1e-4,
+                "{model_name} run {run}: output {}: max abs error {err}",
+                info.name
+            );
+        }
     }
+    assert_eq!(model.replays(), 1, "{:?}", model.not_replayed());
 }
 
 #[test]
@@ -132,26 +136,30 @@ fn check_full(dir: &Path, name: &str) {
             (info.name.clone(), t)
         })
         .collect();
-    let outs = model.run(&feeds).expect("runs");
-    for (k, info) in model.outputs().iter().enumerate() {
-        let want = pb(&format!("full/{name}_output_{k}.pb"));
-        let got = &outs[&info.name];
-        assert_eq!(got.shape(), want.shape(), "{name}: output {}", info.name);
-        let (err, scale) = max_error(got, &want);
-        println!(
-            "{name}: output {} {:?}: max abs error {err:.2e} (largest |value| {scale:.3}, \
-             relative {:.2e}) vs onnxruntime",
-            info.name,
-            want.shape(),
-            err / scale.max(f64::MIN_POSITIVE)
-        );
-        assert!(
-            err <= 1e-4,
-            "{name}: output {}: max abs error {err} against onnxruntime (largest |value| \
-             {scale}), more than 1e-4",
-            info.name
-        );
+    // runs 1-3 fold, warm up and capture; run 4 replays: each is compared
+    for run in 1..=4 {
+        let outs = model.run(&feeds).expect("runs");
+        for (k, info) in model.outputs().iter().enumerate() {
+            let want = pb(&format!("full/{name}_output_{k}.pb"));
+            let got = &outs[&info.name];
+            assert_eq!(got.shape(), want.shape(), "{name}: output {}", info.name);
+            let (err, scale) = max_error(got, &want);
+            println!(
+                "{name} run {run}: output {} {:?}: max abs error {err:.2e} (largest |value| \
+                 {scale:.3}, relative {:.2e}) vs onnxruntime",
+                info.name,
+                want.shape(),
+                err / scale.max(f64::MIN_POSITIVE)
+            );
+            assert!(
+                err <= 1e-4,
+                "{name} run {run}: output {}: max abs error {err} against onnxruntime \
+                 (largest |value| {scale}), more than 1e-4",
+                info.name
+            );
+        }
     }
+    assert_eq!(model.replays(), 1, "{:?}", model.not_replayed());
 }
 
 /// torchvision's ResNet-50 (v1.5), batch 2, against onnxruntime.

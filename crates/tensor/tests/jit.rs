@@ -344,6 +344,56 @@ fn host_data_uploaded_inside_is_an_error() {
 }
 
 #[test]
+fn constant_uploads_are_replayed_and_changing_ones_are_never_captured() {
+    // the same table each call: replayed, and each replay reads the capture's upload
+    let mut jit = Jit::new(|x: &[Tensor]| {
+        let table: Vec<f32> = (0..x[0].numel()).map(|i| i as f32 * 0.5).collect();
+        vec![&x[0] + &Tensor::from_slice(&table, &[table.len()])]
+    })
+    .constant_uploads(true);
+    for k in 0..5 {
+        let x = input(k, 4);
+        let want: Vec<f32> = x
+            .to_vec::<f32>()
+            .iter()
+            .enumerate()
+            .map(|(i, v)| v + i as f32 * 0.5)
+            .collect();
+        assert_eq!(jit.call(&[x]).unwrap()[0].to_vec::<f32>(), want, "call {k}");
+    }
+    assert_eq!(jit.replays(), 3);
+    // a table that changes from call to call: the calls differ, so nothing is replayed
+    let mut k = 0;
+    let mut jit = Jit::new(|x: &[Tensor]| {
+        k += 1;
+        vec![&x[0] + &Tensor::from_slice(&[k as f32; 4], &[4])]
+    })
+    .constant_uploads(true);
+    let mut err = None;
+    for j in 0..4 {
+        match jit.call(&[input(0, 4)]) {
+            Ok(y) => {
+                let want: Vec<f32> = input(0, 4)
+                    .to_vec::<f32>()
+                    .iter()
+                    .map(|v| v + (j + 1) as f32)
+                    .collect();
+                assert_eq!(y[0].to_vec::<f32>(), want, "call {j}");
+            }
+            Err(e) => {
+                err = Some(e);
+                break;
+            }
+        }
+    }
+    assert_eq!(jit.replays(), 0);
+    match err {
+        Some(JitError::GraphChanged(m)) => assert!(m.contains("hashed"), "{m}"),
+        other => panic!("expected the calls to differ, got {other:?}"),
+    }
+}
+
+#[test]
 fn random_numbers_inside_are_drawn_anew_on_every_replay_as_without_the_jit() {
     let _rng = RNG.lock().unwrap_or_else(|e| e.into_inner());
     let f = |x: &Tensor| x * &Tensor::rand(&[8]) + Tensor::rand(&[8]).dropout(0.5);

@@ -481,16 +481,10 @@ pub(super) fn run(n: &Node) -> Result<Option<Vec<Tensor>>> {
         "Dropout" => {
             n.check_attrs(&["seed", "ratio", "is_test"])?;
             let x = n.input(0)?;
-            let training = match n.opt_input(2) {
-                Some(t) => t
-                    .cast(DType::BOOL)
-                    .try_to_vec::<bool>()
-                    .map_err(|e| n.err(e.to_string()))?
-                    .first()
-                    .copied()
-                    .unwrap_or(false),
-                None => false,
-            };
+            let training = n
+                .bools_input(2)?
+                .and_then(|v| v.first().copied())
+                .unwrap_or(false);
             let ratio = n
                 .floats_input(1)?
                 .and_then(|v| v.first().copied())

@@ -525,11 +525,8 @@ pub(super) fn run(n: &Node) -> Result<Option<Vec<Tensor>>> {
         "Compress" => {
             n.check_attrs(&["axis"])?;
             let x = n.input(0)?;
-            let cond: Vec<bool> = n
-                .input(1)?
-                .cast(DType::BOOL)
-                .try_to_vec::<bool>()
-                .map_err(|e| n.err(e.to_string()))?;
+            n.input(1)?;
+            let cond: Vec<bool> = n.bools_input(1)?.unwrap_or_default();
             let (x, axis) = if n.has("axis") {
                 let a = n.axis(n.int("axis", 0), x.ndim())?;
                 (x.clone(), a)

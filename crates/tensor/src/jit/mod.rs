@@ -43,7 +43,7 @@
 //!   [`OnMismatch::Recapture`]), or aliased differently (the same buffer passed twice, or an
 //!   input that is also a tensor the function reads);
 //! - a function that returns no tensor, uploads host data inside (`Tensor::from_slice`: pass it
-//!   as an input), reads a tensor's values back to the host inside (`item`, `to_vec`, `tolist`,
+//!   as an input, or declare it constant with [`Jit::constant_uploads`]), reads a tensor's values back to the host inside (`item`, `to_vec`, `tolist`,
 //!   or an op that does, as `masked_select`: a replay would keep what it made of them), leaves
 //!   an assigned tensor unrealized, or writes into a buffer that existed before;
 //! - kernels that differ between consecutive captures;
@@ -160,6 +160,9 @@ pub struct Jit<F> {
     vars: Vec<(Arc<str>, i64, i64)>,
     on_mismatch: OnMismatch,
     check: bool,
+    /// Whether host data the function uploads is the same on every call (see
+    /// [`Jit::constant_uploads`]).
+    constant_uploads: bool,
     /// `JIT=0`: every call runs the function normally.
     disabled: bool,
     /// Calls recorded since the last (re)start, and the last one's signature.
@@ -242,6 +245,7 @@ impl<F: JitFn> Jit<F> {
             vars: Vec::new(),
             on_mismatch: OnMismatch::Error,
             check: flag("JIT_CHECK").is_some_and(|v| v != "0"),
+            constant_uploads: false,
             disabled: flag("JIT").is_some_and(|v| v == "0"),
             recorded: 0,
             last: None,
@@ -294,6 +298,33 @@ impl<F: JitFn> Jit<F> {
     /// ```
     pub fn check_replays(mut self, check: bool) -> Jit<F> {
         self.check = check;
+        self
+    }
+
+    /// Whether the host data the function uploads (`Tensor::from_slice` and the like inside
+    /// it) depends only on the inputs' shapes and dtypes, never on their values: a replay then
+    /// reads what the capture uploaded instead of refusing the function. What a graph
+    /// interpreter uploads is of this kind (an ONNX model's constant tables, made from its
+    /// attributes and the inputs' shapes). The two calls that make a capture must upload the
+    /// same bytes (compared by hash): a function whose uploads changed between them is not
+    /// captured. Reading tensors back to the host inside the function stays refused (what it
+    /// made of the values would be replayed).
+    ///
+    /// ```
+    /// use tinygrad_tensor::{Jit, Tensor};
+    /// let mut scale = Jit::new(|x: &[Tensor]| {
+    ///     let table: Vec<f32> = (0..x[0].shape()[0]).map(|i| i as f32).collect();
+    ///     vec![&x[0] * Tensor::from_slice(&table, &[table.len()])]
+    /// })
+    /// .constant_uploads(true);
+    /// for k in 1..5 {
+    ///     let y = scale.call(&[Tensor::full(&[3], k as f32)]);
+    ///     assert_eq!(y.unwrap()[0].to_vec::<f32>(), vec![0.0, k as f32, 2.0 * k as f32]);
+    /// }
+    /// assert_eq!(scale.replays(), 2);
+    /// ```
+    pub fn constant_uploads(mut self, constant: bool) -> Jit<F> {
+        self.constant_uploads = constant;
         self
     }
 
@@ -442,7 +473,7 @@ impl<F: JitFn> Jit<F> {
             )));
         }
         let outs: Vec<Tensor> = recorded.outputs.iter().map(|(t, _)| t.clone()).collect();
-        let (sig, plan) = analyze(&recorded);
+        let (sig, plan) = analyze(&recorded, self.constant_uploads);
         self.recorded += 1;
         let same = self.last.as_ref().is_some_and(|l| *l == sig);
         if same {

@@ -207,13 +207,25 @@ pub(super) fn alias_pattern(bufs: &[Arc<Buffer>]) -> Vec<usize> {
         .collect()
 }
 
+/// A 64-bit FNV-1a hash of `bytes` (uploads are compared by it between two calls).
+fn hash(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
 pub(super) fn describe_buffer(b: &Buffer) -> String {
     format!("{}[{}] on {}", b.dtype, b.size, b.device)
 }
 
 /// Works out every buffer's role in a recorded call: the signature it is compared by, and the
 /// plan to replay it (or why it cannot be).
-pub(super) fn analyze(r: &Recorded) -> (Signature, Result<Plan, JitError>) {
+///
+/// With `constant_uploads` ([`Jit::constant_uploads`](super::Jit::constant_uploads)), a buffer
+/// the function uploaded from the host is fixed: a replay reads the capture's upload. Its role
+/// carries a hash of its bytes, so two calls that uploaded different data differ (and are not
+/// captured).
+pub(super) fn analyze(r: &Recorded, constant_uploads: bool) -> (Signature, Result<Plan, JitError>) {
     let uploaded: HashSet<u64> = r.rec.uploads.iter().copied().collect();
     let first_new = r.rec.first_buffer_id;
     // pre-existing handles that held each buffer when read
@@ -265,6 +277,16 @@ pub(super) fn analyze(r: &Recorded) -> (Signature, Result<Plan, JitError>) {
             // an empty buffer holds nothing that could differ from call to call
             fixed.insert(b.id(), b.clone());
             (Src::Fixed(b.id()), Role::Fixed(0))
+        } else if constant_uploads && uploaded.contains(&b.id()) {
+            // (a failed read hashes as unreadable: a role no other call can match)
+            let bytes = b.try_to_bytes().unwrap_or_default();
+            let what = format!(
+                "{} with bytes hashed {:016x}",
+                describe_buffer(b),
+                hash(&bytes)
+            );
+            fixed.insert(b.id(), b.clone());
+            (Src::Fixed(b.id()), Role::Upload(what))
         } else if b.id() >= first_new || uploaded.contains(&b.id()) {
             let what = describe_buffer(b);
             problem.get_or_insert_with(|| {

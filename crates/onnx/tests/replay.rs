@@ -1,0 +1,290 @@
+//! `OnnxModel::run` replays: per input signature, the values known before the run are folded,
+//! the rest is captured through a `Jit`, and later runs replay it — with outputs equal to a run
+//! node by node on every call, inputs of another shape recaptured, and graphs that read values
+//! back to the host (never replayable) run node by node each time.
+
+use std::collections::HashMap;
+
+use prost::Message;
+use tinygrad_onnx::OnnxModel;
+use tinygrad_onnx::proto::{
+    AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorProto,
+    TensorShapeProto, TypeProto, ValueInfoProto, tensor_shape_proto, type_proto,
+};
+use tinygrad_tensor::Tensor;
+
+const FLOAT: i32 = 1;
+const INT64: i32 = 7;
+
+/// A graph value: `dims` < 0 are symbolic (named `d<k>`).
+fn value(name: &str, elem: i32, dims: &[i64]) -> ValueInfoProto {
+    let dim = dims
+        .iter()
+        .enumerate()
+        .map(|(k, &d)| tensor_shape_proto::Dimension {
+            value: Some(if d < 0 {
+                tensor_shape_proto::dimension::Value::DimParam(format!("d{k}"))
+            } else {
+                tensor_shape_proto::dimension::Value::DimValue(d)
+            }),
+            ..Default::default()
+        })
+        .collect();
+    ValueInfoProto {
+        name: Some(name.into()),
+        r#type: Some(TypeProto {
+            value: Some(type_proto::Value::TensorType(type_proto::Tensor {
+                elem_type: Some(elem),
+                shape: Some(TensorShapeProto { dim }),
+            })),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+fn node(op: &str, inputs: &[&str], outputs: &[&str], attribute: Vec<AttributeProto>) -> NodeProto {
+    NodeProto {
+        input: inputs.iter().map(|s| s.to_string()).collect(),
+        output: outputs.iter().map(|s| s.to_string()).collect(),
+        op_type: Some(op.into()),
+        attribute,
+        ..Default::default()
+    }
+}
+
+fn ints_init(name: &str, v: &[i64], dims: &[i64]) -> TensorProto {
+    TensorProto {
+        name: Some(name.into()),
+        data_type: Some(INT64),
+        dims: dims.to_vec(),
+        int64_data: v.to_vec(),
+        ..Default::default()
+    }
+}
+
+fn floats_init(name: &str, v: &[f32], dims: &[i64]) -> TensorProto {
+    TensorProto {
+        name: Some(name.into()),
+        data_type: Some(FLOAT),
+        dims: dims.to_vec(),
+        float_data: v.to_vec(),
+        ..Default::default()
+    }
+}
+
+fn model(
+    nodes: Vec<NodeProto>,
+    initializer: Vec<TensorProto>,
+    input: Vec<ValueInfoProto>,
+    output: Vec<ValueInfoProto>,
+) -> OnnxModel {
+    let m = ModelProto {
+        ir_version: Some(8),
+        opset_import: vec![OperatorSetIdProto {
+            domain: Some(String::new()),
+            version: Some(17),
+        }],
+        graph: Some(GraphProto {
+            node: nodes,
+            name: Some("g".into()),
+            initializer,
+            input,
+            output,
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    OnnxModel::from_bytes(&m.encode_to_vec(), "CPU").expect("decodes")
+}
+
+/// Exporter-style shape arithmetic (Shape, Gather, Unsqueeze, Concat into a Reshape), a
+/// weight transposed ahead (folded), a MatMul and a Resize (whose interpolation tables are
+/// uploaded from the host): `y = relu(reshape(x, [n, 2, 2]) @ w^T)`, `z = resize(x, 2x)`.
+fn shape_arithmetic_model() -> OnnxModel {
+    let resize_mode = AttributeProto {
+        name: Some("mode".into()),
+        r#type: Some(3),
+        s: Some(b"linear".to_vec()),
+        ..Default::default()
+    };
+    model(
+        vec![
+            node("Shape", &["x"], &["s"], vec![]),
+            node("Gather", &["s", "zero"], &["n"], vec![]),
+            node("Unsqueeze", &["n", "axes"], &["n1"], vec![]),
+            node(
+                "Concat",
+                &["n1", "two_two"],
+                &["shape"],
+                vec![AttributeProto {
+                    name: Some("axis".into()),
+                    r#type: Some(2),
+                    i: Some(0),
+                    ..Default::default()
+                }],
+            ),
+            node("Reshape", &["x", "shape"], &["r"], vec![]),
+            node("Transpose", &["w"], &["wt"], vec![]),
+            node("MatMul", &["r", "wt"], &["m"], vec![]),
+            node("Relu", &["m"], &["y"], vec![]),
+            node("Reshape", &["x", "four_d"], &["x4"], vec![]),
+            node("Resize", &["x4", "", "scales"], &["z"], vec![resize_mode]),
+        ],
+        vec![
+            ints_init("zero", &[0], &[]),
+            ints_init("axes", &[0], &[1]),
+            ints_init("two_two", &[2, 2], &[2]),
+            ints_init("four_d", &[1, 1, -1, 4], &[4]),
+            floats_init("w", &[0.5, -1.0, 2.0, 0.25], &[2, 2]),
+            floats_init("scales", &[1.0, 1.0, 2.0, 2.0], &[4]),
+        ],
+        vec![value("x", FLOAT, &[-1, 4])],
+        vec![
+            value("y", FLOAT, &[-1, 2, 2]),
+            value("z", FLOAT, &[1, 1, -1, 8]),
+        ],
+    )
+}
+
+fn x_of(n: usize, k: usize) -> Tensor {
+    let v: Vec<f32> = (0..n * 4)
+        .map(|i| ((i * 7 + k * 5) % 13) as f32 * 0.5 - 3.0)
+        .collect();
+    Tensor::from_slice(&v, &[n, 4])
+}
+
+fn run(m: &OnnxModel, x: &Tensor) -> (Vec<f32>, Vec<f32>) {
+    let out = m
+        .run(&HashMap::from([("x".to_string(), x.clone())]))
+        .expect("runs");
+    (out["y"].to_vec::<f32>(), out["z"].to_vec::<f32>())
+}
+
+/// `relu(reshape(x, [n, 2, 2]) @ w^T)` computed here.
+fn want_y(x: &Tensor) -> Vec<f32> {
+    let v = x.to_vec::<f32>();
+    let w = [[0.5f32, -1.0], [2.0, 0.25]];
+    v.chunks(2)
+        .flat_map(|row| (0..2).map(move |j| (row[0] * w[j][0] + row[1] * w[j][1]).max(0.0)))
+        .collect()
+}
+
+#[test]
+fn a_model_replays_with_outputs_equal_to_runs_node_by_node() {
+    let m = shape_arithmetic_model();
+    for k in 0..6 {
+        let x = x_of(3, k);
+        let (y, z) = run(&m, &x);
+        assert_eq!(y, want_y(&x), "run {k}");
+        // each run's Resize equals a fresh model's first run (node by node) on the same input
+        let (_, z_fresh) = run(&shape_arithmetic_model(), &x);
+        assert_eq!(z, z_fresh, "run {k}");
+    }
+    assert_eq!(
+        m.replays(),
+        3,
+        "runs 1-3 fold, warm up and capture; 4-6 replay"
+    );
+    assert!(m.not_replayed().is_empty(), "{:?}", m.not_replayed());
+}
+
+#[test]
+fn inputs_of_another_shape_are_another_capture_never_a_stale_one() {
+    let m = shape_arithmetic_model();
+    for k in 0..12 {
+        let n = if k % 2 == 0 { 3 } else { 5 };
+        let x = x_of(n, k);
+        let (y, z) = run(&m, &x);
+        assert_eq!(y, want_y(&x), "run {k} with {n} rows");
+        assert_eq!(z.len(), n * 2 * 8, "run {k}");
+        let (_, z_fresh) = run(&shape_arithmetic_model(), &x);
+        assert_eq!(z, z_fresh, "run {k}");
+    }
+    assert_eq!(
+        m.replays(),
+        6,
+        "each shape: 3 runs to capture, then 3 replays"
+    );
+}
+
+#[test]
+fn a_graph_that_reads_values_back_runs_node_by_node_each_time() {
+    // NonZero's output size depends on x's values: a replay would keep the first one's
+    let m = model(
+        vec![
+            node("Relu", &["x"], &["r"], vec![]),
+            node("NonZero", &["r"], &["y"], vec![]),
+        ],
+        vec![],
+        vec![value("x", FLOAT, &[6])],
+        vec![value("y", INT64, &[1, -1])],
+    );
+    for k in 0..6 {
+        let v: Vec<f32> = (0..6)
+            .map(|i| if (i + k) % 3 == 0 { 1.0 } else { -1.0 })
+            .collect();
+        let want: Vec<i64> = (0..6).filter(|i| v[*i as usize] > 0.0).collect();
+        let out = m
+            .run(&HashMap::from([(
+                "x".to_string(),
+                Tensor::from_slice(&v, &[6]),
+            )]))
+            .expect("runs");
+        assert_eq!(out["y"].to_vec::<i64>(), want, "run {k}");
+    }
+    assert_eq!(m.replays(), 0);
+    let why = m.not_replayed();
+    assert_eq!(why.len(), 1, "{why:?}");
+    assert!(why[0].contains("read"), "{why:?}");
+}
+
+#[test]
+fn a_branch_on_a_shape_is_known_before_the_run_and_replays() {
+    // If(size(x) > 8): x * 2, else -x — the condition comes from the shape only
+    let branch = |name: &str, op: &str, inputs: &[&str]| AttributeProto {
+        name: Some(name.into()),
+        r#type: Some(5),
+        g: Some(GraphProto {
+            node: vec![node(op, inputs, &[&format!("{name}_out")], vec![])],
+            name: Some(name.into()),
+            output: vec![value(&format!("{name}_out"), FLOAT, &[-1])],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let m = model(
+        vec![
+            node("Size", &["x"], &["size"], vec![]),
+            node("Greater", &["size", "eight"], &["big"], vec![]),
+            node(
+                "If",
+                &["big"],
+                &["y"],
+                vec![
+                    branch("then_branch", "Mul", &["x", "two"]),
+                    branch("else_branch", "Neg", &["x"]),
+                ],
+            ),
+        ],
+        vec![
+            ints_init("eight", &[8], &[]),
+            floats_init("two", &[2.0], &[]),
+        ],
+        vec![value("x", FLOAT, &[-1])],
+        vec![value("y", FLOAT, &[-1])],
+    );
+    for k in 0..12 {
+        let n = if k % 2 == 0 { 6 } else { 10 };
+        let v: Vec<f32> = (0..n).map(|i| (i + k) as f32 - 4.0).collect();
+        let want: Vec<f32> = v.iter().map(|x| if n > 8 { x * 2.0 } else { -x }).collect();
+        let out = m
+            .run(&HashMap::from([(
+                "x".to_string(),
+                Tensor::from_slice(&v, &[n]),
+            )]))
+            .expect("runs");
+        assert_eq!(out["y"].to_vec::<f32>(), want, "run {k} with {n} values");
+    }
+    assert_eq!(m.replays(), 6, "{:?}", m.not_replayed());
+}
