@@ -4,7 +4,7 @@
 use tinygrad_tensor::{DType, Tensor};
 
 use crate::error::Result;
-use crate::model::{Scope, run_graph};
+use crate::model::{Scope, graph_id, run_graph};
 use crate::narrow::Narrow;
 use crate::node::Node;
 use crate::proto::{GraphProto, NodeProto};
@@ -29,11 +29,14 @@ fn run_scoped(
     device: &str,
 ) -> Result<Vec<Tensor>> {
     let mut env = outer.clone();
+    env.graph = graph_id(g);
     for t in &g.initializer {
-        env.bind(
+        // constants: known before the run (nodes reading only them fold)
+        env.bind_known(
             t.name.clone().unwrap_or_default(),
             to_tensor(t, None, device)?,
             Narrow::of(t.data_type.unwrap_or(0)),
+            None,
         );
     }
     for (name, t) in bound {
@@ -78,13 +81,39 @@ pub(crate) fn run_if(
     device: &str,
 ) -> Result<Vec<Tensor>> {
     node.check_attrs(&["then_branch", "else_branch"])?;
-    node.input(0)?;
+    let cond = node.input(0)?;
+    if cond.numel() != 1 {
+        return Err(node.err(format!(
+            "condition of shape {:?}: expected one value",
+            cond.shape()
+        )));
+    }
+    let (then_g, else_g) = (
+        subgraph(node, p, "then_branch")?,
+        subgraph(node, p, "else_branch")?,
+    );
+    if node.host_input(0).is_none() {
+        // a condition on the values (not known before the run): both branches, selected on
+        // the device where they give outputs of the same shapes and dtypes (no host read, so
+        // the run can be replayed); otherwise the condition is read back
+        let both = run_scoped(node, then_g, env, vec![], opset, device)
+            .and_then(|t| run_scoped(node, else_g, env, vec![], opset, device).map(|e| (t, e)));
+        if let Ok((t, e)) = both
+            && t.len() == e.len()
+            && t.iter()
+                .zip(&e)
+                .all(|(a, b)| a.shape() == b.shape() && a.dtype() == b.dtype())
+        {
+            let c = cond.cast(DType::BOOL).reshape(&[] as &[isize]);
+            return Ok(t.iter().zip(&e).map(|(a, b)| c.where_(a, b)).collect());
+        }
+    }
     let branch = if single_bool(node, node.bools_input(0)?.unwrap_or_default())? {
-        "then_branch"
+        then_g
     } else {
-        "else_branch"
+        else_g
     };
-    run_scoped(node, subgraph(node, p, branch)?, env, vec![], opset, device)
+    run_scoped(node, branch, env, vec![], opset, device)
 }
 
 /// ONNX's `Loop`: the body run on the host while the trip count and condition allow; carried

@@ -14,7 +14,7 @@ use crate::error::{OnnxError, Result};
 use crate::narrow::Narrow;
 use crate::node::{HostValues, Node};
 use crate::proto::{GraphProto, ModelProto, NodeProto, ValueInfoProto, type_proto};
-use crate::replay::{Folded, Replays};
+use crate::replay::{Folded, KnownValue, Replays};
 use crate::tensor_proto::{container_of, to_tensor};
 
 /// One dimension of a declared input or output shape.
@@ -256,7 +256,7 @@ impl Core {
 
     /// The scope a run starts from: the initializers (known before the run, with host copies
     /// of the small ones) and the inputs.
-    fn scope(&self, feeds: &[Tensor]) -> Scope {
+    fn scope(&self, feeds: &[Tensor], keyed: &[Option<Arc<HostValues>>]) -> Scope {
         let mut env = Scope {
             values: self
                 .initializers
@@ -269,9 +269,14 @@ impl Core {
                 .keys()
                 .map(|k| (k.clone(), self.initializer_host.get(k).cloned()))
                 .collect(),
+            ..Scope::default()
         };
-        for (info, t) in self.inputs.iter().zip(feeds) {
-            env.bind(info.name.clone(), t.clone(), info.narrow);
+        for (k, (info, t)) in self.inputs.iter().zip(feeds).enumerate() {
+            match keyed.get(k).cloned().flatten() {
+                // an input whose values are part of the replay's signature
+                Some(h) => env.bind_known(info.name.clone(), t.clone(), info.narrow, Some(h)),
+                None => env.bind(info.name.clone(), t.clone(), info.narrow),
+            }
         }
         env
     }
@@ -304,76 +309,105 @@ impl Core {
 
     /// Runs every node.
     pub(crate) fn run_plain(&self, feeds: &[Tensor]) -> Result<Vec<Tensor>> {
-        let mut env = self.scope(feeds);
-        run_nodes(&self.graph.node, &mut env, self.opset, &self.device, None)?;
+        let mut env = self.scope(feeds, &[]);
+        run_graph(&self.graph.node, &mut env, self.opset, &self.device)?;
         self.outputs_of(&env)
     }
 
-    /// Runs every node, and folds: the values known before the run that a later run needs
-    /// (read by a node that is not known, or a graph output) are realized and kept, with host
+    /// Runs every node, and folds: the values known before the run (`keyed`: the inputs whose
+    /// values are part of the signature, with them) that a later run needs (read by a node that
+    /// is not known, or a graph output; any inside a subgraph) are realized and kept, with host
     /// copies of the small ones, next to the nodes left to run.
-    pub(crate) fn run_folding(&self, feeds: &[Tensor]) -> Result<(Vec<Tensor>, Folded)> {
-        let mut env = self.scope(feeds);
+    pub(crate) fn run_folding(
+        &self,
+        feeds: &[Tensor],
+        keyed: Vec<Option<Arc<HostValues>>>,
+    ) -> Result<(Vec<Tensor>, Folded)> {
+        let mut env = self.scope(feeds, &keyed);
+        let sink = Arc::new(Mutex::new(Vec::new()));
+        env.fold_sink = Some(sink.clone());
         let mut folded_nodes = vec![];
-        let nodes = &self.graph.node;
+        let nodes: Vec<&NodeProto> = self.graph.node.iter().collect();
         run_nodes(
-            nodes,
+            &nodes,
             &mut env,
             self.opset,
             &self.device,
             Some(&mut folded_nodes),
         )?;
         let folded: HashSet<usize> = folded_nodes.into_iter().collect();
-        let rest: Vec<NodeProto> = nodes
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| !folded.contains(i))
-            .map(|(_, p)| p.clone())
-            .collect();
+        let rest: Vec<usize> = (0..nodes.len()).filter(|i| !folded.contains(i)).collect();
         let mut needed: HashSet<String> = self.outputs.iter().map(|o| o.name.clone()).collect();
-        names_read(&rest, &mut needed);
-        let mut values = vec![];
+        names_read(rest.iter().map(|&i| nodes[i]), &mut needed);
+        let mut top = vec![];
         for &i in &folded {
             for name in &nodes[i].output {
                 if let Some(t) = env.values.get(name).filter(|_| needed.contains(name)) {
-                    values.push((name.clone(), t.clone(), env.narrow.get(name).copied()));
+                    top.push((name.clone(), t.clone(), env.narrow.get(name).copied()));
                 }
             }
         }
-        let refs: Vec<&Tensor> = values.iter().map(|(_, t, _)| t).collect();
+        // a loop body records its values on every iteration: the last is kept (all are equal)
+        let nested: IndexMap<(usize, String), (Tensor, Option<Narrow>)> =
+            std::mem::take(&mut *sink.lock().unwrap_or_else(|p| p.into_inner()))
+                .into_iter()
+                .map(|(g, name, t, narrow)| ((g, name), (t, narrow)))
+                .collect();
+        let refs: Vec<&Tensor> = top
+            .iter()
+            .map(|(_, t, _)| t)
+            .chain(nested.values().map(|(t, _)| t))
+            .collect();
         Tensor::try_realize_all(&refs).map_err(|e| OnnxError::Run {
             message: format!("realizing the values known before the run: {e}"),
         })?;
-        let mut kept = Vec::with_capacity(values.len());
-        for (name, t, narrow) in values {
+        let with_host = |name: String, t: Tensor, narrow: Option<Narrow>| {
             let host = HostValues::read(&t).map_err(|message| OnnxError::Run {
                 message: format!("reading {name:?} back: {message}"),
             })?;
-            kept.push((name, t, narrow, host.map(Arc::new)));
-        }
+            Ok((name, t, narrow, host.map(Arc::new)))
+        };
+        let values = top
+            .into_iter()
+            .map(|(name, t, narrow)| with_host(name, t, narrow))
+            .collect::<Result<Vec<_>>>()?;
+        let nested = nested
+            .into_iter()
+            .map(|((g, name), (t, narrow))| Ok(((g, name.clone()), with_host(name, t, narrow)?)))
+            .collect::<Result<HashMap<_, _>>>()?;
         let outs = self.outputs_of(&env)?;
-        Ok((outs, Folded { values: kept, rest }))
+        Ok((
+            outs,
+            Folded {
+                values,
+                rest,
+                nested: Arc::new(nested),
+                keyed,
+            },
+        ))
     }
 
     /// Runs the nodes left after `folded`, with its values.
     pub(crate) fn run_folded(&self, feeds: &[Tensor], folded: &Folded) -> Result<Vec<Tensor>> {
-        let mut env = self.scope(feeds);
+        let mut env = self.scope(feeds, &folded.keyed);
+        env.precomputed = Some(folded.nested.clone());
         for (name, t, narrow, host) in &folded.values {
             env.bind_known(name.clone(), t.clone(), *narrow, host.clone());
         }
-        run_nodes(&folded.rest, &mut env, self.opset, &self.device, None)?;
+        let rest: Vec<&NodeProto> = folded.rest.iter().map(|&i| &self.graph.node[i]).collect();
+        run_nodes(&rest, &mut env, self.opset, &self.device, None)?;
         self.outputs_of(&env)
     }
 }
 
 /// Every value name `nodes` read, their subgraphs' nodes included (a subgraph reads the
 /// enclosing graph's values by name).
-fn names_read(nodes: &[NodeProto], out: &mut HashSet<String>) {
+fn names_read<'a>(nodes: impl Iterator<Item = &'a NodeProto>, out: &mut HashSet<String>) {
     for p in nodes {
         out.extend(p.input.iter().filter(|n| !n.is_empty()).cloned());
         for a in &p.attribute {
             for g in a.g.iter().chain(&a.graphs) {
-                names_read(&g.node, out);
+                names_read(g.node.iter(), out);
                 out.extend(g.output.iter().filter_map(|o| o.name.clone()));
             }
         }
@@ -391,6 +425,22 @@ pub(crate) struct Scope {
     /// The values known before the model runs (initializers, constants, shapes, and values
     /// computed from them only), with host copies of those read back.
     pub known: HashMap<String, Option<Arc<HostValues>>>,
+    /// The subgraph this scope runs ([`graph_id`]; 0 for the main graph).
+    pub graph: usize,
+    /// In a folding run: where nodes inside subgraphs whose values are known before the run
+    /// record them.
+    pub fold_sink: Option<Arc<Mutex<Vec<NestedValue>>>>,
+    /// In later runs: those values, by subgraph and name (their nodes are not run again).
+    pub precomputed: Option<Arc<HashMap<(usize, String), KnownValue>>>,
+}
+
+/// A subgraph's value known before the run: subgraph, name, tensor, narrow tag.
+pub(crate) type NestedValue = (usize, String, Tensor, Option<Narrow>);
+
+/// A subgraph's identity in a run: its address inside the model (which never moves: the
+/// model's graph is behind an `Arc`).
+pub(crate) fn graph_id(g: &GraphProto) -> usize {
+    g as *const GraphProto as usize
 }
 
 impl Scope {
@@ -520,19 +570,38 @@ pub(crate) fn run_graph(
     opset: i64,
     device: &str,
 ) -> Result<()> {
-    run_nodes(nodes, env, opset, device, None)
+    let nodes: Vec<&NodeProto> = nodes.iter().collect();
+    run_nodes(&nodes, env, opset, device, None)
 }
 
-/// [`run_graph`], and with `folded`, marks the outputs of nodes known before the run as known
-/// and lists those nodes (by index).
+/// [`run_graph`]. In a folding run (`env.fold_sink`), the outputs of nodes known before the run
+/// are marked known; the main graph's such nodes are listed in `folded` (by index), a
+/// subgraph's recorded in the sink. In later runs, a subgraph node whose outputs were recorded
+/// (`env.precomputed`) is not run: its values are bound.
 fn run_nodes(
-    nodes: &[NodeProto],
+    nodes: &[&NodeProto],
     env: &mut Scope,
     opset: i64,
     device: &str,
     mut folded: Option<&mut Vec<usize>>,
 ) -> Result<()> {
-    for (index, p) in nodes.iter().enumerate() {
+    for (index, &p) in nodes.iter().enumerate() {
+        if env.graph != 0
+            && let Some(pre) = env.precomputed.clone()
+        {
+            let values: Option<Vec<&KnownValue>> = p
+                .output
+                .iter()
+                .filter(|o| !o.is_empty())
+                .map(|o| pre.get(&(env.graph, o.clone())))
+                .collect();
+            if let Some(values) = values.filter(|v| !v.is_empty()) {
+                for (name, t, narrow, host) in values {
+                    env.bind_known(name.clone(), t.clone(), *narrow, host.clone());
+                }
+                continue;
+            }
+        }
         let op = p.op_type.as_deref().unwrap_or("");
         let node_name = || {
             p.name
@@ -578,7 +647,7 @@ fn run_nodes(
         let node = Node::new(p, opset, args, device)
             .with_narrow(tags.clone())
             .with_host(host);
-        let known = folded.is_some() && is_known(p, env);
+        let known = env.fold_sink.is_some() && is_known(p, env);
         let out_tag = narrow_outputs(&node, p, &tags)?;
         let outs = match op {
             "If" => crate::control::run_if(&node, p, env, opset, device)?,
@@ -603,12 +672,21 @@ fn run_nodes(
         for (name, t) in p.output.iter().zip(outs) {
             if name.is_empty() {
             } else if known {
+                if env.graph != 0
+                    && let Some(sink) = &env.fold_sink
+                {
+                    let mut sink = sink.lock().unwrap_or_else(|p| p.into_inner());
+                    sink.push((env.graph, name.clone(), t.clone(), out_tag));
+                }
                 env.bind_known(name.clone(), t, out_tag, None);
             } else {
                 env.bind(name.clone(), t, out_tag);
             }
         }
-        if known && let Some(f) = folded.as_deref_mut() {
+        if known
+            && env.graph == 0
+            && let Some(f) = folded.as_deref_mut()
+        {
             f.push(index);
         }
     }

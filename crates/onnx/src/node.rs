@@ -66,7 +66,8 @@ impl<'a> Node<'a> {
         self
     }
 
-    fn host_input(&self, i: usize) -> Option<&HostValues> {
+    /// Input `i`'s host copy, when its values are known before the run.
+    pub fn host_input(&self, i: usize) -> Option<&HostValues> {
         self.host.get(i).and_then(Option::as_deref)
     }
 

@@ -7,6 +7,7 @@
 //! from its attributes and the shapes) differ between the two calls that make it; such a
 //! signature's runs go node by node. Inputs of another shape or dtype are another signature.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use indexmap::IndexMap;
@@ -17,13 +18,13 @@ use crate::error::{OnnxError, Result};
 use crate::model::Core;
 use crate::narrow::Narrow;
 use crate::node::HostValues;
-use crate::proto::NodeProto;
 
 /// Input signatures kept at once (each with its capture); the oldest is dropped for a new one.
 pub(crate) const MAX_SIGNATURES: usize = 8;
 
-/// The shapes and dtypes of a run's inputs, in the model's input order.
-type Key = Vec<(Vec<usize>, DType)>;
+/// The shapes and dtypes of a run's inputs, in the model's input order, with the values of
+/// those that are part of the signature ([`MAX_KEYED_VALUES`]).
+type Key = Vec<(Vec<usize>, DType, Option<Vec<i64>>)>;
 
 /// The function a signature's `Jit` captures.
 type RunFn = Box<dyn FnMut(&[Tensor]) -> Vec<Tensor> + Send>;
@@ -35,8 +36,29 @@ pub(crate) type KnownValue = (String, Tensor, Option<Narrow>, Option<Arc<HostVal
 pub(crate) struct Folded {
     /// The known values later nodes or the graph's outputs read.
     pub(crate) values: Vec<KnownValue>,
-    /// The nodes left to run, in order.
-    pub(crate) rest: Vec<NodeProto>,
+    /// The main graph's nodes left to run (indices, in order).
+    pub(crate) rest: Vec<usize>,
+    /// The values of subgraph nodes known before the run, by subgraph and name.
+    pub(crate) nested: Arc<HashMap<(usize, String), KnownValue>>,
+    /// The inputs whose values are part of the signature, with them (by input position).
+    pub(crate) keyed: Vec<Option<Arc<HostValues>>>,
+}
+
+/// Integer and boolean inputs of at most this many values are part of a run's signature (read
+/// on every run): a model that branches on one (silero-vad's sample rate) is captured once per
+/// value, its branch known ahead.
+pub(crate) const MAX_KEYED_VALUES: usize = 16;
+
+/// The host copy of an input whose values are part of the signature, or `None`.
+fn keyed_values(t: &Tensor) -> Result<Option<Arc<HostValues>>> {
+    if !(t.dtype().is_int() || t.dtype() == DType::BOOL) || t.numel() > MAX_KEYED_VALUES {
+        return Ok(None);
+    }
+    HostValues::read(t)
+        .map(|h| h.map(Arc::new))
+        .map_err(|message| OnnxError::Run {
+            message: format!("reading a small integer input: {message}"),
+        })
 }
 
 /// How a signature's later runs go.
@@ -68,11 +90,23 @@ impl Replays {
     /// Runs the model on `feeds` (its inputs in order, checked): folding on a new signature's
     /// first run, through its `Jit` after.
     pub(crate) fn run(&mut self, core: &Arc<Core>, feeds: &[Tensor]) -> Result<Vec<Tensor>> {
-        let key: Key = feeds.iter().map(|t| (t.shape(), t.dtype())).collect();
+        let keyed = feeds.iter().map(keyed_values).collect::<Result<Vec<_>>>()?;
+        let key: Key = feeds
+            .iter()
+            .zip(&keyed)
+            .map(|(t, h)| {
+                let values = h.as_ref().map(|h| {
+                    h.ints
+                        .clone()
+                        .unwrap_or_else(|| h.floats.iter().map(|&v| i64::from(v != 0.0)).collect())
+                });
+                (t.shape(), t.dtype(), values)
+            })
+            .collect();
         if let Some(entry) = self.entries.get_mut(&key) {
             return entry.run(core, feeds);
         }
-        let (outs, folded) = core.run_folding(feeds)?;
+        let (outs, folded) = core.run_folding(feeds, keyed)?;
         if self.entries.len() >= MAX_SIGNATURES
             && let Some((_, old)) = self.entries.shift_remove_index(0)
         {

@@ -288,3 +288,90 @@ fn a_branch_on_a_shape_is_known_before_the_run_and_replays() {
     }
     assert_eq!(m.replays(), 6, "{:?}", m.not_replayed());
 }
+
+#[test]
+fn a_branch_on_the_values_runs_both_branches_and_replays() {
+    // If(sum(x) > 0): x * 2, else -x — both branches give [n]: selected on the device
+    let branch = |name: &str, op: &str, inputs: &[&str]| AttributeProto {
+        name: Some(name.into()),
+        r#type: Some(5),
+        g: Some(GraphProto {
+            node: vec![node(op, inputs, &[&format!("{name}_out")], vec![])],
+            name: Some(name.into()),
+            output: vec![value(&format!("{name}_out"), FLOAT, &[-1])],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let m = model(
+        vec![
+            node("ReduceSum", &["x"], &["s"], vec![]),
+            node("Greater", &["s", "zero"], &["positive"], vec![]),
+            node(
+                "If",
+                &["positive"],
+                &["y"],
+                vec![
+                    branch("then_branch", "Mul", &["x", "two"]),
+                    branch("else_branch", "Neg", &["x"]),
+                ],
+            ),
+        ],
+        vec![
+            floats_init("zero", &[0.0], &[]),
+            floats_init("two", &[2.0], &[]),
+        ],
+        vec![value("x", FLOAT, &[4])],
+        vec![value("y", FLOAT, &[4])],
+    );
+    for k in 0..8 {
+        let sign = if k % 3 == 0 { -1.0 } else { 1.0 };
+        let v: Vec<f32> = (0..4).map(|i| sign * (i + k) as f32).collect();
+        let want: Vec<f32> = if v.iter().sum::<f32>() > 0.0 {
+            v.iter().map(|x| x * 2.0).collect()
+        } else {
+            v.iter().map(|x| -x).collect()
+        };
+        let out = m
+            .run(&HashMap::from([(
+                "x".to_string(),
+                Tensor::from_slice(&v, &[4]),
+            )]))
+            .expect("runs");
+        assert_eq!(out["y"].to_vec::<f32>(), want, "run {k}");
+    }
+    assert_eq!(m.replays(), 5, "{:?}", m.not_replayed());
+}
+
+#[test]
+fn small_integer_inputs_are_part_of_the_signature() {
+    // y = expand(x, shape): the shape input's values decide the output's shape
+    let m = model(
+        vec![node("Expand", &["x", "shape"], &["y"], vec![])],
+        vec![],
+        vec![value("x", FLOAT, &[1, 3]), value("shape", INT64, &[2])],
+        vec![value("y", FLOAT, &[-1, 3])],
+    );
+    let x = Tensor::from_slice(&[1.0f32, 2.0, 3.0], &[1, 3]);
+    for k in 0..10 {
+        let rows = if k % 2 == 0 { 2 } else { 4 };
+        let shape = Tensor::from_slice(&[rows as i64, 3], &[2]);
+        let out = m
+            .run(&HashMap::from([
+                ("x".to_string(), x.clone()),
+                ("shape".to_string(), shape),
+            ]))
+            .expect("runs");
+        assert_eq!(out["y"].shape(), vec![rows, 3], "run {k}");
+        assert_eq!(
+            out["y"].to_vec::<f32>(),
+            [1.0, 2.0, 3.0].repeat(rows),
+            "run {k}"
+        );
+    }
+    assert_eq!(
+        m.replays(),
+        4,
+        "each shape value: 3 runs to capture, then 2 replays"
+    );
+}

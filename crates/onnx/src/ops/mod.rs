@@ -129,6 +129,7 @@ pub const SUPPORTED: &[&str] = &[
     "LpNormalization",
     "LpPool",
     "MatMul",
+    "MatMulInteger",
     "Max",
     "MaxPool",
     "Mean",

