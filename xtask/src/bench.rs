@@ -59,6 +59,11 @@
 //!   (random weights): time to the first token in a cold process (compiles included) vs warm,
 //!   a 128-token prefill, and greedy decode per token (Jit + Variable KV length), the last two
 //!   vs PyTorch eager on the same weights.
+//! - `onnx_real_NAME` (`onnx_real` selects all 15): the real trained models of
+//!   `crates/onnx/tests/real_models.rs` (OCR, detection, voice activity, wake-word, int8
+//!   encoders, ...; `crates/onnx/scripts/fetch_real_models.sh` fetches them; skipped, saying
+//!   why, without them): a warm (replayed) run with its first output read back, ms, vs
+//!   onnxruntime on the same file and inputs; their geometric mean is printed after the table.
 //! - `gguf_smollm2_decode`, `gguf_smollm2_prefill`, `gguf_smollm2_ttft`, `gguf_gemma3_decode`,
 //!   `gguf_gemma3_prefill`, `gguf_gemma3_ttft`: real quantized LLMs loaded from their GGUF files
 //!   (SmolLM2-135M Q4_1, Gemma-3-270M Q4_K_M; skipped, saying why, unless fetched): decode and
@@ -156,7 +161,7 @@ type BenchFn = Box<dyn Fn(&Opts) -> Option<Row>>;
 
 /// The benchmarks: key (selects it), part of `--quick`, function.
 fn benches() -> Vec<(&'static str, bool, BenchFn)> {
-    vec![
+    let mut rows: Vec<(&'static str, bool, BenchFn)> = vec![
         ("matmul256", true, Box::new(|o| Some(bench_matmul(256, o)))),
         ("matmul512", false, Box::new(|o| Some(bench_matmul(512, o)))),
         (
@@ -323,7 +328,19 @@ fn benches() -> Vec<(&'static str, bool, BenchFn)> {
             false,
             Box::new(|o| device::bench_resident(device::Job::Mnist, o)),
         ),
-    ]
+    ];
+    let at = rows
+        .iter()
+        .position(|(k, _, _)| *k == "onnx_resnet50_16")
+        .expect("the ResNet-50 rows")
+        + 1;
+    for (k, &(key, name)) in onnx::REAL_MODELS.iter().enumerate() {
+        rows.insert(
+            at + k,
+            (key, false, Box::new(move |o| onnx::bench_real(name, o))),
+        );
+    }
+    rows
 }
 
 /// The keys of all rows, in order (for the help text).
@@ -385,6 +402,10 @@ pub fn run(o: &Opts) -> Result<(), String> {
             print_line(&l);
         }
         rows.push(row);
+    }
+    if let Some(geo) = onnx::real_geomean(&rows) {
+        println!();
+        println!("{geo}");
     }
     if let Some(path) = &o.json {
         std::fs::write(path, to_json(&rows)).map_err(|e| format!("{}: {e}", path.display()))?;

@@ -311,6 +311,11 @@ class Ctx:
         return self.sessions[name]
 
 
+# Models whose outputs are also computed by onnx's reference evaluator, which decides where it
+# and onnxruntime differ by more than REL_TOL (the f16/int8 ones always are).
+REFEVAL_ALSO = {"oww_hey_jarvis"}
+
+
 def write_pb(arr, name, path):
     with open(path, "wb") as f:
         # (np.ascontiguousarray would make a scalar 1-d: keep its shape)
@@ -410,7 +415,9 @@ def main():
             entry["load_avg_1m_when_timed"] = os.getloadavg()[0]
         entry["ort"] = f"onnxruntime {ort.__version__} CPU, intra_op {THREADS}, inter_op 1, median of 20 after 3 warm-ups"
 
-        if wdtype in ("f16", "int8"):
+        # also where onnxruntime's approximations show: its sigmoid differs from the reference
+        # evaluator (and an f64 evaluation) by 0.5% on hey_jarvis's probability near 1e-5
+        if wdtype in ("f16", "int8") or short in REFEVAL_ALSO:
             from onnx.reference import ReferenceEvaluator
 
             bumped = None

@@ -4,7 +4,8 @@
 //! the tensor library, as in tinygrad's `onnx.py`.
 //!
 //! Modules:
-//! - [`model`]: [`OnnxModel`] — `load`, `inputs`/`outputs` ([`ValueInfo`], [`Dim`]), `run`;
+//! - [`model`]: [`OnnxModel`] — `load`, `inputs`/`outputs` ([`ValueInfo`], [`Dim`]), `run`,
+//!   `run_profiled` ([`NodeTime`]);
 //! - `replay`: per input signature, the values known before a run computed once and the rest
 //!   captured through a `Jit` and replayed;
 //! - [`node`]: a node as the op functions see it (attributes with defaults, inputs);
@@ -46,5 +47,5 @@ pub mod tensor_proto;
 pub mod proto;
 
 pub use error::{OnnxError, Result};
-pub use model::{Dim, OnnxModel, ValueInfo};
+pub use model::{Dim, NodeTime, OnnxModel, ValueInfo};
 pub use narrow::Narrow;

@@ -195,6 +195,44 @@ impl OnnxModel {
         Ok(self.core.name_outputs(outs))
     }
 
+    /// Runs the graph node by node, realizing each node's outputs before the next starts, and
+    /// returns the outputs with each main-graph node's time (onnxruntime's profiler's view;
+    /// nothing fuses across nodes here, so the total is more than a [`OnnxModel::run`]'s).
+    ///
+    /// # Errors
+    /// As [`OnnxModel::run`].
+    ///
+    /// ```
+    /// # let bytes = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/resnet_tiny.onnx")).unwrap();
+    /// use std::collections::HashMap;
+    /// use tinygrad_onnx::OnnxModel;
+    /// use tinygrad_tensor::Tensor;
+    /// let model = OnnxModel::from_bytes(&bytes, "CPU").unwrap();
+    /// let x = Tensor::zeros(&[1, 3, 16, 16], tinygrad_tensor::DType::FLOAT32);
+    /// let feeds = HashMap::from([(model.inputs()[0].name.clone(), x)]);
+    /// let (outs, times) = model.run_profiled(&feeds).unwrap();
+    /// assert!(times.iter().any(|t| t.op == "Conv" && t.ms >= 0.0));
+    /// assert_eq!(outs.len(), model.outputs().len());
+    /// ```
+    pub fn run_profiled(
+        &self,
+        inputs: &HashMap<String, Tensor>,
+    ) -> Result<(HashMap<String, Tensor>, Vec<NodeTime>)> {
+        let feeds = self.core.feeds(inputs)?;
+        let mut env = self.core.scope(&feeds, &[]);
+        let times = Arc::new(Mutex::new(vec![]));
+        env.profile = Some(times.clone());
+        run_graph(
+            &self.core.graph.node,
+            &mut env,
+            self.core.opset,
+            &self.core.device,
+        )?;
+        let outs = self.core.outputs_of(&env)?;
+        let times = std::mem::take(&mut *times.lock().unwrap_or_else(|p| p.into_inner()));
+        Ok((self.core.name_outputs(outs), times))
+    }
+
     /// How many runs were replays of a capture (see [`OnnxModel`]).
     ///
     /// ```
@@ -432,6 +470,19 @@ pub(crate) struct Scope {
     pub fold_sink: Option<Arc<Mutex<Vec<NestedValue>>>>,
     /// In later runs: those values, by subgraph and name (their nodes are not run again).
     pub precomputed: Option<Arc<HashMap<(usize, String), KnownValue>>>,
+    /// In a profiled run ([`OnnxModel::run_profiled`]): each main-graph node's time.
+    pub profile: Option<Arc<Mutex<Vec<NodeTime>>>>,
+}
+
+/// One node's time in [`OnnxModel::run_profiled`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeTime {
+    /// The node's name (or its first output's).
+    pub node: String,
+    /// Its op type.
+    pub op: String,
+    /// Milliseconds from its start until its outputs were realized.
+    pub ms: f64,
 }
 
 /// A subgraph's value known before the run: subgraph, name, tensor, narrow tag.
@@ -644,6 +695,7 @@ fn run_nodes(
             .iter()
             .map(|name| env.known.get(name).cloned().flatten())
             .collect();
+        let started = std::time::Instant::now();
         let node = Node::new(p, opset, args, device)
             .with_narrow(tags.clone())
             .with_host(host);
@@ -682,6 +734,22 @@ fn run_nodes(
             } else {
                 env.bind(name.clone(), t, out_tag);
             }
+        }
+        if let Some(times) = env.profile.clone() {
+            let outs: Vec<&Tensor> = p
+                .output
+                .iter()
+                .filter_map(|name| env.values.get(name))
+                .collect();
+            Tensor::try_realize_all(&outs).map_err(|e| OnnxError::Run {
+                message: format!("node {}: {e}", node_name()),
+            })?;
+            let mut times = times.lock().unwrap_or_else(|p| p.into_inner());
+            times.push(NodeTime {
+                node: node_name(),
+                op: op.to_string(),
+                ms: started.elapsed().as_secs_f64() * 1e3,
+            });
         }
         if known
             && env.graph == 0

@@ -3,8 +3,10 @@
 //! audio-to-MIDI: `scripts/fetch_real_models.sh` lists them with pinned versions and sha256
 //! sums), run on the inputs `scripts/gen_real_models.py` made and compared with the outputs
 //! onnxruntime computed on them (`tests/data/real/`): every output within 1e-4 of the
-//! largest magnitude of onnxruntime's (plus 1e-7 absolute, for probabilities near 0), on the
-//! first run (node by node) and on a replay.
+//! largest magnitude of onnxruntime's, on the first run (node by node) and on a replay. Where
+//! onnx's reference evaluator differs from onnxruntime by more than that (hey_jarvis: its
+//! sigmoid approximation, 0.5% off at 1e-5, which an f64 evaluation confirms), the generator
+//! stores the evaluator's output and it decides.
 //!
 //! The models live in `ONNX_REAL_DIR` (default `target/onnx-real`, where the fetch script puts
 //! them); without it the tests skip with the reason, unless `TINYGRAD_REQUIRE_ONNX_REAL=1`
@@ -99,24 +101,29 @@ fn check(name: &str) {
             continue;
         }
         for (k, info) in model.outputs().iter().enumerate() {
-            let want = pb(&data(&format!("{name}_output_{k}.pb")));
+            // where onnx's reference evaluator and onnxruntime differ (more than 1e-4), the
+            // reference evaluator decides (gen_real_models.py stores its output then)
+            let refeval = data(&format!("{name}_refeval_output_{k}.pb"));
+            let (want, by) = if refeval.exists() {
+                (pb(&refeval), "onnx's reference evaluator")
+            } else {
+                (pb(&data(&format!("{name}_output_{k}.pb"))), "onnxruntime")
+            };
             let got = &outs[&info.name];
             assert_eq!(got.shape(), want.shape(), "{name}: output {}", info.name);
             assert_eq!(got.dtype(), want.dtype(), "{name}: output {}", info.name);
             let (err, scale) = max_error(got, &want);
             let rel = err / scale.max(f64::MIN_POSITIVE);
-            // (plus 1e-7 absolute: a probability near 0, 1e-5, differs in its last bits)
-            let within = err <= 1e-4 * scale + 1e-7;
             println!(
                 "{name} run {run}: output {} {:?}: max abs error {err:.2e}, {rel:.2e} of its \
-                 largest |value| {scale:.3e}, vs onnxruntime",
+                 largest |value| {scale:.3e}, vs {by}",
                 info.name,
                 want.shape()
             );
             assert!(
-                within,
+                rel <= 1e-4,
                 "{name} run {run}: output {}: max abs error {err:.3e} is {rel:.3e} of its \
-                 largest |value| {scale:.3e}, more than 1e-4 (+ 1e-7)",
+                 largest |value| {scale:.3e} ({by}), more than 1e-4",
                 info.name
             );
         }

@@ -117,7 +117,7 @@ impl Row {
     }
 
     /// Above 1: tinygrad-rs is ahead of the reference.
-    fn ratio(&self, r: &Reference) -> Option<f64> {
+    pub(super) fn ratio(&self, r: &Reference) -> Option<f64> {
         let (_, v) = r.measured?;
         Some(if self.unit.higher_is_better() {
             self.ours() / v
