@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use indexmap::IndexMap;
-use tinygrad_tensor::{DType, Tensor};
+use tinygrad_tensor::{ConstValue, DType, Tensor};
 
 use crate::error::{OnnxError, Result};
 use crate::narrow::Narrow;
@@ -263,19 +263,17 @@ impl HostValues {
         if t.numel() > Self::MAX_ELEMENTS {
             return Ok(None);
         }
-        let floats = t
-            .cast(DType::FLOAT64)
-            .try_to_vec::<f64>()
-            .map_err(|e| e.to_string())?;
-        let ints = if t.dtype().is_int() {
-            Some(
-                t.cast(DType::INT64)
-                    .try_to_vec::<i64>()
-                    .map_err(|e| e.to_string())?,
-            )
-        } else {
-            None
-        };
+        // converted on the host, as a cast on the device would (no float64 needed there)
+        let dt = t.dtype();
+        let bytes = t.try_to_bytes().map_err(|e| e.to_string())?;
+        let values: Vec<ConstValue> = bytes
+            .chunks_exact(dt.itemsize())
+            .map(|b| ConstValue::from_le_bytes(dt, b))
+            .collect();
+        let ints = dt
+            .is_int()
+            .then(|| values.iter().map(ConstValue::as_i64).collect());
+        let floats = values.iter().map(ConstValue::as_f64).collect();
         Ok(Some(HostValues { ints, floats }))
     }
 }
