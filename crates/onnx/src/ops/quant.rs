@@ -168,10 +168,68 @@ pub(super) fn run(n: &Node) -> Result<Option<Vec<Tensor>>> {
             if let Some(z) = zero_point(3, b, cols, &[cols as isize])? {
                 b32 = b32 - z;
             }
-            Ok(Some(vec![a32.matmul(&b32)]))
+            let terms = (1 << 24) / (magnitude(n, a, 2) * magnitude(n, b, 3));
+            Ok(Some(vec![integer_matmul(&a32, &b32, terms.max(1))]))
         }
         _ => Ok(None),
     }
+}
+
+/// The largest magnitude of `t - zero point` (input `zp` of `n`) for an 8-bit `t`: from the
+/// zero point's values when they are known before the run, else the type's widest.
+fn magnitude(n: &Node, t: &Tensor, zp: usize) -> usize {
+    let (lo, hi) = if t.dtype() == DType::INT8 {
+        (-128i64, 127i64)
+    } else {
+        (0, 255)
+    };
+    let zps: Vec<i64> = match (n.opt_input(zp), n.host_input(zp)) {
+        (None, _) => vec![0],
+        (Some(_), Some(h)) => h.ints.clone().unwrap_or_default(),
+        (Some(_), None) => vec![lo, hi],
+    };
+    zps.iter()
+        .map(|&z| (hi - z).abs().max((z - lo).abs()))
+        .max()
+        .unwrap_or(hi - lo) as usize
+}
+
+/// `a @ b` for int32 tensors of 8-bit values (zero points removed), exactly: on the float GEMM
+/// path in float32, in runs of `terms` products (whose sums stay below 2^24, exact in float32),
+/// the runs summed in int32 (an int32 matmul is a loop of scalar kernels).
+fn integer_matmul(a: &Tensor, b: &Tensor, terms: usize) -> Tensor {
+    let k = a.shape()[a.ndim() - 1];
+    if a.ndim() < 2 || b.ndim() < 2 {
+        return a.matmul(b);
+    }
+    let (af, bf) = (a.cast(DType::FLOAT32), b.cast(DType::FLOAT32));
+    if k <= terms {
+        return af.matmul(&bf).cast(DType::INT32);
+    }
+    // [.., M, K] -> [.., C, M, T] and [.., K, N] -> [.., C, T, N], K padded with zeros
+    let chunks = k.div_ceil(terms);
+    let terms = k.div_ceil(chunks);
+    let padded = chunks * terms;
+    let (ar, br) = (a.ndim(), b.ndim());
+    let mut pad_a = vec![(0, 0); ar];
+    pad_a[ar - 1] = (0, padded - k);
+    let mut pad_b = vec![(0, 0); br];
+    pad_b[br - 2] = (0, padded - k);
+    let (af, bf) = (af.pad(&pad_a, 0.0), bf.pad(&pad_b, 0.0));
+    let m = a.shape()[ar - 2];
+    let mut shape_a: Vec<isize> = a.shape()[..ar - 2].iter().map(|&d| d as isize).collect();
+    shape_a.extend([m as isize, chunks as isize, terms as isize]);
+    let mut order: Vec<isize> = (0..ar as isize - 2).collect();
+    order.extend([ar as isize - 1, ar as isize - 2, ar as isize]);
+    let ac = af.reshape(&shape_a).permute(&order);
+    let n = b.shape()[br - 1];
+    let mut shape_b: Vec<isize> = b.shape()[..br - 2].iter().map(|&d| d as isize).collect();
+    shape_b.extend([chunks as isize, terms as isize, n as isize]);
+    let bc = bf.reshape(&shape_b);
+    // [.., C, M, N]: each exact; summed over the chunks in int32
+    let partial = ac.matmul(&bc).cast(DType::INT32);
+    let c_axis = partial.ndim() as isize - 3;
+    partial.sum(c_axis)
 }
 
 fn int_range(dt: DType) -> Option<(f64, f64)> {
