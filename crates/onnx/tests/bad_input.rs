@@ -1,11 +1,14 @@
 //! Hostile or wrong input: every case an `Err` naming what is wrong, never a panic.
 
+mod common;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use common::value;
 use tinygrad_onnx::proto::{
     AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, StringStringEntryProto,
-    TensorProto, TypeProto, ValueInfoProto, type_proto,
+    TensorProto,
 };
 use tinygrad_onnx::{OnnxError, OnnxModel};
 use tinygrad_tensor::{DType, Tensor};
@@ -16,29 +19,6 @@ fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data")
         .join(name)
-}
-
-fn value(name: &str, elem: i32, dims: &[i64]) -> ValueInfoProto {
-    use tinygrad_onnx::proto::{TensorShapeProto, tensor_shape_proto};
-    ValueInfoProto {
-        name: Some(name.into()),
-        r#type: Some(TypeProto {
-            value: Some(type_proto::Value::TensorType(type_proto::Tensor {
-                elem_type: Some(elem),
-                shape: Some(TensorShapeProto {
-                    dim: dims
-                        .iter()
-                        .map(|&d| tensor_shape_proto::Dimension {
-                            value: Some(tensor_shape_proto::dimension::Value::DimValue(d)),
-                            ..Default::default()
-                        })
-                        .collect(),
-                }),
-            })),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
 }
 
 /// A one-node model `y = op(x)` on float32 `x` of `dims`.

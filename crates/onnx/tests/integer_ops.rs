@@ -1,71 +1,34 @@
 //! Integer ops checked against exact products computed here: `MatMulInteger` at the extremes
 //! of its 8-bit ranges, over more terms than float32 could sum exactly in one go.
 
+mod common;
+
 use std::collections::HashMap;
 
-use prost::Message;
+use common::{INT8, INT32, UINT8, model, node, value};
 use tinygrad_onnx::OnnxModel;
-use tinygrad_onnx::proto::{
-    GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorShapeProto, TypeProto,
-    ValueInfoProto, tensor_shape_proto, type_proto,
-};
 use tinygrad_tensor::{DType, Tensor};
-
-const UINT8: i32 = 2;
-const INT8: i32 = 3;
-const INT32: i32 = 6;
-
-fn value(name: &str, elem: i32, dims: &[i64]) -> ValueInfoProto {
-    ValueInfoProto {
-        name: Some(name.into()),
-        r#type: Some(TypeProto {
-            value: Some(type_proto::Value::TensorType(type_proto::Tensor {
-                elem_type: Some(elem),
-                shape: Some(TensorShapeProto {
-                    dim: dims
-                        .iter()
-                        .map(|&d| tensor_shape_proto::Dimension {
-                            value: Some(tensor_shape_proto::dimension::Value::DimValue(d)),
-                            ..Default::default()
-                        })
-                        .collect(),
-                }),
-            })),
-            ..Default::default()
-        }),
-        ..Default::default()
-    }
-}
 
 /// `y = MatMulInteger(a, b, a_zero_point, b_zero_point)`, a uint8 [m, k] with one zero point
 /// per row, b int8 [k, n] with one per column.
 fn matmul_integer(m: usize, k: usize, n: usize) -> OnnxModel {
-    let model = ModelProto {
-        ir_version: Some(8),
-        opset_import: vec![OperatorSetIdProto {
-            domain: Some(String::new()),
-            version: Some(17),
-        }],
-        graph: Some(GraphProto {
-            node: vec![NodeProto {
-                input: ["a", "b", "az", "bz"].map(String::from).to_vec(),
-                output: vec!["y".into()],
-                op_type: Some("MatMulInteger".into()),
-                ..Default::default()
-            }],
-            name: Some("g".into()),
-            input: vec![
-                value("a", UINT8, &[m as i64, k as i64]),
-                value("b", INT8, &[k as i64, n as i64]),
-                value("az", UINT8, &[m as i64]),
-                value("bz", INT8, &[n as i64]),
-            ],
-            output: vec![value("y", INT32, &[m as i64, n as i64])],
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
-    OnnxModel::from_bytes(&model.encode_to_vec(), "CPU").expect("decodes")
+    let (m, k, n) = (m as i64, k as i64, n as i64);
+    model(
+        vec![node(
+            "MatMulInteger",
+            &["a", "b", "az", "bz"],
+            &["y"],
+            vec![],
+        )],
+        vec![],
+        vec![
+            value("a", UINT8, &[m, k]),
+            value("b", INT8, &[k, n]),
+            value("az", UINT8, &[m]),
+            value("bz", INT8, &[n]),
+        ],
+        vec![value("y", INT32, &[m, n])],
+    )
 }
 
 #[test]

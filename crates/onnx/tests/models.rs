@@ -8,13 +8,13 @@
 //!   `tests/data/full/`, also within 1e-4 (absolute). Without the folder the
 //!   two tests skip with a message, unless `TINYGRAD_REQUIRE_ONNX_FULL=1`.
 
+mod common;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use prost::Message;
+use common::{max_error, pb_at};
 use tinygrad_onnx::OnnxModel;
-use tinygrad_onnx::proto::TensorProto;
-use tinygrad_onnx::tensor_proto::to_tensor;
 use tinygrad_tensor::{DType, Tensor};
 
 fn data(name: &str) -> PathBuf {
@@ -23,36 +23,8 @@ fn data(name: &str) -> PathBuf {
         .join(name)
 }
 
-fn pb_at(path: &Path) -> Tensor {
-    let bytes = std::fs::read(path)
-        .unwrap_or_else(|e| panic!("reads the test data {}: {e}", path.display()));
-    let t = TensorProto::decode(bytes.as_slice()).expect("a TensorProto");
-    to_tensor(&t, None, &tinygrad_tensor::default_device()).expect("makes the tensor")
-}
-
 fn pb(name: &str) -> Tensor {
     pb_at(&data(name))
-}
-
-/// The largest absolute difference between `got` and `want`, and `want`'s largest magnitude.
-fn max_error(got: &Tensor, want: &Tensor) -> (f64, f64) {
-    let (g, w) = (
-        got.cast(DType::FLOAT64).to_vec::<f64>(),
-        want.cast(DType::FLOAT64).to_vec::<f64>(),
-    );
-    assert_eq!(g.len(), w.len());
-    let err = g
-        .iter()
-        .zip(&w)
-        .map(|(a, b)| {
-            if a.is_nan() {
-                f64::INFINITY
-            } else {
-                (a - b).abs()
-            }
-        })
-        .fold(0.0, f64::max);
-    (err, w.iter().map(|v| v.abs()).fold(0.0, f64::max))
 }
 
 fn check(model_name: &str, inputs: usize) {

@@ -12,14 +12,14 @@
 //! them); without it the tests skip with the reason, unless `TINYGRAD_REQUIRE_ONNX_REAL=1`
 //! (CI).
 
+mod common;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use prost::Message;
+use common::{max_error, pb_at as pb};
 use tinygrad_onnx::OnnxModel;
-use tinygrad_onnx::proto::TensorProto;
-use tinygrad_onnx::tensor_proto::to_tensor;
-use tinygrad_tensor::{DType, Tensor};
+use tinygrad_tensor::Tensor;
 
 /// The stored inputs and outputs.
 fn data(name: &str) -> PathBuf {
@@ -46,37 +46,6 @@ fn models_dir() -> Option<PathBuf> {
     }
     println!("skipped: {why}");
     None
-}
-
-fn pb(path: &Path) -> Tensor {
-    let bytes = std::fs::read(path)
-        .unwrap_or_else(|e| panic!("reads the test data {}: {e}", path.display()));
-    let t = TensorProto::decode(bytes.as_slice()).expect("a TensorProto");
-    to_tensor(&t, None, &tinygrad_tensor::default_device()).expect("makes the tensor")
-}
-
-/// The largest absolute difference between `got` and `want` (NaN where either has one and the
-/// other not), and `want`'s largest magnitude.
-fn max_error(got: &Tensor, want: &Tensor) -> (f64, f64) {
-    let (g, w) = (
-        got.cast(DType::FLOAT64).to_vec::<f64>(),
-        want.cast(DType::FLOAT64).to_vec::<f64>(),
-    );
-    assert_eq!(g.len(), w.len());
-    let err = g
-        .iter()
-        .zip(&w)
-        .map(|(a, b)| {
-            if a.is_nan() != b.is_nan() {
-                f64::INFINITY
-            } else if a.is_nan() {
-                0.0
-            } else {
-                (a - b).abs()
-            }
-        })
-        .fold(0.0, f64::max);
-    (err, w.iter().map(|v| v.abs()).fold(0.0, f64::max))
 }
 
 /// Runs `name` four times (fold, warm-up, capture, replay) and compares the first run and the

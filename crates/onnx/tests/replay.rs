@@ -3,99 +3,28 @@
 //! node by node on every call, inputs of another shape recaptured, and graphs that read values
 //! back to the host (never replayable) run node by node each time.
 
+mod common;
+
 use std::collections::HashMap;
 
-use prost::Message;
+use common::{FLOAT, INT64, floats_init, ints_init, model, node, value};
 use tinygrad_onnx::OnnxModel;
-use tinygrad_onnx::proto::{
-    AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorProto,
-    TensorShapeProto, TypeProto, ValueInfoProto, tensor_shape_proto, type_proto,
-};
+use tinygrad_onnx::proto::{AttributeProto, GraphProto};
 use tinygrad_tensor::Tensor;
 
-const FLOAT: i32 = 1;
-const INT64: i32 = 7;
-
-/// A graph value: `dims` < 0 are symbolic (named `d<k>`).
-fn value(name: &str, elem: i32, dims: &[i64]) -> ValueInfoProto {
-    let dim = dims
-        .iter()
-        .enumerate()
-        .map(|(k, &d)| tensor_shape_proto::Dimension {
-            value: Some(if d < 0 {
-                tensor_shape_proto::dimension::Value::DimParam(format!("d{k}"))
-            } else {
-                tensor_shape_proto::dimension::Value::DimValue(d)
-            }),
-            ..Default::default()
-        })
-        .collect();
-    ValueInfoProto {
+/// An `If` branch attribute: one node `op(inputs)` giving a float vector.
+fn branch(name: &str, op: &str, inputs: &[&str]) -> AttributeProto {
+    AttributeProto {
         name: Some(name.into()),
-        r#type: Some(TypeProto {
-            value: Some(type_proto::Value::TensorType(type_proto::Tensor {
-                elem_type: Some(elem),
-                shape: Some(TensorShapeProto { dim }),
-            })),
+        r#type: Some(5),
+        g: Some(GraphProto {
+            node: vec![node(op, inputs, &[&format!("{name}_out")], vec![])],
+            name: Some(name.into()),
+            output: vec![value(&format!("{name}_out"), FLOAT, &[-1])],
             ..Default::default()
         }),
         ..Default::default()
     }
-}
-
-fn node(op: &str, inputs: &[&str], outputs: &[&str], attribute: Vec<AttributeProto>) -> NodeProto {
-    NodeProto {
-        input: inputs.iter().map(|s| s.to_string()).collect(),
-        output: outputs.iter().map(|s| s.to_string()).collect(),
-        op_type: Some(op.into()),
-        attribute,
-        ..Default::default()
-    }
-}
-
-fn ints_init(name: &str, v: &[i64], dims: &[i64]) -> TensorProto {
-    TensorProto {
-        name: Some(name.into()),
-        data_type: Some(INT64),
-        dims: dims.to_vec(),
-        int64_data: v.to_vec(),
-        ..Default::default()
-    }
-}
-
-fn floats_init(name: &str, v: &[f32], dims: &[i64]) -> TensorProto {
-    TensorProto {
-        name: Some(name.into()),
-        data_type: Some(FLOAT),
-        dims: dims.to_vec(),
-        float_data: v.to_vec(),
-        ..Default::default()
-    }
-}
-
-fn model(
-    nodes: Vec<NodeProto>,
-    initializer: Vec<TensorProto>,
-    input: Vec<ValueInfoProto>,
-    output: Vec<ValueInfoProto>,
-) -> OnnxModel {
-    let m = ModelProto {
-        ir_version: Some(8),
-        opset_import: vec![OperatorSetIdProto {
-            domain: Some(String::new()),
-            version: Some(17),
-        }],
-        graph: Some(GraphProto {
-            node: nodes,
-            name: Some("g".into()),
-            initializer,
-            input,
-            output,
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
-    OnnxModel::from_bytes(&m.encode_to_vec(), "CPU").expect("decodes")
 }
 
 /// Exporter-style shape arithmetic (Shape, Gather, Unsqueeze, Concat into a Reshape), a
@@ -242,17 +171,6 @@ fn a_graph_that_reads_values_back_runs_node_by_node_each_time() {
 #[test]
 fn a_branch_on_a_shape_is_known_before_the_run_and_replays() {
     // If(size(x) > 8): x * 2, else -x — the condition comes from the shape only
-    let branch = |name: &str, op: &str, inputs: &[&str]| AttributeProto {
-        name: Some(name.into()),
-        r#type: Some(5),
-        g: Some(GraphProto {
-            node: vec![node(op, inputs, &[&format!("{name}_out")], vec![])],
-            name: Some(name.into()),
-            output: vec![value(&format!("{name}_out"), FLOAT, &[-1])],
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
     let m = model(
         vec![
             node("Size", &["x"], &["size"], vec![]),
@@ -292,17 +210,6 @@ fn a_branch_on_a_shape_is_known_before_the_run_and_replays() {
 #[test]
 fn a_branch_on_the_values_runs_both_branches_and_replays() {
     // If(sum(x) > 0): x * 2, else -x — both branches give [n]: selected on the device
-    let branch = |name: &str, op: &str, inputs: &[&str]| AttributeProto {
-        name: Some(name.into()),
-        r#type: Some(5),
-        g: Some(GraphProto {
-            node: vec![node(op, inputs, &[&format!("{name}_out")], vec![])],
-            name: Some(name.into()),
-            output: vec![value(&format!("{name}_out"), FLOAT, &[-1])],
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
     let m = model(
         vec![
             node("ReduceSum", &["x"], &["s"], vec![]),
