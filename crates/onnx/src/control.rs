@@ -42,6 +42,8 @@ fn run_scoped(
         );
     }
     for (name, t) in bound {
+        // an iteration's values may change shape from one iteration to the next
+        env.ragged.insert(name.clone());
         env.bind(name, t, None);
     }
     run_graph(&g.node, &mut env, opset, device)?;

@@ -472,6 +472,9 @@ pub(crate) struct Scope {
     pub precomputed: Option<Arc<HashMap<(usize, String), KnownValue>>>,
     /// In a profiled run ([`OnnxModel::run_profiled`]): each main-graph node's time.
     pub profile: Option<Arc<Mutex<Vec<NodeTime>>>>,
+    /// Values whose shapes may depend on the data (an op read values back to size them, or a
+    /// loop's values): their shapes are not known before the run.
+    pub ragged: HashSet<String>,
 }
 
 /// One node's time in [`OnnxModel::run_profiled`].
@@ -527,6 +530,17 @@ impl Scope {
 /// shapes only.
 const SHAPE_ONLY: &[&str] = &["Shape", "Size"];
 
+/// Ops whose outputs' shapes may depend on the data whatever they read (values read back
+/// directly, loops' trip counts and carried values).
+const DATA_SHAPED: &[&str] = &[
+    "NonZero",
+    "Unique",
+    "NonMaxSuppression",
+    "Compress",
+    "Loop",
+    "Scan",
+];
+
 /// Ops never computed ahead: random draws differ from run to run, and control flow runs
 /// subgraphs that may read anything.
 const NEVER_FOLDED: &[&str] = &[
@@ -545,8 +559,9 @@ const NEVER_FOLDED: &[&str] = &[
 /// Whether node `p`'s outputs are known before the run, given `env`.
 fn is_known(p: &NodeProto, env: &Scope) -> bool {
     let op = p.op_type.as_deref().unwrap_or("");
+    let inputs_shaped_ahead = p.input.iter().all(|n| !env.ragged.contains(n));
     !NEVER_FOLDED.contains(&op)
-        && (SHAPE_ONLY.contains(&op)
+        && ((SHAPE_ONLY.contains(&op) && inputs_shaped_ahead)
             || p.input
                 .iter()
                 .filter(|n| !n.is_empty())
@@ -696,9 +711,15 @@ fn run_nodes(
             .map(|name| env.known.get(name).cloned().flatten())
             .collect();
         let started = std::time::Instant::now();
+        let inputs_known = p
+            .input
+            .iter()
+            .map(|name| env.known.contains_key(name))
+            .collect();
         let node = Node::new(p, opset, args, device)
             .with_narrow(tags.clone())
-            .with_host(host);
+            .with_host(host)
+            .with_known(inputs_known);
         let known = env.fold_sink.is_some() && is_known(p, env);
         let out_tag = narrow_outputs(&node, p, &tags)?;
         let outs = match op {
@@ -721,6 +742,16 @@ fn run_nodes(
                 }
             }
         };
+        let ragged = DATA_SHAPED.contains(&op)
+            || node.read_values()
+            || p.input.iter().any(|n| env.ragged.contains(n));
+        for name in p.output.iter().filter(|n| !n.is_empty()) {
+            if ragged {
+                env.ragged.insert(name.clone());
+            } else {
+                env.ragged.remove(name);
+            }
+        }
         for (name, t) in p.output.iter().zip(outs) {
             if name.is_empty() {
             } else if known {

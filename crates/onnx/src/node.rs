@@ -2,6 +2,7 @@
 //! apply a default or name the missing attribute), its inputs (absent optional inputs are
 //! `None`) and the errors that name it.
 
+use std::cell::Cell;
 use std::sync::Arc;
 
 use indexmap::IndexMap;
@@ -24,6 +25,11 @@ pub struct Node<'a> {
     inputs: Vec<Option<Tensor>>,
     narrow: Vec<Option<Narrow>>,
     host: Vec<Option<Arc<HostValues>>>,
+    /// Which inputs are known before the run (reading those does not make shapes depend on
+    /// the data).
+    known: Vec<bool>,
+    /// Whether an op read the values of an input not known before the run.
+    read_values: Cell<bool>,
     outputs: usize,
     device: &'a str,
 }
@@ -47,6 +53,8 @@ impl<'a> Node<'a> {
             inputs,
             narrow: Vec::new(),
             host: Vec::new(),
+            known: Vec::new(),
+            read_values: Cell::new(false),
             outputs: p.output.len(),
             device,
         }
@@ -66,9 +74,28 @@ impl<'a> Node<'a> {
         self
     }
 
+    /// The node with which inputs are known before the run (by input position).
+    pub fn with_known(mut self, known: Vec<bool>) -> Self {
+        self.known = known;
+        self
+    }
+
+    /// Notes a read of input `i`'s values from the device.
+    fn note_read(&self, i: usize) {
+        if !self.known.get(i).copied().unwrap_or(false) {
+            self.read_values.set(true);
+        }
+    }
+
     /// Input `i`'s host copy, when its values are known before the run.
     pub fn host_input(&self, i: usize) -> Option<&HostValues> {
         self.host.get(i).and_then(Option::as_deref)
+    }
+
+    /// Whether the op read the values of an input not known before the run
+    /// ([`Node::ints_input`] and the like): its outputs' shapes may then depend on the data.
+    pub fn read_values(&self) -> bool {
+        self.read_values.get()
     }
 
     /// Input `i`'s [`Narrow`] element type, when it is held in a container dtype.
@@ -127,6 +154,7 @@ impl<'a> Node<'a> {
         if let Some(ints) = self.host_input(i).and_then(|h| h.ints.clone()) {
             return Ok(Some(ints));
         }
+        self.note_read(i);
         let v = t
             .cast(DType::INT64)
             .try_to_vec::<i64>()
@@ -142,6 +170,7 @@ impl<'a> Node<'a> {
         if let Some(h) = self.host_input(i) {
             return Ok(Some(h.floats.clone()));
         }
+        self.note_read(i);
         let v = t
             .cast(DType::FLOAT64)
             .try_to_vec::<f64>()
@@ -158,6 +187,7 @@ impl<'a> Node<'a> {
             // (NaN is true, as a cast to bool makes it)
             return Ok(Some(h.floats.iter().map(|&v| v != 0.0).collect()));
         }
+        self.note_read(i);
         let v = t
             .cast(DType::BOOL)
             .try_to_vec::<bool>()

@@ -282,3 +282,96 @@ fn small_integer_inputs_are_part_of_the_signature() {
         "each shape value: 3 runs to capture, then 2 replays"
     );
 }
+
+#[test]
+fn the_shape_of_a_value_sized_by_the_data_is_never_folded() {
+    // y = shape(nonzero(x)): the count of nonzeros changes from run to run
+    let m = model(
+        vec![
+            node("NonZero", &["x"], &["nz"], vec![]),
+            node("Shape", &["nz"], &["y"], vec![]),
+        ],
+        vec![],
+        vec![value("x", FLOAT, &[6])],
+        vec![value("y", INT64, &[2])],
+    );
+    for k in 0..6usize {
+        let v: Vec<f32> = (0..6).map(|i| if i < k { 1.0 } else { 0.0 }).collect();
+        let out = m
+            .run(&HashMap::from([(
+                "x".to_string(),
+                Tensor::from_slice(&v, &[6]),
+            )]))
+            .expect("runs");
+        assert_eq!(out["y"].to_vec::<i64>(), vec![1, k as i64], "run {k}");
+    }
+}
+
+#[test]
+fn a_shape_inside_a_loop_body_follows_each_iteration() {
+    // a loop-carried vector grows by one each iteration; the body's Shape of it is a scan
+    // output: [[1], [2], [3]] — never one iteration's value for all
+    const BOOL: i32 = 9;
+    let body = GraphProto {
+        node: vec![
+            node("Identity", &["cond"], &["cond_out"], vec![]),
+            node("Shape", &["v"], &["s"], vec![]),
+            node(
+                "Concat",
+                &["v", "one"],
+                &["v_next"],
+                vec![AttributeProto {
+                    name: Some("axis".into()),
+                    r#type: Some(2),
+                    i: Some(0),
+                    ..Default::default()
+                }],
+            ),
+        ],
+        name: Some("body".into()),
+        input: vec![
+            value("i", INT64, &[]),
+            value("cond", BOOL, &[]),
+            value("v", FLOAT, &[-1]),
+        ],
+        output: vec![
+            value("cond_out", BOOL, &[]),
+            value("v_next", FLOAT, &[-1]),
+            value("s", INT64, &[1]),
+        ],
+        ..Default::default()
+    };
+    let m = model(
+        vec![node(
+            "Loop",
+            &["trips", "", "x"],
+            &["v_out", "shapes"],
+            vec![AttributeProto {
+                name: Some("body".into()),
+                r#type: Some(5),
+                g: Some(body),
+                ..Default::default()
+            }],
+        )],
+        vec![
+            ints_init("trips", &[3], &[]),
+            floats_init("one", &[1.0], &[1]),
+        ],
+        vec![value("x", FLOAT, &[1])],
+        vec![value("v_out", FLOAT, &[4]), value("shapes", INT64, &[3, 1])],
+    );
+    for k in 0..5 {
+        let out = m
+            .run(&HashMap::from([(
+                "x".to_string(),
+                Tensor::from_slice(&[k as f32], &[1]),
+            )]))
+            .expect("runs");
+        assert_eq!(out["shapes"].to_vec::<i64>(), vec![1, 2, 3], "run {k}");
+        assert_eq!(
+            out["v_out"].to_vec::<f32>(),
+            vec![k as f32, 1.0, 1.0, 1.0],
+            "run {k}"
+        );
+    }
+}
