@@ -44,14 +44,21 @@ pub(crate) struct Folded {
     pub(crate) keyed: Vec<Option<Arc<HostValues>>>,
 }
 
-/// Integer and boolean inputs of at most this many values are part of a run's signature (read
-/// on every run): a model that branches on one (silero-vad's sample rate) is captured once per
-/// value, its branch known ahead.
+/// Once a model's runs could not be captured (they read values back), its integer and boolean
+/// inputs of at most this many values become part of a run's signature (read on every run): a
+/// model that branches on one (silero-vad's sample rate) is then captured once per value, its
+/// branch known ahead. Not before: a model that only computes with such inputs (token ids of
+/// a short sentence) keeps one capture for all their values.
 pub(crate) const MAX_KEYED_VALUES: usize = 16;
+
+/// Whether `t` is an input that can be part of the signature ([`MAX_KEYED_VALUES`]).
+fn keyable(t: &Tensor) -> bool {
+    (t.dtype().is_int() || t.dtype() == DType::BOOL) && t.numel() <= MAX_KEYED_VALUES
+}
 
 /// The host copy of an input whose values are part of the signature, or `None`.
 fn keyed_values(t: &Tensor) -> Result<Option<Arc<HostValues>>> {
-    if !(t.dtype().is_int() || t.dtype() == DType::BOOL) || t.numel() > MAX_KEYED_VALUES {
+    if !keyable(t) {
         return Ok(None);
     }
     HostValues::read(t)
@@ -84,13 +91,19 @@ pub(crate) struct Replays {
     entries: IndexMap<Key, Entry>,
     /// Replays of captures already dropped.
     dropped_replays: usize,
+    /// Whether small integer inputs are part of the signature ([`MAX_KEYED_VALUES`]).
+    keyed: bool,
 }
 
 impl Replays {
     /// Runs the model on `feeds` (its inputs in order, checked): folding on a new signature's
     /// first run, through its `Jit` after.
     pub(crate) fn run(&mut self, core: &Arc<Core>, feeds: &[Tensor]) -> Result<Vec<Tensor>> {
-        let keyed = feeds.iter().map(keyed_values).collect::<Result<Vec<_>>>()?;
+        let keyed = if self.keyed {
+            feeds.iter().map(keyed_values).collect::<Result<Vec<_>>>()?
+        } else {
+            vec![None; feeds.len()]
+        };
         let key: Key = feeds
             .iter()
             .zip(&keyed)
@@ -104,7 +117,19 @@ impl Replays {
             })
             .collect();
         if let Some(entry) = self.entries.get_mut(&key) {
-            return entry.run(core, feeds);
+            let capturing = matches!(entry.mode, Mode::Jit { .. });
+            let outs = entry.run(core, feeds);
+            if capturing
+                && matches!(entry.mode, Mode::Plain(_))
+                && !self.keyed
+                && feeds.iter().any(keyable)
+            {
+                // the runs read values back, maybe of those inputs: key by their values
+                self.dropped_replays = self.replays();
+                self.entries.clear();
+                self.keyed = true;
+            }
+            return outs;
         }
         let (outs, folded) = core.run_folding(feeds, keyed)?;
         if self.entries.len() >= MAX_SIGNATURES
