@@ -278,13 +278,20 @@ pub(super) fn analyze(r: &Recorded, constant_uploads: bool) -> (Signature, Resul
             fixed.insert(b.id(), b.clone());
             (Src::Fixed(b.id()), Role::Fixed(0))
         } else if constant_uploads && uploaded.contains(&b.id()) {
-            // (a failed read hashes as unreadable: a role no other call can match)
-            let bytes = b.try_to_bytes().unwrap_or_default();
-            let what = format!(
-                "{} with bytes hashed {:016x}",
-                describe_buffer(b),
-                hash(&bytes)
-            );
+            // (a buffer that cannot be read back is named by its id, new on every call: no
+            // other call's role matches it, so the function is not captured)
+            let what = match b.try_to_bytes() {
+                Ok(bytes) => format!(
+                    "{} with bytes hashed {:016x}",
+                    describe_buffer(b),
+                    hash(&bytes)
+                ),
+                Err(e) => format!(
+                    "{} (buffer {}, unreadable: {e})",
+                    describe_buffer(b),
+                    b.id()
+                ),
+            };
             fixed.insert(b.id(), b.clone());
             (Src::Fixed(b.id()), Role::Upload(what))
         } else if b.id() >= first_new || uploaded.contains(&b.id()) {
