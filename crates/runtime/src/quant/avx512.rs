@@ -6,19 +6,6 @@ use std::arch::x86_64::*;
 use super::QuantType;
 use super::portable::{f16_at, q4k_scales};
 
-/// The half-precision float at `p` as a float32 vector's 16 lanes (F16C's exact conversion).
-///
-/// # Safety
-/// The CPU has avx512f and f16c, and `p..p + 2` are readable.
-#[inline(always)]
-unsafe fn splat_f16(p: *const u8) -> __m512 {
-    // SAFETY: the caller's guarantees (a 2-byte unaligned read in range).
-    unsafe {
-        let h = std::ptr::read_unaligned(p as *const u16);
-        _mm512_set1_ps(_mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(i32::from(h)))))
-    }
-}
-
 /// 16 bytes as float32 lanes, unsigned.
 ///
 /// # Safety
@@ -150,24 +137,81 @@ pub(super) fn tile_dot_takes(ty: QuantType) -> bool {
     )
 }
 
-/// A 32-weight block's values (`blk` its bytes) as two vectors of 16. `EXACT`: dequantized
-/// exactly as `gguf.quants` does (the portable `dequantize_block`: `d * (q - offset)`, or
-/// `d * q + m` with the multiplication and the addition rounded separately: what the
-/// dequantization kernel stores); else the types with a minimum take `d * q + m` as one fused
-/// multiply-add (rounded once: within half an ulp of the exact value, one operation fewer per
-/// 16 weights, which a product decoding one token is bound by).
+/// Blocks whose scales [`block_scales`] converts at a time (a tile keeps them on the stack: 256
+/// bytes per weight row).
+const SCALE_CHUNK: usize = 32;
+
+/// How far ahead of the block being read a tile asks for its weight rows' bytes: each thread
+/// streams its rows in order, and a few kilobytes in flight keep the memory busy (without it
+/// the products read half as fast from memory as from the cache).
+const PREFETCH_BYTES: usize = 4096;
+
+/// The scale and minimum (0 for the types without one) of blocks `first..first + n` of a row
+/// of `ty` blocks, as float32 pairs into `out[2 * j..2 * j + 2]`: converted ahead of the blocks'
+/// values so that the loop over the values broadcasts them from memory (a load) instead of
+/// converting and broadcasting each in registers (four shuffle-port operations a block,
+/// which made the product bound by that port).
+///
+/// # Safety
+/// The CPU has avx512f and f16c; `ty` is one [`tile_dot_takes`], `row` holds blocks
+/// `first..first + n` and `n <= SCALE_CHUNK`.
+#[inline(always)]
+unsafe fn block_scales(
+    ty: QuantType,
+    row: &[u8],
+    first: usize,
+    n: usize,
+    out: &mut [f32; 2 * SCALE_CHUNK],
+) {
+    let bb = ty.block_bytes();
+    assert!(n <= SCALE_CHUNK && (first + n) * bb <= row.len());
+    let has_min = matches!(ty, QuantType::Q4_1 | QuantType::Q5_1);
+    for j in 0..n {
+        // SAFETY: block first + j lies inside `row` (asserted above); its first 4 bytes are
+        // the scale and the minimum, or the scale and 2 bytes of values (every block is at
+        // least 18 bytes); F16C's conversion of the two halves is exact.
+        unsafe {
+            let pair = std::ptr::read_unaligned(row.as_ptr().add((first + j) * bb) as *const u32);
+            let f = _mm_cvtph_ps(_mm_cvtsi32_si128(pair as i32));
+            let f = if has_min {
+                f
+            } else {
+                _mm_move_ss(_mm_setzero_ps(), f)
+            };
+            _mm_storel_epi64(
+                out.as_mut_ptr().add(2 * j) as *mut __m128i,
+                _mm_castps_si128(f),
+            );
+        }
+    }
+}
+
+/// A 32-weight block's values (`blk` its bytes, `d` and `m` its scale and minimum as
+/// [`block_scales`] gives them) as two vectors of 16. `EXACT`: dequantized exactly as
+/// `gguf.quants` does (the portable `dequantize_block`: `d * (q - offset)`, or `d * q + m` with
+/// the multiplication and the addition rounded separately: what the dequantization kernel
+/// stores); else the types with a minimum take `d * q + m` as one fused multiply-add (rounded
+/// once: within half an ulp of the exact value). The 4- and 5-bit types compute the 16 (32)
+/// values a block can take once, as a table, and look each weight's up (`vpermps`, the
+/// weight's bits as the index): one operation a weight where converting it to float32 and
+/// scaling it are two.
 ///
 /// # Safety
 /// The CPU has avx512f/bw/vl, FMA and f16c; `ty` is one [`tile_dot_takes`] and `blk` holds a
 /// whole block of it.
 #[inline(always)]
-unsafe fn block32<const EXACT: bool>(ty: QuantType, blk: &[u8]) -> (__m512, __m512) {
+unsafe fn block32<const EXACT: bool>(
+    ty: QuantType,
+    blk: &[u8],
+    d: f32,
+    m: f32,
+) -> (__m512, __m512) {
     assert!(blk.len() >= ty.block_bytes());
-    // SAFETY: the caller's guarantees: the scales are the block's first 2 (and next 2)
-    // bytes, the 16 bytes of values start at `at` and end inside the block (at 2, 4, 6 or 8
-    // of an 18, 20, 22 or 24-byte block; Q8_0's 32 at 2 of 34), asserted above.
+    // SAFETY: the caller's guarantees: the 16 bytes of values start at `at` and end inside
+    // the block (at 2, 4, 6 or 8 of an 18, 20, 22 or 24-byte block; Q8_0's 32 at 2 of 34),
+    // asserted above.
     unsafe {
-        let d = splat_f16(blk.as_ptr());
+        let d = _mm512_set1_ps(d);
         if ty == QuantType::Q8_0 {
             let p = blk.as_ptr().add(2) as *const __m128i;
             let q0 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(p)));
@@ -188,30 +232,45 @@ unsafe fn block32<const EXACT: bool>(ty: QuantType, blk: &[u8]) -> (__m512, __m5
         } else {
             0
         };
-        let nib = _mm_set1_epi8(0x0F);
-        let qs = _mm_loadu_si128(blk.as_ptr().add(at) as *const __m128i);
-        let mut lo = _mm512_cvtepu8_epi32(_mm_and_si128(qs, nib));
-        let mut hi = _mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(qs, 4), nib));
-        if five {
-            let sixteen = _mm512_set1_epi32(16);
-            lo = _mm512_mask_add_epi32(lo, (qh & 0xFFFF) as __mmask16, lo, sixteen);
-            hi = _mm512_mask_add_epi32(hi, (qh >> 16) as __mmask16, hi, sixteen);
-        }
-        if has_min {
-            let m = splat_f16(blk.as_ptr().add(2));
-            let (lo, hi) = (_mm512_cvtepi32_ps(lo), _mm512_cvtepi32_ps(hi));
-            if EXACT {
-                let lo = _mm512_add_ps(_mm512_mul_ps(d, lo), m);
-                let hi = _mm512_add_ps(_mm512_mul_ps(d, hi), m);
-                (lo, hi)
+        // the table of the values 0..16 (and 16..32) take: `d * (q - offset)`, or `d * q + m`
+        let iota = _mm512_setr_ps(
+            0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0,
+        );
+        let (q_low, q_high) = match (has_min, five) {
+            (true, _) => (iota, _mm512_add_ps(iota, _mm512_set1_ps(16.0))),
+            (false, false) => (_mm512_sub_ps(iota, _mm512_set1_ps(8.0)), iota),
+            (false, true) => (_mm512_sub_ps(iota, _mm512_set1_ps(16.0)), iota),
+        };
+        let value = |q: __m512| {
+            if !has_min {
+                _mm512_mul_ps(d, q)
+            } else if EXACT {
+                _mm512_add_ps(_mm512_mul_ps(d, q), _mm512_set1_ps(m))
             } else {
-                (_mm512_fmadd_ps(d, lo, m), _mm512_fmadd_ps(d, hi, m))
+                _mm512_fmadd_ps(d, q, _mm512_set1_ps(m))
             }
+        };
+        // each weight's byte in a 32-bit lane: the low nibble is the low 4 bits (what
+        // `vpermps` reads), the high nibble those bits after a shift
+        let bytes = _mm512_cvtepu8_epi32(_mm_loadu_si128(blk.as_ptr().add(at) as *const __m128i));
+        let high = _mm512_srli_epi32(bytes, 4);
+        if five {
+            // the fifth bit selects the second table (`vpermt2ps` reads 5 bits)
+            let (table_low, table_high) = (value(q_low), value(q_high));
+            let sixteen = _mm512_set1_epi32(16);
+            let low = _mm512_and_si512(bytes, _mm512_set1_epi32(15));
+            let low = _mm512_mask_add_epi32(low, (qh & 0xFFFF) as __mmask16, low, sixteen);
+            let high = _mm512_mask_add_epi32(high, (qh >> 16) as __mmask16, high, sixteen);
+            (
+                _mm512_permutex2var_ps(table_low, low, table_high),
+                _mm512_permutex2var_ps(table_low, high, table_high),
+            )
         } else {
-            let offset = _mm512_set1_epi32(if five { 16 } else { 8 });
-            let lo = _mm512_cvtepi32_ps(_mm512_sub_epi32(lo, offset));
-            let hi = _mm512_cvtepi32_ps(_mm512_sub_epi32(hi, offset));
-            (_mm512_mul_ps(d, lo), _mm512_mul_ps(d, hi))
+            let table = value(q_low);
+            (
+                _mm512_permutexvar_ps(bytes, table),
+                _mm512_permutexvar_ps(high, table),
+            )
         }
     }
 }
@@ -231,15 +290,29 @@ pub(super) unsafe fn dequantize32(ty: QuantType, w: &[u8], out: &mut [f32]) {
         ty.name(),
         out.len()
     );
+    let nb = w.len() / bb;
+    let mut dm = [0.0f32; 2 * SCALE_CHUNK];
     macro_rules! blocks {
         ($ty:expr) => {
-            for (blk, o) in w.chunks_exact(bb).zip(out.chunks_exact_mut(32)) {
-                // SAFETY: the caller's guarantees; `blk` is one whole block and `o` holds its
-                // 32 floats (two unaligned 64-byte stores in range).
-                unsafe {
-                    let (lo, hi) = block32::<true>($ty, blk);
-                    _mm512_storeu_ps(o.as_mut_ptr(), lo);
-                    _mm512_storeu_ps(o.as_mut_ptr().add(16), hi);
+            for first in (0..nb).step_by(SCALE_CHUNK) {
+                let n = (nb - first).min(SCALE_CHUNK);
+                // SAFETY: the caller's guarantees; blocks first..first + n are inside `w`.
+                unsafe { block_scales($ty, w, first, n, &mut dm) };
+                for j in 0..n {
+                    let b = first + j;
+                    let o = &mut out[b * 32..(b + 1) * 32];
+                    // SAFETY: the caller's guarantees; block `b` is one whole block of `w` and
+                    // `o` holds its 32 floats (two unaligned 64-byte stores in range).
+                    unsafe {
+                        let (lo, hi) = block32::<true>(
+                            $ty,
+                            &w[b * bb..(b + 1) * bb],
+                            dm[2 * j],
+                            dm[2 * j + 1],
+                        );
+                        _mm512_storeu_ps(o.as_mut_ptr(), lo);
+                        _mm512_storeu_ps(o.as_mut_ptr().add(16), hi);
+                    }
                 }
             }
         };
@@ -253,17 +326,24 @@ pub(super) unsafe fn dequantize32(ty: QuantType, w: &[u8], out: &mut [f32]) {
     }
 }
 
-/// [`block32`]'s exact values in order (for the tests).
+/// [`block32`]'s values in order, exact or fused (for the tests).
 ///
 /// # Safety
 /// As [`block32`]'s.
 #[cfg(test)]
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,fma,f16c")]
-pub(super) unsafe fn block32_values(ty: QuantType, blk: &[u8]) -> [f32; 32] {
+pub(super) unsafe fn block32_values(ty: QuantType, blk: &[u8], exact: bool) -> [f32; 32] {
     let mut out = [0.0f32; 32];
-    // SAFETY: the caller's guarantees; `out` holds 32 floats (two unaligned 64-byte stores).
+    let mut dm = [0.0f32; 2 * SCALE_CHUNK];
+    // SAFETY: the caller's guarantees; `blk` is one whole block and `out` holds 32 floats (two
+    // unaligned 64-byte stores).
     unsafe {
-        let (lo, hi) = block32::<true>(ty, blk);
+        block_scales(ty, blk, 0, 1, &mut dm);
+        let (lo, hi) = if exact {
+            block32::<true>(ty, blk, dm[0], dm[1])
+        } else {
+            block32::<false>(ty, blk, dm[0], dm[1])
+        };
         _mm512_storeu_ps(out.as_mut_ptr(), lo);
         _mm512_storeu_ps(out.as_mut_ptr().add(16), hi);
     }
@@ -301,25 +381,38 @@ pub(super) unsafe fn tile_dot<const M: usize, const R: usize>(
     );
     let xp = x.as_ptr();
     let mut acc = [[_mm512_setzero_ps(); M]; R];
+    let mut dm = [[0.0f32; 2 * SCALE_CHUNK]; R];
     // SAFETY: the CPU features are the caller's guarantee; every block read is block `b` of
     // `nb` of a row of nb * bb bytes (asserted above), every load of x is of row i's values
-    // x[i * k + b * 32..][..32] inside `x` (M * k floats, asserted above).
+    // x[i * k + b * 32..][..32] inside `x` (M * k floats, asserted above); a prefetch is a hint
+    // that never faults, whatever the address (computed without dereferencing it).
     unsafe {
         // the loop with the type a constant (a macro: one copy per type, each inlined in this
         // function's target features)
         macro_rules! tile {
             ($ty:expr) => {
-                for b in 0..nb {
-                    let mut w = [(_mm512_setzero_ps(), _mm512_setzero_ps()); R];
+                for first in (0..nb).step_by(SCALE_CHUNK) {
+                    let n = (nb - first).min(SCALE_CHUNK);
                     for r in 0..R {
-                        w[r] = block32::<false>($ty, &rows[r][b * bb..(b + 1) * bb]);
+                        block_scales($ty, rows[r], first, n, &mut dm[r]);
                     }
-                    for i in 0..M {
-                        let xb = xp.add(i * k + b * 32);
-                        let (x0, x1) = (load(xb), load(xb.add(16)));
+                    for j in 0..n {
+                        let b = first + j;
+                        let mut w = [(_mm512_setzero_ps(), _mm512_setzero_ps()); R];
                         for r in 0..R {
-                            acc[r][i] = _mm512_fmadd_ps(w[r].0, x0, acc[r][i]);
-                            acc[r][i] = _mm512_fmadd_ps(w[r].1, x1, acc[r][i]);
+                            let blk = &rows[r][b * bb..(b + 1) * bb];
+                            _mm_prefetch::<_MM_HINT_T0>(
+                                blk.as_ptr().wrapping_add(PREFETCH_BYTES) as *const i8
+                            );
+                            w[r] = block32::<false>($ty, blk, dm[r][2 * j], dm[r][2 * j + 1]);
+                        }
+                        for i in 0..M {
+                            let xb = xp.add(i * k + b * 32);
+                            let (x0, x1) = (load(xb), load(xb.add(16)));
+                            for r in 0..R {
+                                acc[r][i] = _mm512_fmadd_ps(w[r].0, x0, acc[r][i]);
+                                acc[r][i] = _mm512_fmadd_ps(w[r].1, x1, acc[r][i]);
+                            }
                         }
                     }
                 }

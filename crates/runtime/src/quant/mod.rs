@@ -493,28 +493,35 @@ fn run_rows(isa: Isa, job: &Rows<'_>, rows: std::ops::Range<usize>, out: &mut [&
 unsafe fn rows_avx512(job: &Rows<'_>, rows: std::ops::Range<usize>, out: &mut [&mut [f32]]) {
     let (first, end) = (rows.start, rows.end);
     if avx512::tile_dot_takes(job.ty) {
-        // the 32-weight types: two weight rows at a time against up to 8 rows of x, each
-        // block dequantized once in registers (`avx512::tile_dot`)
+        // the 32-weight types: four weight rows at a time against up to 4 rows of x (a decode
+        // step's token: each x block loaded once for four rows), else two against up to 8,
+        // each block dequantized once in registers (`avx512::tile_dot`, which prefetches)
+        let width = if job.m <= 4 { 4 } else { 2 };
         let mut r = first;
         while r < end {
-            let pair = end - r >= 2;
-            prefetch_row(job, r + 2, end);
-            prefetch_row(job, r + 3, end);
+            let take = if end - r >= width {
+                width
+            } else if end - r >= 2 {
+                2
+            } else {
+                1
+            };
             let mut i = 0;
             while i < job.m {
                 let n = (job.m - i).min(8);
-                // SAFETY: this function's features are the caller's guarantee; rows r and
-                // r + 1 (when `pair`) are before `end`, and x holds rows i..i + n.
+                // SAFETY: this function's features are the caller's guarantee; rows
+                // r..r + take are before `end`, and x holds rows i..i + n; with four weight
+                // rows, n <= 4 (width 4 only where m <= 4).
                 unsafe {
-                    if pair {
-                        tile_avx512::<2>(job, r, i, n, out, r - first);
-                    } else {
-                        tile_avx512::<1>(job, r, i, n, out, r - first);
+                    match take {
+                        4 => tile_avx512::<4>(job, r, i, n, out, r - first),
+                        2 => tile_avx512::<2>(job, r, i, n, out, r - first),
+                        _ => tile_avx512::<1>(job, r, i, n, out, r - first),
                     }
                 }
                 i += n;
             }
-            r += if pair { 2 } else { 1 };
+            r += take;
         }
         return;
     }
@@ -558,6 +565,30 @@ unsafe fn tile_avx512<const R: usize>(
                 _ => panic!("quantized product: a tile of {n} rows of x (1 to 8)"),
             }
         };
+    }
+    // four weight rows take at most 4 rows of x (their accumulators and values fill the 32
+    // vector registers)
+    if R > 2 {
+        match n {
+            // SAFETY: the caller's guarantees; x holds rows i..i + n from where it starts.
+            1 => put(out, i, col, unsafe {
+                avx512::tile_dot::<1, R>(job.ty, rows, x, job.k)
+            }),
+            // SAFETY: as above.
+            2 => put(out, i, col, unsafe {
+                avx512::tile_dot::<2, R>(job.ty, rows, x, job.k)
+            }),
+            // SAFETY: as above.
+            3 => put(out, i, col, unsafe {
+                avx512::tile_dot::<3, R>(job.ty, rows, x, job.k)
+            }),
+            // SAFETY: as above.
+            4 => put(out, i, col, unsafe {
+                avx512::tile_dot::<4, R>(job.ty, rows, x, job.k)
+            }),
+            _ => panic!("quantized product: a tile of {R} weight rows with {n} rows of x (1 to 4)"),
+        }
+        return;
     }
     tile!(1 2 3 4 5 6 7 8);
 }

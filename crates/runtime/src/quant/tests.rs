@@ -209,13 +209,44 @@ fn avx512_tiles_dequantize_like_gguf() {
                 }
                 // SAFETY: AVX-512 and F16C were detected above (`isas()`); `blk` is one
                 // whole block of a type `tile_dot` takes.
-                let got = unsafe { avx512::block32_values(ty, &blk) };
+                let got = unsafe { avx512::block32_values(ty, &blk, true) };
                 let want = dequant(ty, &blk);
                 let bits = |v: &[f32]| {
                     v.iter()
                         .map(|f| if f.is_nan() { u32::MAX } else { f.to_bits() })
                         .collect::<Vec<_>>()
                 };
+                // the products' values: `d * q + m` rounded once for the types with a minimum
+                // (else the same as the exact ones)
+                // SAFETY: as above.
+                let fused = unsafe { avx512::block32_values(ty, &blk, false) };
+                let want_fused: Vec<f32> = match ty {
+                    QuantType::Q4_1 | QuantType::Q5_1 => {
+                        let (d, m) = (f16_at(&blk), f16_at(&blk[2..]));
+                        let qh = u32::from_le_bytes([blk[4], blk[5], blk[6], blk[7]]);
+                        let qs = if ty == QuantType::Q5_1 {
+                            &blk[8..24]
+                        } else {
+                            &blk[4..20]
+                        };
+                        (0..32)
+                            .map(|j| {
+                                let mut q = if j < 16 { qs[j] & 15 } else { qs[j - 16] >> 4 };
+                                if ty == QuantType::Q5_1 && qh >> j & 1 == 1 {
+                                    q += 16;
+                                }
+                                d.mul_add(f32::from(q), m)
+                            })
+                            .collect()
+                    }
+                    _ => want.clone(),
+                };
+                assert_eq!(
+                    bits(&fused),
+                    bits(&want_fused),
+                    "{} fused, block {blk:?}",
+                    ty.name()
+                );
                 assert_eq!(bits(&got), bits(&want), "{} block {blk:?}", ty.name());
             }
         }
