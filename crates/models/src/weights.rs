@@ -100,6 +100,133 @@ impl Proj {
     }
 }
 
+/// Projections of one input, told apart by their output rows (a block's query, key and value;
+/// its gate and up): where every part is quantized alike, one product over their rows stacked
+/// (one kernel and one pass over the input instead of one per part: a decode step's products
+/// are short, so their launches and thread hand-offs weigh); else one product per part. Each
+/// output is the same either way: a row's product does not depend on the rows around it.
+pub enum ProjStack {
+    /// One projection whose output rows are the parts', in order, of these sizes.
+    Fused {
+        /// The stacked projection.
+        proj: Proj,
+        /// Each part's rows.
+        sizes: Vec<usize>,
+    },
+    /// One projection per part.
+    Parts(Vec<Proj>),
+}
+
+impl ProjStack {
+    /// The parts, stacked when they are all quantized with one block type and width and
+    /// either all have a bias or none has (the stacked blocks are copied into a buffer of their
+    /// own; the parts' are freed when dropped).
+    ///
+    /// # Errors
+    /// If the device fails copying the blocks.
+    pub fn new(parts: Vec<Proj>) -> Result<ProjStack> {
+        let quantized: Vec<(&QuantizedTensor, &Option<Tensor>)> = parts
+            .iter()
+            .filter_map(|p| match p {
+                Proj::Quantized { weight, bias } => Some((weight, bias)),
+                Proj::Dense(_) => None,
+            })
+            .collect();
+        let Some(&(first, first_bias)) = quantized.first() else {
+            return Ok(ProjStack::Parts(parts));
+        };
+        let alike = parts.len() > 1
+            && quantized.len() == parts.len()
+            && quantized.iter().all(|(w, b)| {
+                w.ty == first.ty
+                    && w.cols == first.cols
+                    && w.device() == first.device()
+                    && b.is_some() == first_bias.is_some()
+            });
+        if !alike {
+            return Ok(ProjStack::Parts(parts));
+        }
+        let blocks: Vec<Tensor> = quantized.iter().map(|(w, _)| w.blocks.clone()).collect();
+        let stacked = Tensor::cat(&blocks.iter().collect::<Vec<_>>(), 0).contiguous();
+        stacked.try_realize()?;
+        let bias = if first_bias.is_some() {
+            let biases: Vec<Tensor> = quantized
+                .iter()
+                .filter_map(|(_, b)| b.as_ref().map(as_f32))
+                .collect();
+            let b = Tensor::cat(&biases.iter().collect::<Vec<_>>(), 0).contiguous();
+            b.try_realize()?;
+            Some(b)
+        } else {
+            None
+        };
+        let sizes: Vec<usize> = quantized.iter().map(|(w, _)| w.rows).collect();
+        let weight = QuantizedTensor {
+            blocks: stacked,
+            ty: first.ty,
+            rows: sizes.iter().sum(),
+            cols: first.cols,
+        };
+        Ok(ProjStack::Fused {
+            proj: Proj::Quantized { weight, bias },
+            sizes,
+        })
+    }
+
+    /// A checkpoint's fused projection whose output rows are parts of `sizes` (Phi-3's qkv and
+    /// gate/up): kept whole when quantized, else split into parts (each a dense product of its
+    /// own, as the GEMM path takes them).
+    pub fn from_fused(proj: Proj, sizes: Vec<usize>) -> ProjStack {
+        if matches!(proj, Proj::Quantized { .. }) {
+            return ProjStack::Fused { proj, sizes };
+        }
+        let mut lo = 0;
+        let parts = sizes
+            .iter()
+            .map(|&n| {
+                lo += n;
+                proj.rows(lo - n, lo)
+            })
+            .collect();
+        ProjStack::Parts(parts)
+    }
+
+    /// Each part's [`Proj::forward_own`] of `x` `[..., in]`: `[..., rows]` per part, in order
+    /// (views of one output buffer when fused).
+    ///
+    /// # Errors
+    /// As [`Proj::forward`].
+    pub fn forward_own(&self, x: &Tensor) -> Result<Vec<Tensor>> {
+        match self {
+            ProjStack::Parts(parts) => parts.iter().map(|p| p.forward_own(x)).collect(),
+            ProjStack::Fused { proj, sizes } => {
+                let y = proj.forward_own(x)?;
+                let shape = y.shape();
+                let last = shape.len() - 1;
+                let mut lo = 0;
+                Ok(sizes
+                    .iter()
+                    .map(|&n| {
+                        let mut ranges: Vec<(usize, usize)> =
+                            shape.iter().map(|&d| (0, d)).collect();
+                        ranges[last] = (lo, lo + n);
+                        lo += n;
+                        y.shrink(&ranges)
+                    })
+                    .collect())
+            }
+        }
+    }
+
+    /// Whether the products read their input from a buffer (see [`Proj::reads_realized_input`]).
+    pub fn reads_realized_input(&self) -> bool {
+        match self {
+            ProjStack::Fused { proj, .. } => proj.reads_realized_input(),
+            ProjStack::Parts(parts) => parts.iter().any(Proj::reads_realized_input),
+        }
+    }
+}
+
 impl From<Linear> for Proj {
     fn from(l: Linear) -> Proj {
         Proj::Dense(l)
@@ -348,5 +475,81 @@ pub fn as_f32(t: &Tensor) -> Tensor {
         t.clone()
     } else {
         t.cast(DType::FLOAT32)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tinygrad_tensor::nn::quant::QuantType;
+
+    /// A quantized projection of `rows x cols` Q4_1 weights with pseudo-random blocks (finite
+    /// scales).
+    fn random_q4_1(rows: usize, cols: usize, seed: u32) -> Proj {
+        let mut raw = vec![0u8; rows * cols / 32 * 20];
+        let mut s = seed;
+        for b in raw.iter_mut() {
+            s = s.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            *b = (s >> 16) as u8;
+        }
+        for blk in raw.chunks_exact_mut(20) {
+            blk[1] &= 0x3B;
+            blk[3] &= 0x3B;
+        }
+        Proj::Quantized {
+            weight: QuantizedTensor::from_blocks(&raw, QuantType::Q4_1, rows, cols, "CPU"),
+            bias: None,
+        }
+    }
+
+    /// Stacked quantized projections give each part's product bit for bit, for a decode
+    /// step's row and a prompt's many rows (the two routes of a quantized product).
+    #[test]
+    fn stacked_projections_equal_their_parts() {
+        let cols = 96;
+        let sizes = [40, 8, 8];
+        let parts = || -> Vec<Proj> {
+            sizes
+                .iter()
+                .zip(1u32..)
+                .map(|(&r, seed)| random_q4_1(r, cols, seed))
+                .collect()
+        };
+        let stack = ProjStack::new(parts()).unwrap();
+        assert!(matches!(&stack, ProjStack::Fused { sizes: s, .. } if s == &sizes));
+        for m in [1usize, 3, 24] {
+            let x = Tensor::from_slice(
+                &(0..m * cols)
+                    .map(|i| ((i * 37 % 101) as f32 - 50.0) / 25.0)
+                    .collect::<Vec<_>>(),
+                &[1, m, cols],
+            );
+            let got = stack.forward_own(&x).unwrap();
+            for (part, got) in parts().iter().zip(&got) {
+                let want = part.forward_own(&x).unwrap();
+                assert_eq!(got.shape(), want.shape());
+                let (got, want) = (got.to_vec::<f32>(), want.to_vec::<f32>());
+                if m <= tinygrad_tensor::nn::quant::NATIVE_ROWS {
+                    // the native products: each row summed in one order whatever its
+                    // neighbours
+                    let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(bits(&got), bits(&want), "{m} rows of x");
+                } else {
+                    // dequantized, then a GEMM whose blocking follows the weight's rows: the
+                    // same products summed in another order, within float32 rounding
+                    let scale = want.iter().fold(0f32, |a, v| a.max(v.abs()));
+                    for (g, w) in got.iter().zip(&want) {
+                        assert!((g - w).abs() <= 1e-5 * scale, "{m} rows of x: {g} vs {w}");
+                    }
+                }
+            }
+        }
+        // a float part among them: one product each
+        let mut mixed = parts();
+        mixed.push(Proj::Dense(Linear {
+            weight: Tensor::ones(&[4, cols], DType::FLOAT32),
+            bias: None,
+        }));
+        assert!(matches!(ProjStack::new(mixed).unwrap(), ProjStack::Parts(p) if p.len() == 4));
     }
 }

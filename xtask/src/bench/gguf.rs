@@ -10,7 +10,11 @@
 //!
 //! llama.cpp's `llama-bench`: `LLAMA_BENCH`, else `target/llama.cpp/bin/llama-bench`
 //! (`scripts/build_llama_bench.sh` builds it from the source PyPI's `llama-cpp-python` sdist
-//! vendors), else `llama-bench` on the `PATH`; `n/a` with the reason otherwise.
+//! vendors), else `llama-bench` on the `PATH`; `n/a` with the reason otherwise. Where that
+//! `llama-bench` takes `--repack`, a second reference runs it with `--repack 0`: llama.cpp's
+//! default repacks the weights at load into layouts of its CPU backend (on a CPU with AMX,
+//! tiles multiplied with int8-quantized activations), `--repack 0` reads the file's blocks as
+//! ours do (with its int8-quantized activations still).
 //!
 //! For each model three rows:
 //! - `decode`: tokens/s of greedy decoding (Jit + symbolic KV length), 48 tokens after the first
@@ -126,22 +130,40 @@ fn llama_bench() -> Result<PathBuf, String> {
     }
 }
 
+/// Whether this `llama-bench` takes `--repack` (llama.cpp builds whose CPU backend repacks
+/// weights at load into layouts of its own: AMX tiles on CPUs with AMX, interleaved rows
+/// elsewhere).
+fn llama_bench_repacks() -> bool {
+    llama_bench().is_ok_and(|exe| {
+        Command::new(exe)
+            .arg("--help")
+            .output()
+            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("--repack"))
+    })
+}
+
 /// llama.cpp's median tokens/s for a prompt of `prompt` tokens (`generated` 0) or `generated`
-/// tokens (`prompt` 0) on `file`, `reps` repetitions on `threads` threads.
+/// tokens (`prompt` 0) on `file`, `reps` repetitions on `threads` threads; `repack: false`
+/// passes `--repack 0` (the weights read as the file's blocks, as ours are).
 fn llama_cpp_rate(
     file: &Path,
     prompt: usize,
     generated: usize,
     reps: usize,
     threads: usize,
+    repack: bool,
 ) -> Result<f64, String> {
     let exe = llama_bench()?;
-    let out = Command::new(&exe)
-        .arg("-m")
+    let mut cmd = Command::new(&exe);
+    cmd.arg("-m")
         .arg(file)
         .args(["-t", &threads.to_string()])
         .args(["-p", &prompt.to_string(), "-n", &generated.to_string()])
-        .args(["-r", &reps.to_string(), "-o", "json"])
+        .args(["-r", &reps.to_string(), "-o", "json"]);
+    if !repack {
+        cmd.args(["--repack", "0"]);
+    }
+    let out = cmd
         .output()
         .map_err(|e| format!("{}: {e}", exe.display()))?;
     if !out.status.success() {
@@ -249,7 +271,11 @@ pub(super) fn bench(model: Model, phase: Phase, o: &Opts) -> Option<Row> {
     for _ in 0..half {
         times.push(seconds(generate()));
     }
-    let llama = llama_cpp_rate(&file, llama_prompt, llama_gen, 5, threads);
+    let llama = llama_cpp_rate(&file, llama_prompt, llama_gen, 5, threads, true);
+    // llama.cpp without its repacked layouts (on a CPU with AMX its default multiplies int8
+    // activations on AMX tiles), where the build has the option
+    let unpacked = llama_bench_repacks()
+        .then(|| llama_cpp_rate(&file, llama_prompt, llama_gen, 5, threads, false));
     for _ in 0..half {
         times.push(seconds(generate()));
     }
@@ -260,10 +286,10 @@ pub(super) fn bench(model: Model, phase: Phase, o: &Opts) -> Option<Row> {
         Phase::Prefill => (Unit::TokensPerSec(128.0), 128.0),
         Phase::FirstToken => (Unit::Ms, 16.0),
     };
-    let llama_ref = match llama {
-        Ok(rate) => Reference::timed("llama.cpp", per_run / rate, unit, tokens_ok),
+    let reference = |name: &str, rate: Result<f64, String>| match rate {
+        Ok(rate) => Reference::timed(name, per_run / rate, unit, tokens_ok),
         Err(why) => Reference {
-            name: "llama.cpp".into(),
+            name: name.into(),
             measured: None,
             note: format!(
                 "n/a: {why}{}",
@@ -275,6 +301,10 @@ pub(super) fn bench(model: Model, phase: Phase, o: &Opts) -> Option<Row> {
             ),
         },
     };
+    let mut refs = vec![reference("llama.cpp", llama)];
+    if let Some(rate) = unpacked {
+        refs.push(reference("llama.cpp --repack 0", rate));
+    }
     let c = &m.config;
     let kv_mb = (2 * c.num_layers * c.num_kv_heads * m.context() * c.head_dim * 4) as f64 / 1e6;
     let file_mb = std::fs::metadata(&file).map_or(0.0, |md| md.len() as f64 / 1e6);
@@ -291,7 +321,7 @@ pub(super) fn bench(model: Model, phase: Phase, o: &Opts) -> Option<Row> {
         name,
         secs,
         unit,
-        refs: vec![llama_ref],
+        refs,
         note: format!(
             "{check}context {} tokens; process resident {rss} (file {file_mb:.0} MB, KV cache {kv_mb:.0} \
              MB); llama-bench -t {threads} -p {llama_prompt} -n {llama_gen}",

@@ -25,7 +25,7 @@ use super::batch::{BatchStep, Layout};
 use super::config::{Arch, DecoderConfig};
 use crate::config::JsonConfig;
 use crate::error::{ModelError, Result, check_token_ids};
-use crate::weights::{Proj, Weights, as_f32};
+use crate::weights::{Proj, ProjStack, Weights, as_f32};
 
 /// A normalization layer of either family.
 enum Norm {
@@ -46,22 +46,25 @@ impl Norm {
 enum Mlp {
     /// GPT-2: `proj(gelu_tanh(fc(x)))`.
     Gelu { fc: Proj, proj: Proj },
-    /// LLaMA: `down(silu(gate(x)) * up(x))`.
-    SwiGlu { gate: Proj, up: Proj, down: Proj },
+    /// LLaMA: `down(silu(gate(x)) * up(x))` (`gate_up`: the two projections of `x`).
+    SwiGlu { gate_up: ProjStack, down: Proj },
     /// Gemma: `down(gelu_tanh(gate(x)) * up(x))`.
-    GeGlu { gate: Proj, up: Proj, down: Proj },
+    GeGlu { gate_up: ProjStack, down: Proj },
 }
 
 impl Mlp {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
         match self {
             Mlp::Gelu { fc, proj } => proj.forward(&fc.forward(x)?.gelu()),
-            // gate and up are their own (GEMM) kernels, not one kernel of two reductions
-            Mlp::SwiGlu { gate, up, down } => {
-                down.forward(&(gate.forward_own(x)?.silu() * up.forward_own(x)?))
+            // gate and up are their own (GEMM or quantized) kernels, not one kernel of two
+            // reductions
+            Mlp::SwiGlu { gate_up, down } => {
+                let [gate, up] = two(gate_up.forward_own(x)?);
+                down.forward(&(gate.silu() * up))
             }
-            Mlp::GeGlu { gate, up, down } => {
-                down.forward(&(gate.forward_own(x)?.gelu() * up.forward_own(x)?))
+            Mlp::GeGlu { gate_up, down } => {
+                let [gate, up] = two(gate_up.forward_own(x)?);
+                down.forward(&(gate.gelu() * up))
             }
         }
     }
@@ -70,17 +73,26 @@ impl Mlp {
     fn reads_realized_input(&self) -> bool {
         match self {
             Mlp::Gelu { fc, .. } => fc.reads_realized_input(),
-            Mlp::SwiGlu { gate, .. } | Mlp::GeGlu { gate, .. } => gate.reads_realized_input(),
+            Mlp::SwiGlu { gate_up, .. } | Mlp::GeGlu { gate_up, .. } => {
+                gate_up.reads_realized_input()
+            }
         }
     }
+}
+
+/// The two outputs of a gate/up [`ProjStack`] (built with two parts).
+fn two(parts: Vec<Tensor>) -> [Tensor; 2] {
+    let n = parts.len();
+    parts
+        .try_into()
+        .unwrap_or_else(|_| unreachable!("a gate/up stack of {n} parts"))
 }
 
 /// One transformer block.
 struct Block {
     attn_norm: Norm,
-    q: Proj,
-    k: Proj,
-    v: Proj,
+    /// The query, key and value projections, in that order.
+    qkv: ProjStack,
     o: Proj,
     /// Qwen3's and Gemma's RMSNorm of each query and key head (over `head_dim`).
     qk_norm: Option<(RMSNorm, RMSNorm)>,
@@ -394,9 +406,7 @@ impl Decoder {
                             h,
                             c.norm_eps,
                         )?),
-                        q: part(0),
-                        k: part(1),
-                        v: part(2),
+                        qkv: ProjStack::Parts(vec![part(0), part(1), part(2)]),
                         o: w.conv1d(&format!("{b}.attn.c_proj"), h, h)?.into(),
                         qk_norm: None,
                         post_attn_norm: None,
@@ -437,27 +447,25 @@ impl Decoder {
                         |name: &str, out: usize| w.proj(&format!("{b}.{name}"), h, out, c.qkv_bias);
                     // Phi-3 fuses q/k/v into one projection and gate/up into another: each
                     // part is a row range of the fused weight
-                    let rows = |l: &Proj, lo: usize, hi: usize| l.rows(lo, hi);
-                    let (q, k, v) = if w.contains(&format!("{b}.self_attn.qkv_proj.weight")) {
+                    let qkv_stack = if w.contains(&format!("{b}.self_attn.qkv_proj.weight")) {
                         let f = lin("self_attn.qkv_proj", h, qd + 2 * kvd)?;
-                        (
-                            rows(&f, 0, qd),
-                            rows(&f, qd, qd + kvd),
-                            rows(&f, qd + kvd, qd + 2 * kvd),
-                        )
+                        ProjStack::from_fused(f, vec![qd, kvd, kvd])
                     } else {
-                        (
+                        ProjStack::new(vec![
                             qkv("self_attn.q_proj", qd)?,
                             qkv("self_attn.k_proj", kvd)?,
                             qkv("self_attn.v_proj", kvd)?,
-                        )
+                        ])?
                     };
                     let m = c.intermediate_size;
-                    let (gate, up) = if w.contains(&format!("{b}.mlp.gate_up_proj.weight")) {
+                    let gate_up = if w.contains(&format!("{b}.mlp.gate_up_proj.weight")) {
                         let f = lin("mlp.gate_up_proj", h, 2 * m)?;
-                        (rows(&f, 0, m), rows(&f, m, 2 * m))
+                        ProjStack::from_fused(f, vec![m, m])
                     } else {
-                        (lin("mlp.gate_proj", h, m)?, lin("mlp.up_proj", h, m)?)
+                        ProjStack::new(vec![
+                            lin("mlp.gate_proj", h, m)?,
+                            lin("mlp.up_proj", h, m)?,
+                        ])?
                     };
                     let head_norm = |name: &str| {
                         w.rms_norm(&format!("{b}.self_attn.{name}.weight"), hd, c.norm_eps)
@@ -468,9 +476,7 @@ impl Decoder {
                             h,
                             c.norm_eps,
                         )?),
-                        q,
-                        k,
-                        v,
+                        qkv: qkv_stack,
                         o: lin("self_attn.o_proj", qd, h)?,
                         qk_norm: if c.qk_norm {
                             Some((head_norm("q_norm")?, head_norm("k_norm")?))
@@ -486,8 +492,7 @@ impl Decoder {
                             c.norm_eps,
                         )?),
                         mlp: Mlp::SwiGlu {
-                            gate,
-                            up,
+                            gate_up,
                             down: lin("mlp.down_proj", m, h)?,
                         },
                     });
@@ -517,9 +522,11 @@ impl Decoder {
                     };
                     blocks.push(Block {
                         attn_norm: block_norm("input_layernorm")?,
-                        q: lin("self_attn.q_proj", h, qd)?,
-                        k: lin("self_attn.k_proj", h, kvd)?,
-                        v: lin("self_attn.v_proj", h, kvd)?,
+                        qkv: ProjStack::new(vec![
+                            lin("self_attn.q_proj", h, qd)?,
+                            lin("self_attn.k_proj", h, kvd)?,
+                            lin("self_attn.v_proj", h, kvd)?,
+                        ])?,
                         o: lin("self_attn.o_proj", qd, h)?,
                         qk_norm: Some((
                             norm(&format!("{b}.self_attn.q_norm.weight"), hd)?,
@@ -528,8 +535,10 @@ impl Decoder {
                         post_attn_norm: Some(block_norm("post_attention_layernorm")?),
                         mlp_norm: block_norm("pre_feedforward_layernorm")?,
                         mlp: Mlp::GeGlu {
-                            gate: lin("mlp.gate_proj", h, c.intermediate_size)?,
-                            up: lin("mlp.up_proj", h, c.intermediate_size)?,
+                            gate_up: ProjStack::new(vec![
+                                lin("mlp.gate_proj", h, c.intermediate_size)?,
+                                lin("mlp.up_proj", h, c.intermediate_size)?,
+                            ])?,
                             down: lin("mlp.down_proj", c.intermediate_size, h)?,
                         },
                         post_mlp_norm: Some(block_norm("post_feedforward_layernorm")?),
@@ -752,7 +761,7 @@ impl Net {
             // realization (the cache's, and the next block's)
             x.try_realize()?;
             let h = block.attn_norm.forward(&x);
-            if block.q.reads_realized_input() {
+            if block.qkv.reads_realized_input() {
                 // the quantized products read their input from a buffer: computed once here,
                 // not once per projection
                 h.try_realize()?;
@@ -771,9 +780,14 @@ impl Net {
                 Some((qn, kn)) => (Some(qn), Some(kn)),
                 None => (None, None),
             };
-            let mut q = split(block.q.forward_own(&h)?, heads, q_norm);
-            let mut k = split(block.k.forward_own(&h)?, kvh, k_norm);
-            let v = split(block.v.forward_own(&h)?, kvh, None);
+            let [q, k, v]: [Tensor; 3] = block
+                .qkv
+                .forward_own(&h)?
+                .try_into()
+                .unwrap_or_else(|_| unreachable!("a qkv stack of three parts"));
+            let mut q = split(q, heads, q_norm);
+            let mut k = split(k, kvh, k_norm);
+            let v = split(v, kvh, None);
             let table = if block.sliding { &rope_local } else { &rope };
             if let Some((cos, sin)) = table {
                 q = apply_rope(&q, cos, sin);
