@@ -148,6 +148,10 @@ impl Tokenizer {
             message: e.to_string(),
         })?;
         let mut t = Tokenizer::from_bytes(&bytes, path)?;
+        drop((json, bytes));
+        // the JSON built on the way (hundreds of MB of small allocations for a vocabulary of
+        // 262k tokens) goes back to the OS
+        tinygrad_tensor::release_free_memory();
         let token = |key: &str| {
             let id = meta.get(key)?.as_u64()?;
             t.inner.id_to_token(u32::try_from(id).ok()?)

@@ -87,6 +87,7 @@ pub use scatter::PadMode;
 pub use symbolic::{BoundVar, Variable};
 pub use tensor::{Data, Tensor, TensorError};
 pub use tinygrad_dtype::{ConstValue, DType};
+pub use tinygrad_runtime::buffer_pool::release_free_memory;
 pub use tinygrad_runtime::environment;
 pub use tinygrad_runtime::{
     DeviceError, TransferStats, beam_stats, canonical_device, compile_count, debug_level,

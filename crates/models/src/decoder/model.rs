@@ -269,7 +269,11 @@ impl Decoder {
         }
         let config = DecoderConfig::from_hf(&JsonConfig::read(&path.join("config.json"))?)?;
         let weights = Weights::from_hf_dir(path, device)?;
-        Decoder::from_weights(config, &weights, device)
+        let decoder = Decoder::from_weights(config, &weights, device);
+        drop(weights);
+        // the copies the weights went through (converted, permuted, stacked) go back to the OS
+        tinygrad_tensor::release_free_memory();
+        decoder
     }
 
     /// Loads a GGUF file (architectures `llama`, `qwen2`, `qwen3`, `phi3`, `gemma3`; f32/f16/bf16 and the quantized
@@ -368,7 +372,11 @@ impl Decoder {
         let refs: Vec<&Tensor> = tensors.values().collect();
         Tensor::try_realize_all(&refs)?;
         let weights = Weights::new(name, tensors).with_quantized(quantized);
-        Decoder::from_weights(config, &weights, device)
+        let decoder = Decoder::from_weights(config, &weights, device);
+        drop(weights);
+        // the copies the weights went through (permuted, stacked) go back to the OS
+        tinygrad_tensor::release_free_memory();
+        decoder
     }
 
     /// Builds the decoder from checkpoint weights with Hugging Face's names, checking every
