@@ -4,16 +4,19 @@
 use std::arch::x86_64::*;
 
 use super::QuantType;
-use super::portable::{f16_at, q4k_scales};
+use super::portable::q4k_scales;
 
-/// 16 bytes as float32 lanes, unsigned.
+/// The half-precision float at `b[0..2]` as float32, by F16C's conversion (exact; the
+/// portable `f16_at` scales subnormal halves through a float32 subnormal, which costs a
+/// microcode assist per conversion on Intel cores: K-quant scales are often that small).
 ///
 /// # Safety
-/// The CPU has avx512f.
+/// The CPU has f16c.
 #[inline(always)]
-unsafe fn u8x16(v: __m128i) -> __m512 {
-    // SAFETY: the caller's guarantee (avx512f).
-    unsafe { _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(v)) }
+unsafe fn half(b: &[u8]) -> f32 {
+    let h = u16::from_le_bytes([b[0], b[1]]);
+    // SAFETY: the caller's guarantee (f16c); a register conversion.
+    unsafe { _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(i32::from(h)))) }
 }
 
 /// The 16 floats at `p`.
@@ -24,108 +27,6 @@ unsafe fn u8x16(v: __m128i) -> __m512 {
 unsafe fn load(p: *const f32) -> __m512 {
     // SAFETY: the caller's guarantees.
     unsafe { _mm512_loadu_ps(p) }
-}
-
-/// One weight row's product with `x` (as the portable `row_dot`), for the K-quants (the
-/// 32-weight types go through [`tile_dot`]).
-///
-/// # Safety
-/// The CPU has avx512f/bw/vl and FMA; `row` holds `x.len() / block` whole blocks of `ty`
-/// and `sums` `x.len() / 32` elements.
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,fma")]
-pub(super) unsafe fn row_dot(ty: QuantType, row: &[u8], x: &[f32], sums: &[f32]) -> f32 {
-    let nb = row.len() / ty.block_bytes();
-    assert!(
-        !tile_dot_takes(ty) && nb * ty.block() == x.len() && sums.len() * 32 == x.len(),
-        "quantized product (K-quant loop): {} bytes of {} blocks against {} values",
-        row.len(),
-        ty.name(),
-        x.len()
-    );
-    let xp = x.as_ptr();
-    let nib = _mm_set1_epi8(0x0F);
-    let mut acc = _mm512_setzero_ps();
-    let mut acc2 = _mm512_setzero_ps();
-    let mut mins = 0.0f32;
-    // SAFETY: the CPU features are the caller's guarantee; every load is of block `b` of
-    // `nb`, inside `row` (nb * block_bytes bytes), or of its values x[b * block..] inside
-    // `x` (nb * block floats, asserted above): unaligned 16- and 64-byte loads in range.
-    unsafe {
-        match ty {
-            QuantType::Q4K => {
-                for b in 0..nb {
-                    let blk = &row[b * 144..(b + 1) * 144];
-                    let (d, dmin) = (f16_at(blk), f16_at(&blk[2..]));
-                    let (sc, mn) = q4k_scales(blk);
-                    for c in 0..4 {
-                        let p = blk.as_ptr().add(16 + c * 32) as *const __m128i;
-                        let (b0, b1) = (_mm_loadu_si128(p), _mm_loadu_si128(p.add(1)));
-                        let (lo_sub, hi_sub) = (b * 8 + 2 * c, b * 8 + 2 * c + 1);
-                        let xl = xp.add(lo_sub * 32);
-                        let xh = xp.add(hi_sub * 32);
-                        let sl = _mm512_fmadd_ps(
-                            u8x16(_mm_and_si128(b1, nib)),
-                            load(xl.add(16)),
-                            _mm512_mul_ps(u8x16(_mm_and_si128(b0, nib)), load(xl)),
-                        );
-                        let sh = _mm512_fmadd_ps(
-                            u8x16(_mm_and_si128(_mm_srli_epi16(b1, 4), nib)),
-                            load(xh.add(16)),
-                            _mm512_mul_ps(
-                                u8x16(_mm_and_si128(_mm_srli_epi16(b0, 4), nib)),
-                                load(xh),
-                            ),
-                        );
-                        acc = _mm512_fmadd_ps(_mm512_set1_ps(d * f32::from(sc[2 * c])), sl, acc);
-                        acc2 =
-                            _mm512_fmadd_ps(_mm512_set1_ps(d * f32::from(sc[2 * c + 1])), sh, acc2);
-                        mins -= dmin * f32::from(mn[2 * c]) * sums[lo_sub]
-                            + dmin * f32::from(mn[2 * c + 1]) * sums[hi_sub];
-                    }
-                }
-            }
-            _ => {
-                let three = _mm_set1_epi8(3);
-                let thirty_two = _mm512_set1_epi32(32);
-                for b in 0..nb {
-                    let blk = &row[b * 210..(b + 1) * 210];
-                    let d = f16_at(&blk[208..]);
-                    let base = blk.as_ptr();
-                    for h in 0..2 {
-                        let qh = base.add(128 + h * 32) as *const __m128i;
-                        let (h0, h1) = (_mm_loadu_si128(qh), _mm_loadu_si128(qh.add(1)));
-                        for r in 0..4 {
-                            let ql = base.add(h * 64 + (r % 2) * 32) as *const __m128i;
-                            let (l0, l1) = (_mm_loadu_si128(ql), _mm_loadu_si128(ql.add(1)));
-                            let shift = _mm_cvtsi32_si128(2 * r as i32);
-                            let q = |l: __m128i, hb: __m128i| {
-                                let low = if r < 2 {
-                                    _mm_and_si128(l, nib)
-                                } else {
-                                    _mm_and_si128(_mm_srli_epi16(l, 4), nib)
-                                };
-                                let high = _mm_and_si128(_mm_srl_epi16(hb, shift), three);
-                                let v = _mm_or_si128(low, _mm_slli_epi16(high, 4));
-                                _mm512_cvtepi32_ps(_mm512_sub_epi32(
-                                    _mm512_cvtepu8_epi32(v),
-                                    thirty_two,
-                                ))
-                            };
-                            let xb = xp.add((b * 8 + h * 4 + r) * 32);
-                            let t0 = _mm512_mul_ps(q(l0, h0), load(xb));
-                            let t1 = _mm512_mul_ps(q(l1, h1), load(xb.add(16)));
-                            let g = 192 + h * 8 + r * 2;
-                            let sc0 = d * f32::from(blk[g] as i8);
-                            let sc1 = d * f32::from(blk[g + 1] as i8);
-                            acc = _mm512_fmadd_ps(_mm512_set1_ps(sc0), t0, acc);
-                            acc2 = _mm512_fmadd_ps(_mm512_set1_ps(sc1), t1, acc2);
-                        }
-                    }
-                }
-            }
-        }
-    }
-    _mm512_reduce_add_ps(_mm512_add_ps(acc, acc2)) + mins
 }
 
 /// Whether [`tile_dot`] takes weights of `ty` (the 32-weight block types; the K-quants are
@@ -141,10 +42,11 @@ pub(super) fn tile_dot_takes(ty: QuantType) -> bool {
 /// bytes per weight row).
 const SCALE_CHUNK: usize = 32;
 
-/// How far ahead of the block being read a tile asks for its weight rows' bytes: each thread
-/// streams its rows in order, and a few kilobytes in flight keep the memory busy (without it
-/// the products read half as fast from memory as from the cache).
-const PREFETCH_BYTES: usize = 4096;
+/// How many blocks ahead of the block being read a tile asks for its weight rows' bytes (5 KiB
+/// of Q4_1, 8.5 KiB of Q8_0): each thread streams its rows in order, and some kilobytes in
+/// flight keep the memory busy (without it the products read half as fast from memory as from
+/// the cache).
+const PREFETCH_BLOCKS: usize = 256;
 
 /// The scale and minimum (0 for the types without one) of blocks `first..first + n` of a row
 /// of `ty` blocks, as float32 pairs into `out[2 * j..2 * j + 2]`: converted ahead of the blocks'
@@ -275,6 +177,24 @@ unsafe fn block32<const EXACT: bool>(
     }
 }
 
+/// A Q8_0 block's 32 values (`blk` its bytes), unscaled, as two vectors of 16.
+///
+/// # Safety
+/// The CPU has avx512f; `blk` holds a whole Q8_0 block.
+#[inline(always)]
+unsafe fn q8_values(blk: &[u8]) -> (__m512, __m512) {
+    assert!(blk.len() >= QuantType::Q8_0.block_bytes());
+    // SAFETY: the caller's guarantee (avx512f); the 32 values are bytes 2..34 of the block,
+    // inside it (asserted above).
+    unsafe {
+        let p = blk.as_ptr().add(2) as *const __m128i;
+        (
+            _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(p))),
+            _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(p.add(1)))),
+        )
+    }
+}
+
 /// Blocks `w` of a [`tile_dot_takes`] type dequantized into `out` (their 32 values each, in
 /// order) with [`block32`]: the same values as the portable loop, two 64-byte stores a block.
 ///
@@ -354,7 +274,8 @@ pub(super) unsafe fn block32_values(ty: QuantType, blk: &[u8], exact: bool) -> [
 /// `x` (row `i` at `x[i * k..]`): `out[r][i]`. Each block of each weight row is dequantized
 /// once, in registers, for all `M` rows of `x`, and each `x` block is loaded once for all `R`
 /// weight rows (a register tile of `R * M` accumulators); the values are `block32`'s fused
-/// ones (each within half an ulp of `gguf.quants`'). Every product is summed in the same
+/// ones (each within half an ulp of `gguf.quants`'), except Q8_0's, whose blocks are summed
+/// unscaled and each block's sum scaled (`d * sum(q * x)`). Every product is summed in the same
 /// order whatever `M` and `R` (16 lanes, each block's two halves in turn, then the lanes'
 /// sum), so a row's product is the same bit for bit whether its token is decoded alone or
 /// in a batch.
@@ -398,11 +319,38 @@ pub(super) unsafe fn tile_dot<const M: usize, const R: usize>(
                     }
                     for j in 0..n {
                         let b = first + j;
+                        if $ty == QuantType::Q8_0 {
+                            // each block as `d * sum(q * x)`: the 8-bit values have no table,
+                            // and scaling the block's sum is one multiplication where scaling
+                            // each value is two
+                            let mut q = [(_mm512_setzero_ps(), _mm512_setzero_ps()); R];
+                            for r in 0..R {
+                                let blk = &rows[r][b * bb..(b + 1) * bb];
+                                _mm_prefetch::<_MM_HINT_T0>(
+                                    blk.as_ptr().wrapping_add(PREFETCH_BLOCKS * bb) as *const i8,
+                                );
+                                q[r] = q8_values(blk);
+                            }
+                            for i in 0..M {
+                                let xb = xp.add(i * k + b * 32);
+                                let (x0, x1) = (load(xb), load(xb.add(16)));
+                                for r in 0..R {
+                                    let sum =
+                                        _mm512_fmadd_ps(q[r].1, x1, _mm512_mul_ps(q[r].0, x0));
+                                    acc[r][i] = _mm512_fmadd_ps(
+                                        _mm512_set1_ps(dm[r][2 * j]),
+                                        sum,
+                                        acc[r][i],
+                                    );
+                                }
+                            }
+                            continue;
+                        }
                         let mut w = [(_mm512_setzero_ps(), _mm512_setzero_ps()); R];
                         for r in 0..R {
                             let blk = &rows[r][b * bb..(b + 1) * bb];
                             _mm_prefetch::<_MM_HINT_T0>(
-                                blk.as_ptr().wrapping_add(PREFETCH_BYTES) as *const i8
+                                blk.as_ptr().wrapping_add(PREFETCH_BLOCKS * bb) as *const i8,
                             );
                             w[r] = block32::<false>($ty, blk, dm[r][2 * j], dm[r][2 * j + 1]);
                         }
@@ -424,6 +372,180 @@ pub(super) unsafe fn tile_dot<const M: usize, const R: usize>(
             QuantType::Q5_0 => tile!(QuantType::Q5_0),
             QuantType::Q5_1 => tile!(QuantType::Q5_1),
             _ => tile!(QuantType::Q8_0),
+        }
+    }
+    let mut out = [[0.0f32; M]; R];
+    for r in 0..R {
+        for i in 0..M {
+            out[r][i] = _mm512_reduce_add_ps(acc[r][i]);
+        }
+    }
+    out
+}
+
+/// Whether [`tile_dot_k`] takes weights of `ty` (the K-quants of 256-weight blocks).
+pub(super) fn tile_dot_k_takes(ty: QuantType) -> bool {
+    matches!(ty, QuantType::Q4K | QuantType::Q6K)
+}
+
+/// [`tile_dot`] for the K-quants: the products of `R` weight rows (`rows[r]`, each `k / 256`
+/// blocks of `ty`) with `M` rows of `x`, each block's values computed once in registers for all
+/// `M` rows and each `x` load shared by the `R` weight rows. A block's sub-block scales are
+/// computed first (`gguf.quants`' `d * sc` and `dmin * m` in float32); Q4_K's values are looked
+/// up from a per-sub-block table of `d * sc * q - dmin * m` over the 16 values a nibble takes
+/// (the multiply-add rounded once: within half an ulp of `gguf.quants`' value), Q6_K's are
+/// `gguf.quants`' exactly (`d * sc` times `q - 32`). Every product is summed in one order
+/// whatever `M` and `R` (16 lanes, the sub-blocks in turn, then the lanes' sum).
+///
+/// # Safety
+/// The CPU has avx512f/bw/vl, FMA and F16C; `ty` is one [`tile_dot_k_takes`]; each of `rows`
+/// holds `k / 256` whole blocks of `ty`, and `x` at least `M * k` elements.
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,fma,f16c")]
+// (the tile's loops index the accumulators by weight row and x-row, as `tile_dot`'s)
+#[allow(clippy::needless_range_loop)]
+pub(super) unsafe fn tile_dot_k<const M: usize, const R: usize>(
+    ty: QuantType,
+    rows: [&[u8]; R],
+    x: &[f32],
+    k: usize,
+) -> [[f32; M]; R] {
+    let bb = ty.block_bytes();
+    let nb = k / 256;
+    assert!(
+        tile_dot_k_takes(ty)
+            && k.is_multiple_of(256)
+            && rows.iter().all(|r| r.len() == nb * bb)
+            && x.len() >= M * k,
+        "quantized product: {R} rows of {} blocks against {M} rows of {k} values",
+        ty.name(),
+    );
+    let xp = x.as_ptr();
+    let mut acc = [[_mm512_setzero_ps(); M]; R];
+    let iota = _mm512_setr_ps(
+        0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0,
+    );
+    let nib = _mm_set1_epi8(0x0F);
+    let three = _mm_set1_epi8(3);
+    let thirty_two = _mm_set1_epi8(32);
+    // SAFETY: the CPU features are the caller's guarantee; every block read is block `b` of
+    // `nb` of a row of nb * bb bytes (asserted above): 16-byte loads at 16 + c * 32 (+ 16) of
+    // a 144-byte Q4_K block, at h * 64 + (q % 2) * 32 (+ 16) and 128 + h * 32 (+ 16) of a
+    // 210-byte Q6_K block, all inside it; every load of x is of row i's values
+    // x[i * k + b * 256..][..256] inside `x` (M * k floats, asserted above); a prefetch is a
+    // hint that never faults, whatever the address (computed without dereferencing it).
+    unsafe {
+        for b in 0..nb {
+            let blks: [&[u8]; R] = std::array::from_fn(|r| &rows[r][b * bb..(b + 1) * bb]);
+            for blk in blks {
+                for line in (0..bb).step_by(64) {
+                    _mm_prefetch::<_MM_HINT_T0>(
+                        blk.as_ptr().wrapping_add(PREFETCH_BLOCKS / 8 * bb + line) as *const i8,
+                    );
+                }
+            }
+            if ty == QuantType::Q4K {
+                // per sub-block: `d * sc` and `-(dmin * m)`
+                let mut scale = [[(0.0f32, 0.0f32); 8]; R];
+                for r in 0..R {
+                    let (d, dmin) = (half(blks[r]), half(&blks[r][2..]));
+                    let (sc, mn) = q4k_scales(blks[r]);
+                    for j in 0..8 {
+                        scale[r][j] = (d * f32::from(sc[j]), -(dmin * f32::from(mn[j])));
+                    }
+                }
+                for c in 0..4 {
+                    let mut w = [[_mm512_setzero_ps(); 4]; R];
+                    for r in 0..R {
+                        let table = |j: usize| {
+                            let (ds, dm) = scale[r][j];
+                            _mm512_fmadd_ps(_mm512_set1_ps(ds), iota, _mm512_set1_ps(dm))
+                        };
+                        let (low, high) = (table(2 * c), table(2 * c + 1));
+                        let p = blks[r].as_ptr().add(16 + c * 32) as *const __m128i;
+                        let v0 = _mm512_cvtepu8_epi32(_mm_loadu_si128(p));
+                        let v1 = _mm512_cvtepu8_epi32(_mm_loadu_si128(p.add(1)));
+                        w[r] = [
+                            _mm512_permutexvar_ps(v0, low),
+                            _mm512_permutexvar_ps(v1, low),
+                            _mm512_permutexvar_ps(_mm512_srli_epi32(v0, 4), high),
+                            _mm512_permutexvar_ps(_mm512_srli_epi32(v1, 4), high),
+                        ];
+                    }
+                    for i in 0..M {
+                        let xb = xp.add(i * k + b * 256 + c * 64);
+                        let xs = [
+                            load(xb),
+                            load(xb.add(16)),
+                            load(xb.add(32)),
+                            load(xb.add(48)),
+                        ];
+                        for r in 0..R {
+                            for (wv, xv) in w[r].iter().zip(xs) {
+                                acc[r][i] = _mm512_fmadd_ps(*wv, xv, acc[r][i]);
+                            }
+                        }
+                    }
+                }
+            } else {
+                // Q6_K: per sub-block of 16, `d * sc`
+                let mut scale = [[0.0f32; 16]; R];
+                for r in 0..R {
+                    let d = half(&blks[r][208..]);
+                    for j in 0..16 {
+                        scale[r][j] = d * f32::from(blks[r][192 + j] as i8);
+                    }
+                }
+                for h in 0..2 {
+                    macro_rules! quarter {
+                        ($q:literal) => {{
+                            let mut w = [(_mm512_setzero_ps(), _mm512_setzero_ps()); R];
+                            for r in 0..R {
+                                let base = blks[r].as_ptr();
+                                let ql = base.add(h * 64 + ($q % 2) * 32) as *const __m128i;
+                                let qh = base.add(128 + h * 32) as *const __m128i;
+                                let values = |l: __m128i, hb: __m128i| {
+                                    let low = if $q < 2 {
+                                        _mm_and_si128(l, nib)
+                                    } else {
+                                        _mm_and_si128(_mm_srli_epi16(l, 4), nib)
+                                    };
+                                    let high = _mm_and_si128(_mm_srli_epi16(hb, 2 * $q), three);
+                                    let v = _mm_or_si128(low, _mm_slli_epi16(high, 4));
+                                    _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_sub_epi8(
+                                        v, thirty_two,
+                                    )))
+                                };
+                                let g = h * 8 + $q * 2;
+                                w[r] = (
+                                    _mm512_mul_ps(
+                                        _mm512_set1_ps(scale[r][g]),
+                                        values(_mm_loadu_si128(ql), _mm_loadu_si128(qh)),
+                                    ),
+                                    _mm512_mul_ps(
+                                        _mm512_set1_ps(scale[r][g + 1]),
+                                        values(
+                                            _mm_loadu_si128(ql.add(1)),
+                                            _mm_loadu_si128(qh.add(1)),
+                                        ),
+                                    ),
+                                );
+                            }
+                            for i in 0..M {
+                                let xb = xp.add(i * k + b * 256 + h * 128 + $q * 32);
+                                let (x0, x1) = (load(xb), load(xb.add(16)));
+                                for r in 0..R {
+                                    acc[r][i] = _mm512_fmadd_ps(w[r].0, x0, acc[r][i]);
+                                    acc[r][i] = _mm512_fmadd_ps(w[r].1, x1, acc[r][i]);
+                                }
+                            }
+                        }};
+                    }
+                    quarter!(0);
+                    quarter!(1);
+                    quarter!(2);
+                    quarter!(3);
+                }
+            }
         }
     }
     let mut out = [[0.0f32; M]; R];

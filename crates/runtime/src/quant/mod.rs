@@ -9,18 +9,21 @@
 //! dequantizer) computes it, in float32 with the same operations in the same order. The
 //! products differ from dequantize-then-matmul by the order of the float32 sum (the AVX2 and
 //! portable loops take each block as `scale * sum(q * x) + min * sum(x)`) and, in the AVX-512
-//! tiles, by a fused `d * q + m`: within float32 rounding. The products have AVX-512 and AVX2
-//! loops written with intrinsics and a portable one; the dequantization is written over
-//! fixed-size arrays that the compiler vectorizes, compiled for each (AVX-512 stores the
-//! 32-weight types from registers); the loops are chosen at run time by the CPU's
-//! features (`CPU_AVX512=0` picks AVX2 on a CPU with both, as for the GEMM path). Each thread
-//! streams a contiguous run of weight rows, prefetching ahead. For the 32-weight types the
-//! AVX-512 loops work on tiles (`avx512::tile_dot`): two weight rows at a time, each block
-//! dequantized once in registers for up to 8 rows of `x` (a batch of decoded tokens; `d * q +
-//! m` as one fused multiply-add, within half an ulp of `gguf.quants`' value), each `x` block
-//! loaded once for both weight rows; every product is summed in the same order whatever the
-//! tile, so a token's product is bit for bit the same alone or in a batch. The AVX-512
-//! dequantization of those types (the route of many rows) stores `gguf.quants`' exact values.
+//! tiles, by a fused `d * q + m` (Q4_1, Q5_1, Q4_K's `d * sc * q - dmin * m`) and Q8_0's
+//! `d * sum(q * x)`: within float32 rounding. The products have AVX-512 and AVX2 loops written
+//! with intrinsics and a portable one; the dequantization is written over fixed-size arrays
+//! that the compiler vectorizes, compiled for each (AVX-512 stores the 32-weight types from
+//! registers); the loops are chosen at run time by the CPU's features (`CPU_AVX512=0` picks
+//! AVX2 on a CPU with both, as for the GEMM path). Each thread streams a contiguous run of
+//! weight rows, prefetching ahead. The AVX-512 loops work on tiles (`avx512::tile_dot`, and
+//! `avx512::tile_dot_k` for the K-quants): up to four weight rows at a time, each block's values
+//! computed once in registers for up to 8 rows of `x` (a batch of decoded tokens), each `x`
+//! block loaded once for all the weight rows. A block's scales are converted first and
+//! broadcast from memory; the 4- and 5-bit values are looked up from a table of the 16 (32)
+//! values a block's weights take (`vpermps`), one operation a weight. Every product is summed
+//! in the same order whatever the tile, so a token's product is bit for bit the same alone or
+//! in a batch. The AVX-512 dequantization of the 32-weight types (the route of many rows)
+//! stores `gguf.quants`' exact values.
 //!
 //! The kernel is a schedule item like any other: its AST is [`quant_matmul_ast`] (a `Noop`
 //! carrying a [`QuantMatmul`], which only the CPU device compiles), its slots the output, the
@@ -231,7 +234,8 @@ pub const TILED_NATIVE_ROWS: usize = 16;
 /// [`TILED_NATIVE_ROWS`] where the AVX-512 tiles take `ty`, else [`NATIVE_ROWS`].
 pub fn native_rows(ty: QuantType) -> usize {
     #[cfg(target_arch = "x86_64")]
-    if matches!(isa(), Isa::Avx512) && avx512::tile_dot_takes(ty) {
+    if matches!(isa(), Isa::Avx512) && (avx512::tile_dot_takes(ty) || avx512::tile_dot_k_takes(ty))
+    {
         return TILED_NATIVE_ROWS;
     }
     let _ = ty;
@@ -492,49 +496,39 @@ fn run_rows(isa: Isa, job: &Rows<'_>, rows: std::ops::Range<usize>, out: &mut [&
 #[target_feature(enable = "avx512f,avx512bw,avx512vl,fma,f16c")]
 unsafe fn rows_avx512(job: &Rows<'_>, rows: std::ops::Range<usize>, out: &mut [&mut [f32]]) {
     let (first, end) = (rows.start, rows.end);
-    if avx512::tile_dot_takes(job.ty) {
-        // the 32-weight types: four weight rows at a time against up to 4 rows of x (a decode
-        // step's token: each x block loaded once for four rows), else two against up to 8,
-        // each block dequantized once in registers (`avx512::tile_dot`, which prefetches)
-        let width = if job.m <= 4 { 4 } else { 2 };
-        let mut r = first;
-        while r < end {
-            let take = if end - r >= width {
-                width
-            } else if end - r >= 2 {
-                2
-            } else {
-                1
-            };
-            let mut i = 0;
-            while i < job.m {
-                let n = (job.m - i).min(8);
-                // SAFETY: this function's features are the caller's guarantee; rows
-                // r..r + take are before `end`, and x holds rows i..i + n; with four weight
-                // rows, n <= 4 (width 4 only where m <= 4).
-                unsafe {
-                    match take {
-                        4 => tile_avx512::<4>(job, r, i, n, out, r - first),
-                        2 => tile_avx512::<2>(job, r, i, n, out, r - first),
-                        _ => tile_avx512::<1>(job, r, i, n, out, r - first),
-                    }
+    // four weight rows at a time against up to 4 rows of x (a decode step's token: each x
+    // block loaded once for four rows), else two against up to 8 (the K-quants: always two),
+    // each block dequantized once in registers (`avx512::tile_dot`, `avx512::tile_dot_k`)
+    let width = if job.m <= 4 && avx512::tile_dot_takes(job.ty) {
+        4
+    } else {
+        2
+    };
+    let mut r = first;
+    while r < end {
+        let take = if end - r >= width {
+            width
+        } else if end - r >= 2 {
+            2
+        } else {
+            1
+        };
+        let mut i = 0;
+        while i < job.m {
+            let n = (job.m - i).min(8);
+            // SAFETY: this function's features are the caller's guarantee; rows r..r + take
+            // are before `end`, and x holds rows i..i + n; with four weight rows, n <= 4 (width
+            // 4 only where m <= 4).
+            unsafe {
+                match take {
+                    4 => tile_avx512::<4>(job, r, i, n, out, r - first),
+                    2 => tile_avx512::<2>(job, r, i, n, out, r - first),
+                    _ => tile_avx512::<1>(job, r, i, n, out, r - first),
                 }
-                i += n;
             }
-            r += take;
+            i += n;
         }
-        return;
-    }
-    for r in rows {
-        let row = &job.w[r * job.row_bytes..(r + 1) * job.row_bytes];
-        prefetch_row(job, r + 2, end);
-        for (i, o) in out.iter_mut().enumerate().take(job.m) {
-            let x = &job.x[i * job.k..(i + 1) * job.k];
-            let sums = &job.sums[i * job.k / 32..(i + 1) * job.k / 32];
-            // SAFETY: this function's features are the caller's guarantee; `row` holds
-            // k / block whole blocks (row_bytes), and x and sums their k and k / 32 elements.
-            o[r - first] = unsafe { avx512::row_dot(job.ty, row, x, sums) };
-        }
+        r += take;
     }
 }
 
@@ -557,11 +551,18 @@ unsafe fn tile_avx512<const R: usize>(
     let rb = job.row_bytes;
     let rows: [&[u8]; R] = std::array::from_fn(|j| &job.w[(r + j) * rb..(r + j + 1) * rb]);
     let x = &job.x[i * job.k..];
+    let k_quant = avx512::tile_dot_k_takes(job.ty);
     macro_rules! tile {
         ($($m:literal)*) => {
             match n {
                 // SAFETY: the caller's guarantees; x holds rows i..i + n from where it starts.
-                $($m => put(out, i, col, unsafe { avx512::tile_dot::<$m, R>(job.ty, rows, x, job.k) }),)*
+                $($m => put(out, i, col, unsafe {
+                    if k_quant {
+                        avx512::tile_dot_k::<$m, R>(job.ty, rows, x, job.k)
+                    } else {
+                        avx512::tile_dot::<$m, R>(job.ty, rows, x, job.k)
+                    }
+                }),)*
                 _ => panic!("quantized product: a tile of {n} rows of x (1 to 8)"),
             }
         };

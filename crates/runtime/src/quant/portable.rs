@@ -134,8 +134,11 @@ pub(super) fn q4k_scales(b: &[u8]) -> ([u8; 8], [u8; 8]) {
 }
 
 /// The IEEE half at `b[0..2]` (little-endian) as float32, exactly (normals, subnormals, zeros,
-/// infinities and NaNs): the exponent and mantissa moved into float32's places, then scaled by
-/// 2^112 (the difference of the biases), which is exact.
+/// infinities and NaNs): a normal's exponent rebiased and mantissa moved into float32's
+/// places; a subnormal's (or zero's) mantissa times 2^-24, exact and a float32 normal. (Scaling
+/// the bits moved as they are by 2^112 is exact too, but multiplies a float32 subnormal for a
+/// subnormal half: a microcode assist of ~100 cycles per conversion on Intel cores, and the
+/// K-quants' scales are often that small.)
 #[inline(always)]
 pub(super) fn f16_at(b: &[u8]) -> f32 {
     let h = u32::from(u16::from_le_bytes([b[0], b[1]]));
@@ -143,8 +146,11 @@ pub(super) fn f16_at(b: &[u8]) -> f32 {
     let em = h & 0x7FFF;
     let bits = if em >= 0x7C00 {
         0x7F80_0000 | ((em & 0x3FF) << 13)
+    } else if em >= 0x0400 {
+        // exponent bias 15 -> 127: 112 more, in the exponent's place
+        (em + (112 << 10)) << 13
     } else {
-        (f32::from_bits(em << 13) * f32::from_bits(0x7780_0000)).to_bits()
+        (em as f32 * f32::from_bits(0x3380_0000)).to_bits()
     };
     f32::from_bits(sign | bits)
 }
