@@ -29,6 +29,47 @@ unsafe fn load(p: *const f32) -> __m512 {
     unsafe { _mm512_loadu_ps(p) }
 }
 
+/// 0.0, 1.0, ..., 15.0: the values a nibble takes, one per lane (the tables' arguments).
+///
+/// # Safety
+/// The CPU has avx512f.
+#[inline(always)]
+unsafe fn iota16() -> __m512 {
+    // SAFETY: the caller's guarantee (avx512f); a constant vector, no memory access.
+    unsafe {
+        _mm512_setr_ps(
+            0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0,
+        )
+    }
+}
+
+/// Checks a tile's sizes: `rows` each `k / block` whole blocks of `ty`, `x` at least `M` rows
+/// of `k`; returns the block's bytes and the blocks per row.
+fn check_tile<const M: usize, const R: usize>(
+    ty: QuantType,
+    rows: &[&[u8]; R],
+    x: &[f32],
+    k: usize,
+) -> (usize, usize) {
+    let (bb, nb) = (ty.block_bytes(), k / ty.block());
+    assert!(
+        k.is_multiple_of(ty.block()) && rows.iter().all(|r| r.len() == nb * bb) && x.len() >= M * k,
+        "quantized product: {R} rows of {} blocks against {M} rows of {k} values",
+        ty.name(),
+    );
+    (bb, nb)
+}
+
+/// Each accumulator's lanes summed (`out[r][i]`, weight row `r`, x-row `i`).
+///
+/// # Safety
+/// The CPU has avx512f.
+#[inline(always)]
+unsafe fn lane_sums<const M: usize, const R: usize>(acc: [[__m512; M]; R]) -> [[f32; M]; R] {
+    // SAFETY: the caller's guarantee (avx512f); register reductions.
+    std::array::from_fn(|r| std::array::from_fn(|i| unsafe { _mm512_reduce_add_ps(acc[r][i]) }))
+}
+
 /// Whether [`tile_dot`] takes weights of `ty` (the 32-weight block types; the K-quants are
 /// multiplied row by row with [`row_dot`]).
 pub(super) fn tile_dot_takes(ty: QuantType) -> bool {
@@ -137,9 +178,7 @@ unsafe fn block32<const EXACT: bool>(
             0
         };
         // the table of the values 0..16 (and 16..32) take: `d * (q - offset)`, or `d * q + m`
-        let iota = _mm512_setr_ps(
-            0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0,
-        );
+        let iota = iota16();
         let (q_low, q_high) = match (has_min, five) {
             (true, _) => (iota, _mm512_add_ps(iota, _mm512_set1_ps(16.0))),
             (false, false) => (_mm512_sub_ps(iota, _mm512_set1_ps(8.0)), iota),
@@ -292,16 +331,8 @@ pub(super) unsafe fn tile_dot<const M: usize, const R: usize>(
     x: &[f32],
     k: usize,
 ) -> [[f32; M]; R] {
-    let bb = ty.block_bytes();
-    let nb = k / 32;
-    assert!(
-        tile_dot_takes(ty)
-            && k.is_multiple_of(32)
-            && rows.iter().all(|r| r.len() == nb * bb)
-            && x.len() >= M * k,
-        "quantized product: {R} rows of {} blocks against {M} rows of {k} values",
-        ty.name(),
-    );
+    assert!(tile_dot_takes(ty));
+    let (bb, nb) = check_tile::<M, R>(ty, &rows, x, k);
     let xp = x.as_ptr();
     let mut acc = [[_mm512_setzero_ps(); M]; R];
     let mut dm = [[0.0f32; 2 * SCALE_CHUNK]; R];
@@ -376,13 +407,8 @@ pub(super) unsafe fn tile_dot<const M: usize, const R: usize>(
             _ => tile!(QuantType::Q8_0),
         }
     }
-    let mut out = [[0.0f32; M]; R];
-    for r in 0..R {
-        for i in 0..M {
-            out[r][i] = _mm512_reduce_add_ps(acc[r][i]);
-        }
-    }
-    out
+    // SAFETY: the CPU features are the caller's guarantee.
+    unsafe { lane_sums(acc) }
 }
 
 /// Whether [`tile_dot_k`] takes weights of `ty` (the K-quants of 256-weight blocks).
@@ -411,21 +437,12 @@ pub(super) unsafe fn tile_dot_k<const M: usize, const R: usize>(
     x: &[f32],
     k: usize,
 ) -> [[f32; M]; R] {
-    let bb = ty.block_bytes();
-    let nb = k / 256;
-    assert!(
-        tile_dot_k_takes(ty)
-            && k.is_multiple_of(256)
-            && rows.iter().all(|r| r.len() == nb * bb)
-            && x.len() >= M * k,
-        "quantized product: {R} rows of {} blocks against {M} rows of {k} values",
-        ty.name(),
-    );
+    assert!(tile_dot_k_takes(ty));
+    let (bb, nb) = check_tile::<M, R>(ty, &rows, x, k);
     let xp = x.as_ptr();
     let mut acc = [[_mm512_setzero_ps(); M]; R];
-    let iota = _mm512_setr_ps(
-        0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0, 12.0, 13.0, 14.0, 15.0,
-    );
+    // SAFETY: the CPU features are the caller's guarantee.
+    let iota = unsafe { iota16() };
     let nib = _mm_set1_epi8(0x0F);
     let three = _mm_set1_epi8(3);
     let thirty_two = _mm_set1_epi8(32);
@@ -550,11 +567,6 @@ pub(super) unsafe fn tile_dot_k<const M: usize, const R: usize>(
             }
         }
     }
-    let mut out = [[0.0f32; M]; R];
-    for r in 0..R {
-        for i in 0..M {
-            out[r][i] = _mm512_reduce_add_ps(acc[r][i]);
-        }
-    }
-    out
+    // SAFETY: the CPU features are the caller's guarantee.
+    unsafe { lane_sums(acc) }
 }
