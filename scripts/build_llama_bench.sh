@@ -2,8 +2,8 @@
 # Builds llama.cpp's `llama-bench` (the reference of `cargo xtask bench`'s gguf_* rows) from the
 # source that PyPI's `llama-cpp-python` sdist vendors, tuned for this CPU (-DGGML_NATIVE=ON),
 # into target/llama.cpp/bin/llama-bench (static: no shared libraries to carry). Needs cmake and a
-# C++ compiler (`apt-get install cmake g++`); about 10 minutes on 2 cores. PIP= names the pip to
-# download with. Prints the binary's path.
+# C++ compiler (`apt-get install cmake g++`, or PyPI's `pip install cmake` on the PATH); about 10
+# minutes on 2 cores. PIP= names the pip to download with. Prints the binary's path.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VERSION=0.3.36

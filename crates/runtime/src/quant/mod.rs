@@ -349,9 +349,14 @@ impl Kernel for QuantKernel {
         let (out, w, x) = (locked.addrs[0], locked.addrs[1], locked.addrs[2]);
         // SAFETY: `lock_buffers` checked that x holds m * k floats and keeps it locked.
         let xs = unsafe { std::slice::from_raw_parts(x as *const f32, s.m * s.k) };
-        // the sums of x over each run of 32 (the minimums' terms), once for every row
-        let sums: Arc<Vec<f32>> = Arc::new(xs.chunks_exact(32).map(|c| c.iter().sum()).collect());
         let isa = self.isa;
+        // the sums of x over each run of 32 (the minimums' terms of the AVX2 and portable
+        // loops), once for every row; the AVX-512 tiles fold the minimums into the values
+        let sums: Arc<Vec<f32>> = Arc::new(if matches!(isa, Isa::Avx512) {
+            Vec::new()
+        } else {
+            xs.chunks_exact(32).map(|c| c.iter().sum()).collect()
+        });
         let pool = global_pool();
         let per_task = s.n.div_ceil(pool.threads() * TASKS_PER_THREAD).max(1);
         let tasks = s.n.div_ceil(per_task);
