@@ -225,13 +225,13 @@ pub fn quant_matmul_of(ast: &UOp) -> Option<QuantMatmul> {
 /// path is faster.
 pub const NATIVE_ROWS: usize = 8;
 
-/// [`NATIVE_ROWS`] for the 32-weight types where the AVX-512 tiles run them (each group of 8
-/// rows streams the weight once more, still faster than dequantizing it up to here).
+/// [`NATIVE_ROWS`] where the AVX-512 tiles run the products (every block type; each group of
+/// 8 rows streams the weight once more, still faster than dequantizing it up to here).
 // SmolLM2 Q4_1 16-token first token 61.4 -> 49.7 ms on Zen 4 (see docs/performance.md)
 pub const TILED_NATIVE_ROWS: usize = 16;
 
 /// Rows of `x` up to which a product with `ty` weights takes the native loops on this CPU:
-/// [`TILED_NATIVE_ROWS`] where the AVX-512 tiles take `ty`, else [`NATIVE_ROWS`].
+/// [`TILED_NATIVE_ROWS`] where the AVX-512 tiles take `ty` (every type), else [`NATIVE_ROWS`].
 pub fn native_rows(ty: QuantType) -> usize {
     #[cfg(target_arch = "x86_64")]
     if matches!(isa(), Isa::Avx512) && (avx512::tile_dot_takes(ty) || avx512::tile_dot_k_takes(ty))

@@ -29,7 +29,7 @@ use tinygrad_dtype::DType;
 
 /// Rows of `x` up to which a CPU product takes the native loops (a decode step's one token, a
 /// few sequences): beyond, dequantizing once and a GEMM is faster. Where the CPU runs the
-/// AVX-512 tiles, the 32-weight types take them up to [`MAX_NATIVE_ROWS`]
+/// AVX-512 tiles, every block type takes them up to [`MAX_NATIVE_ROWS`]
 /// ([`QuantizedTensor::native_rows`]).
 // SmolLM2 Q4_1 decode 39.2 -> 74.2 tokens/s on Zen 4 (see docs/performance.md)
 pub const NATIVE_ROWS: usize = tinygrad_runtime::quant::NATIVE_ROWS;
@@ -289,8 +289,7 @@ impl QuantizedTensor {
     }
 
     /// Rows of `x` up to which [`QuantizedTensor::linear`] takes the native loops on a CPU
-    /// device: [`MAX_NATIVE_ROWS`] for the 32-weight types on a CPU with the AVX-512 tiles,
-    /// else [`NATIVE_ROWS`].
+    /// device: [`MAX_NATIVE_ROWS`] on a CPU with the AVX-512 tiles, else [`NATIVE_ROWS`].
     ///
     /// ```
     /// use tinygrad_tensor::nn::quant::{MAX_NATIVE_ROWS, NATIVE_ROWS, QuantType, QuantizedTensor};
