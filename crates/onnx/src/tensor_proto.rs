@@ -77,6 +77,13 @@ pub fn to_tensor(t: &TensorProto, dir: Option<&Path>, device: &str) -> Result<Te
         .try_fold(1usize, |a, &d| a.checked_mul(d))
         .ok_or_else(|| err(format!("dims {:?} overflow", t.dims)))?;
     let size = dtype.itemsize();
+    // the tensor layer refuses a shape whose dims (zeros counted as ones) span more than
+    // isize::MAX bytes, even with no elements: so does the loader, with an error
+    shape
+        .iter()
+        .try_fold(size.max(1), |a, &d| a.checked_mul(d.max(1)))
+        .filter(|&b| isize::try_from(b).is_ok())
+        .ok_or_else(|| err(format!("dims {:?} overflow", t.dims)))?;
     let want = numel
         .checked_mul(size)
         .ok_or_else(|| err(format!("dims {:?} overflow", t.dims)))?;

@@ -376,3 +376,12 @@ fn grid_sample_outside_the_image_reads_zero_next_to_inf() {
     let out = model.run(&HashMap::from([("x".to_string(), x)])).unwrap();
     assert_eq!(out["y"].to_vec::<f32>(), vec![0.0, 2.0]);
 }
+
+/// A tensor whose dims hold a 0 among others whose product overflows (found by the `onnx_load`
+/// fuzzer): no elements, but a shape the tensor layer refuses; the loader says so with an `Err`
+/// instead of passing it on to a panic.
+#[test]
+fn a_zero_dim_beside_overflowing_dims_is_an_error() {
+    let bytes = include_bytes!("data/fuzz/zero_dim_overflowing_shape.onnx");
+    assert!(tinygrad_onnx::OnnxModel::from_bytes(bytes, "CPU").is_err());
+}
