@@ -134,7 +134,7 @@ fn wide_gemms_take_long_k_blocks() {
     let (a, b) = (rand(&[m, k], 20), rand(&[k, n], 21));
     let out = a.matmul(&b);
     let plan = only_gemm(&out, "wide matmul");
-    let tile = gemm::tile_for(plan.n);
+    let tile = gemm::tile_for(plan.m, plan.n);
     let target = k_block_target(tile, plan.n, plan.k);
     let want = if tile.nr == 16 {
         tile.kc.max(WIDE_B_PANEL_BYTES / (4 * tile.nr))
@@ -159,7 +159,7 @@ fn wide_gemms_take_long_k_blocks() {
     use tinygrad_codegen::gemm::NARROW_K_BLOCK;
     for (k, want) in [(1030, (1032, 1)), (2500, (1252, 2)), (2100, (700, 3))] {
         let narrow = only_gemm(&rand(&[40, k], 22).matmul(&rand(&[k, 32], 23)), "narrow");
-        if gemm::tile_for(narrow.n) == gemm::TILE {
+        if gemm::tile_for(narrow.m, narrow.n) == gemm::TILE {
             assert_eq!(NARROW_K_BLOCK, 2048);
             assert_eq!((narrow.kb, narrow.n_kb), want, "K {k} with 32 columns");
         }
@@ -207,7 +207,7 @@ fn only_gemm(out: &Tensor, label: &str) -> tinygrad_codegen::gemm::GemmPlan {
         .iter()
         .filter_map(|it| {
             let plan = tinygrad_codegen::gemm::plan_gemm(&it.ast, gemm::tile(), 0.0)?;
-            let tile = gemm::tile_for(plan.n);
+            let tile = gemm::tile_for(plan.m, plan.n);
             tinygrad_codegen::gemm::plan_gemm(&it.ast, tile, 0.0)
         })
         .collect();
@@ -432,8 +432,8 @@ fn narrow_gemms() {
         println!("skipped: the GEMM path is off (CPU_GEMM=0 or no AVX2/FMA)");
         return;
     }
-    let narrow = gemm::tile_for(16) == gemm::TILE_AVX512_NARROW;
-    println!("tile for 16 columns: {:?}", gemm::tile_for(16));
+    let narrow = gemm::tile_for(384, 16) == gemm::TILE_AVX512_NARROW;
+    println!("tile for 16 columns: {:?}", gemm::tile_for(384, 16));
     let before = gemm::strided_launches();
     // (tokens, in, out): N = tokens
     for (t, k, o) in [(16, 384, 384), (12, 100, 48), (5, 777, 30), (9, 64, 25)] {
@@ -651,7 +651,7 @@ fn plain_matmuls_write_the_output_directly() {
         );
     };
     // (the tile of GEMMs with more than 16 columns, whose panels the column counts fill)
-    let nr = gemm::tile_for(17).nr;
+    let nr = gemm::tile_for(50, 17).nr;
     let (a, b) = (rand(&[50, 64], 1), rand(&[64, 3 * nr], 2));
     // plain matmuls, written directly (each row count leaves a partial last panel or none on
     // the 6-row tiles; the narrow AVX-512 tile of 16 columns has 12 rows)
@@ -863,6 +863,35 @@ fn launch_decisions_of_every_tile() {
     for cpu in [gemm::TILE, gemm::TILE_AVX512] {
         let avx512 = cpu == gemm::TILE_AVX512;
         let nr = cpu.nr;
+        // AVX-512: the 12x32 tile unless its padding rows cost more than it gains, the 12x16
+        // one for at most 16 columns
+        let tall = if avx512 {
+            gemm::TILE_AVX512_TALL
+        } else {
+            gemm::TILE
+        };
+        for (m, n, tile) in [
+            (50, 48, tall),
+            (64, 100, tall),
+            (30, 100, cpu),
+            (13, 40, cpu),
+            (1024, 1024, tall),
+            (
+                384,
+                16,
+                if avx512 {
+                    gemm::TILE_AVX512_NARROW
+                } else {
+                    cpu
+                },
+            ),
+        ] {
+            assert_eq!(
+                gemm::launch::tile_for_cpu(cpu, m, n),
+                tile,
+                "{cpu:?}: {m}x{n}"
+            );
+        }
         // Direct output: whole column panels of the tile, whatever the CPU running the test
         // (the AVX-512 run of `plain_matmuls_write_the_output_directly` once expected 48
         // columns to be whole panels of 32).
@@ -872,7 +901,7 @@ fn launch_decisions_of_every_tile() {
             let (plan, l) = decide(&out, cpu, &format!("50x64x{n}"));
             assert_eq!(
                 (plan.m, plan.n, plan.tile),
-                (50, n, cpu),
+                (50, n, tall),
                 "{cpu:?}: 50x64x{n}"
             );
             let whole = n % nr == 0;
@@ -919,10 +948,11 @@ fn launch_decisions_of_every_tile() {
                 "{cpu:?}: matmul 1024 K blocks"
             );
         }
+        assert_eq!(plan.tile, tall, "{cpu:?}: matmul 1024");
         assert_eq!(
             l.direct_rows,
             Some(1020),
-            "{cpu:?}: matmul 1024 (170 panels of 6)"
+            "{cpu:?}: matmul 1024 (170 panels of 6, 85 of 12)"
         );
         // A batch-1 projection (16 tokens: N = 16): AVX-512 takes the narrow 12x16 tile and
         // reads the weight along its row stride; AVX2 reads it in place, streamed (one column
@@ -957,14 +987,15 @@ fn launch_decisions_of_every_tile() {
         let (a, b) = (rand(&[3, 2100, 30], 8), rand(&[3, 2100, 11], 9));
         let (_, l) = decide(&a.transpose(1, 2).matmul(&b), cpu, "3 batches");
         assert_eq!(l.a, ARoute::InPlace, "{cpu:?}: 3 batches");
-        // A product of two inputs cannot be read in place: 517 row panels, packed per task
-        // in blocks of 64; 60 rows: packed in blocks by the packing kernel
+        // A product of two inputs cannot be read in place: 517 row panels of 6 (259 of 12),
+        // packed per task in blocks of 384 rows; 60 rows: packed in blocks by the packing
+        // kernel
         for (m, route) in [(3100, ARoute::PackedPerTask), (60, ARoute::Packed)] {
             let (a, c, b) = (rand(&[m, 20], 10), rand(&[m, 20], 11), rand(&[20, 18], 12));
             let (plan, l) = decide(&(&a * &c).matmul(&b), cpu, "product");
             assert_eq!(
                 (plan.m, plan.n, plan.tile),
-                (m, 18, cpu),
+                (m, 18, tall),
                 "{cpu:?}: product"
             );
             assert_eq!(

@@ -80,9 +80,14 @@ pub(super) const A_BLOCK_BYTES: usize = 1 << 20;
 // conv 204800x32x800: 350 -> 272 ms (see docs/performance.md)
 pub(super) const FUSED_A_BYTES: usize = 384 << 10;
 
+/// At most this many rows of `A` per task of a [`FusedRowsJob`] (64 panels of the 6-row tiles,
+/// 32 of the 12-row ones): a short K would otherwise give a task so many rows that two threads
+/// get too few tasks to balance.
+pub(super) const FUSED_MAX_ROWS: usize = 384;
+
 /// Row panels per task of a [`FusedRowsJob`].
 pub(super) fn fused_block_panels(mr: usize, k_chunk: usize) -> usize {
-    (FUSED_A_BYTES / (4 * mr * k_chunk)).clamp(1, 64)
+    (FUSED_A_BYTES / (4 * mr * k_chunk)).clamp(1, FUSED_MAX_ROWS / mr)
 }
 
 thread_local! {
@@ -419,7 +424,8 @@ impl InPlaceA {
     /// One panel's multiply with `A` read in place: `C[row0..row0 + mr][..nr] (+)= A[row0..][kk
     /// .. kk + kc] x B`. The 12-row narrow tile reads a panel of equally spaced rows along their
     /// stride, any other panel (the last one, with padding rows; an operand with a row table)
-    /// as two 6-row halves through the tables with the AVX2 kernel (same 16-column `C` tile).
+    /// as two 6-row halves through the tables with the AVX2 kernel (same 16-column `C` tile);
+    /// the 12x32 tile every panel as two halves with the 6x32 kernel.
     ///
     /// # Safety
     /// `rows` must hold entries `row0..row0 + mr` (`row0 + mr <= mp`), `ks` entries `kk..kk +
@@ -461,8 +467,9 @@ impl InPlaceA {
         } else {
             Prefetch::Off
         };
-        if mr == TILE_AVX512_NARROW.mr {
-            if let Some(stride) = self.stride.filter(|_| row0 + mr <= self.m) {
+        if mr == 12 {
+            let narrow = nr == TILE_AVX512_NARROW.nr;
+            if let Some(stride) = self.stride.filter(|_| narrow && row0 + mr <= self.m) {
                 // SAFETY: the caller guarantees `rows` has this panel's entries and `ks` kk's.
                 let first = unsafe { *(rows as *const i64) + *(ks as *const i64) };
                 let a = self.base.wrapping_add((first as usize).wrapping_mul(4));
@@ -475,7 +482,8 @@ impl InPlaceA {
             }
             for half in [0, 6] {
                 // SAFETY: the two halves are rows row0..row0 + 6 and row0 + 6..row0 + 12 of the
-                // caller's panel, with the same bounds; the 6x16 kernel needs AVX2 + FMA only.
+                // caller's panel, with the same bounds; the 6x16 kernel needs AVX2 + FMA only,
+                // the 6x32 one AVX-512F, which the 12x32 tile's caller checked.
                 unsafe {
                     microkernel_in_place(
                         nr,

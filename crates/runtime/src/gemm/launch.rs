@@ -8,23 +8,38 @@ use tinygrad_codegen::gemm::{GemmPlan, GemmTile, plan_gemm};
 use tinygrad_uop::UOp;
 
 use super::jobs::{ALIAS_BYTES, BATCH_TASKS_PER_THREAD, STREAMED_COL_PANELS, fused_block_panels};
-use super::{TILE, TILE_AVX512, TILE_AVX512_NARROW};
+use super::{TILE, TILE_AVX512, TILE_AVX512_NARROW, TILE_AVX512_TALL};
 
-/// The tile for a GEMM with `n` columns (after orientation) on a CPU whose tile is `cpu`:
-/// [`TILE_AVX512_NARROW`] for `n <= 16` where `cpu` is [`TILE_AVX512`], else `cpu`.
-pub fn tile_for_cpu(cpu: GemmTile, n: usize) -> GemmTile {
-    if cpu == TILE_AVX512 && n <= TILE_AVX512_NARROW.nr {
-        TILE_AVX512_NARROW
+/// How much faster the [`TILE_AVX512_TALL`] micro-kernel multiplies than the 6x32 one, in
+/// percent: a GEMM takes the 12-row tile when its rows padded to 12 cost less than padded to
+/// 6 at this rate (64 rows: 72 against 66, tall; 30: 36 against 30, not).
+// one Xeon core, packed panels in the path's blocking order: 15-17% (see docs/performance.md)
+pub const TALL_TILE_GAIN_PERCENT: usize = 15;
+
+/// The tile for a GEMM of `m` rows and `n` columns (after orientation) on a CPU whose tile is
+/// `cpu`: where `cpu` is [`TILE_AVX512`], [`TILE_AVX512_NARROW`] for `n <= 16`, else
+/// [`TILE_AVX512_TALL`] when `m` padded to its 12 rows costs less than padded to 6 at
+/// [`TALL_TILE_GAIN_PERCENT`]; else `cpu`.
+pub fn tile_for_cpu(cpu: GemmTile, m: usize, n: usize) -> GemmTile {
+    if cpu != TILE_AVX512 {
+        return cpu;
+    }
+    if n <= TILE_AVX512_NARROW.nr {
+        return TILE_AVX512_NARROW;
+    }
+    let padded = |tile: GemmTile| m.div_ceil(tile.mr) * tile.mr;
+    if 100 * padded(TILE_AVX512_TALL) < (100 + TALL_TILE_GAIN_PERCENT) * padded(TILE_AVX512) {
+        TILE_AVX512_TALL
     } else {
-        cpu
+        TILE_AVX512
     }
 }
 
 /// [`plan_gemm`] for a CPU whose tile is `cpu`: planned once to learn the orientation (which
-/// does not depend on the tile), and again for a narrow GEMM's own tile ([`tile_for_cpu`]).
+/// does not depend on the tile), and again for the GEMM's own tile ([`tile_for_cpu`]).
 pub fn plan_for_cpu(ast: &UOp, cpu: GemmTile, min_flops: f64) -> Option<GemmPlan> {
     let plan = plan_gemm(ast, cpu, min_flops)?;
-    let tile = tile_for_cpu(cpu, plan.n);
+    let tile = tile_for_cpu(cpu, plan.m, plan.n);
     if tile == plan.tile {
         Some(plan)
     } else {
@@ -174,7 +189,7 @@ pub fn b_panel_group(plan: &GemmPlan) -> usize {
 // AVX-512 packs A along K: matmul 1024 184 -> 215-228 GFLOP/s on Xeon (see docs/performance.md)
 pub fn in_place_walk(plan: &GemmPlan, facts: Option<InPlaceFacts>) -> Option<InPlaceWalk> {
     let f = facts.filter(|f| f.prepare_pays)?;
-    if plan.tile == TILE_AVX512 && f.k_contiguous {
+    if (plan.tile == TILE_AVX512 || plan.tile == TILE_AVX512_TALL) && f.k_contiguous {
         return None;
     }
     // (with fewer rows than the narrow tile's no panel is full: every one goes through the

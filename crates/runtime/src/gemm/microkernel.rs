@@ -11,7 +11,7 @@ use super::A_K_GROUP;
 
 /// `C[0..mr][0..nr] (+)= sum_p A[p][0..mr]^T B[p][0..nr]`, packed A (groups of 4 `p` per row:
 /// `A[p][i]` at `(p / 4) * 4 * mr + i * 4 + p % 4`) and B (`nr` per `p`), C with row stride
-/// `ldc`; `(mr, nr)` one of the tiles: 6x16 (AVX2), 6x32 or 12x16 (AVX-512).
+/// `ldc`; `(mr, nr)` one of the tiles: 6x16 (AVX2), 6x32, 12x32 or 12x16 (AVX-512).
 ///
 /// # Safety
 /// `a` must be valid for `mr * kc` floats, `b` for `nr * kc`, `c` for `mr` rows of `nr` floats
@@ -38,9 +38,11 @@ pub(super) unsafe fn microkernel(
         let (a, b, c) = (a as *const f32, b as *const f32, c as *mut f32);
         match (mr, nr) {
             // SAFETY: the caller's contract, which includes AVX-512F for this tile.
-            (6, 32) => unsafe { microkernel_avx512(kc, a, b, c, ldc, accumulate) },
+            (6, 32) => unsafe { microkernel_avx512::<6, 2>(kc, a, b, c, ldc, accumulate) },
+            // SAFETY: the caller's contract, which includes AVX-512F for this tile.
+            (12, 32) => unsafe { microkernel_avx512::<12, 2>(kc, a, b, c, ldc, accumulate) },
             // SAFETY: forwarded from the caller's contract; AVX2+FMA checked by `enabled`.
-            (6, 16) => unsafe { microkernel_avx2(kc, a, b, c, ldc, accumulate) },
+            (6, 16) => unsafe { microkernel_avx2::<6, 2>(kc, a, b, c, ldc, accumulate) },
             // SAFETY: the caller's contract, which includes AVX-512F for this tile.
             (12, 16) => unsafe { microkernel_narrow_avx512(kc, a, b, c, ldc, accumulate) },
             _ => unreachable!("GEMM micro-kernel: no kernel for a {mr}x{nr} tile"),
@@ -284,12 +286,13 @@ pub(super) unsafe fn microkernel_in_place(
     }
 }
 
-/// The 6-row micro-kernels of one ISA: AVX2's 6x16 and AVX-512's 6x32 tiles are the same code
-/// with other intrinsics (two `$lanes`-wide vectors per row, 12 accumulators). Each expansion
-/// defines the packed kernel `$packed`, the in-place kernel `$in_place` (A through its row and K
-/// tables) and the tile store `$store_tile`, all `unsafe` with `target_feature(enable =
-/// $feature)`; their callers (`microkernel`, `microkernel_in_place`) dispatch on `nr` only where
-/// that feature was detected.
+/// The micro-kernels of one ISA with two `$lanes`-wide vectors per row: AVX2's 6x16 and
+/// AVX-512's 6x32 and 12x32 tiles are the same code with other intrinsics. Each expansion
+/// defines the packed kernel `$packed` (generic over its rows `R`: 6 or 12, 12 or 24
+/// accumulators), the in-place kernel `$in_place` (6 rows, A through its row and K tables) and
+/// the tile store `$store_tile`, all `unsafe` with `target_feature(enable = $feature)`; their
+/// callers (`microkernel`, `microkernel_in_place`) dispatch on the tile only where that
+/// feature was detected.
 macro_rules! six_row_kernels {
     (
         feature: $feature:literal,
@@ -307,7 +310,7 @@ macro_rules! six_row_kernels {
     ) => {
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = $feature)]
-        unsafe fn $packed(
+        unsafe fn $packed<const R: usize, const V: usize>(
             kc: usize,
             a: *const f32,
             b: *const f32,
@@ -316,28 +319,28 @@ macro_rules! six_row_kernels {
             accumulate: bool,
         ) {
             use std::arch::x86_64::*;
-            const NR: usize = 2 * $lanes;
-            let mut acc = [[$zero(); 2]; 6];
+            let nr = V * $lanes;
+            let mut acc = [[$zero(); V]; R];
             if kc >= PREFETCH_C_MIN_K {
-                prefetch_tile(c, ldc, 6, NR);
+                prefetch_tile(c, ldc, R, nr);
             }
             for g in 0..kc / A_K_GROUP {
                 for kk in 0..A_K_GROUP {
                     let p = g * A_K_GROUP + kk;
-                    // SAFETY: the caller guarantees `a` has 6*kc and `b` NR*kc floats (p < kc,
-                    // and g * 24 + i * 4 + kk < 6 * kc).
+                    // SAFETY: the caller guarantees `a` has R*kc and `b` nr*kc floats (p < kc,
+                    // and g * R * 4 + i * 4 + kk < R * kc; v * lanes < nr).
                     unsafe {
-                        let b0 = $load(b.add(p * NR));
-                        let b1 = $load(b.add(p * NR + $lanes));
+                        let bv: [_; V] = std::array::from_fn(|v| $load(b.add(p * nr + v * $lanes)));
                         for (i, row) in acc.iter_mut().enumerate() {
-                            let ai = $splat(*a.add(g * 6 * A_K_GROUP + i * A_K_GROUP + kk));
-                            row[0] = $fma(ai, b0, row[0]);
-                            row[1] = $fma(ai, b1, row[1]);
+                            let ai = $splat(*a.add(g * R * A_K_GROUP + i * A_K_GROUP + kk));
+                            for (r, bj) in row.iter_mut().zip(bv) {
+                                *r = $fma(ai, bj, *r);
+                            }
                         }
                     }
                 }
             }
-            // SAFETY: the caller guarantees `c` has a 6 x NR tile at stride `ldc`.
+            // SAFETY: the caller guarantees `c` has an R x nr tile at stride `ldc`.
             unsafe { $store_tile(&acc, c, ldc, accumulate) };
         }
 
@@ -355,16 +358,16 @@ macro_rules! six_row_kernels {
             accumulate: bool,
         ) {
             use std::arch::x86_64::*;
-            const NR: usize = 2 * $lanes;
+            let nr = 2 * $lanes;
             let mut acc = [[$zero(); 2]; 6];
             if kc >= PREFETCH_C_MIN_K {
-                prefetch_tile(c, ldc, 6, NR);
+                prefetch_tile(c, ldc, 6, nr);
             }
             let [r0, r1, r2, r3, r4, r5] = *r;
             // the later panel's row prefetched at this `p` with PREFETCH = 2 (`p % 6`)
             let mut pf_row = 0;
             for p in 0..kc {
-                // SAFETY: the caller guarantees `ks` has kc entries, `b` NR*kc floats and
+                // SAFETY: the caller guarantees `ks` has kc entries, `b` nr*kc floats and
                 // every row pointer moved by a `ks` entry a float inside the operand.
                 unsafe {
                     let off = *ks.add(p) as isize;
@@ -380,45 +383,46 @@ macro_rules! six_row_kernels {
                         _mm_prefetch::<_MM_HINT_T0>(pf[pf_row].wrapping_offset(off).cast::<i8>());
                         pf_row = if pf_row == 5 { 0 } else { pf_row + 1 };
                     }
-                    let b0 = $load(b.add(p * NR));
-                    let b1 = $load(b.add(p * NR + $lanes));
-                    for (i, rp) in [r0, r1, r2, r3, r4, r5].into_iter().enumerate() {
+                    let bv: [_; 2] = std::array::from_fn(|v| $load(b.add(p * nr + v * $lanes)));
+                    for (row, rp) in acc.iter_mut().zip([r0, r1, r2, r3, r4, r5]) {
                         let ai = $splat(*rp.wrapping_offset(off));
-                        acc[i][0] = $fma(ai, b0, acc[i][0]);
-                        acc[i][1] = $fma(ai, b1, acc[i][1]);
+                        for (r, bj) in row.iter_mut().zip(bv) {
+                            *r = $fma(ai, bj, *r);
+                        }
                     }
                 }
             }
-            // SAFETY: the caller guarantees `c` has a 6 x NR tile at stride `ldc`.
+            // SAFETY: the caller guarantees `c` has a 6 x nr tile at stride `ldc`.
             unsafe { $store_tile(&acc, c, ldc, accumulate) };
         }
 
-        /// Writes (or adds) a 6 x (2 x lanes) tile of accumulators into `C`.
+        /// Writes (or adds) an R x (V x lanes) tile of accumulators into `C`.
         ///
         /// # Safety
-        /// `c` must be valid for 6 rows of 2 x lanes floats at stride `ldc`, not accessed
+        /// `c` must be valid for R rows of V x lanes floats at stride `ldc`, not accessed
         /// concurrently.
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = $feature)]
-        unsafe fn $store_tile(
-            acc: &[[std::arch::x86_64::$vector; 2]; 6],
+        unsafe fn $store_tile<const R: usize, const V: usize>(
+            acc: &[[std::arch::x86_64::$vector; V]; R],
             c: *mut f32,
             ldc: usize,
             accumulate: bool,
         ) {
             use std::arch::x86_64::*;
             for (i, row) in acc.iter().enumerate() {
-                // SAFETY: the caller guarantees `c` has 6 rows of 2 x lanes floats at stride
-                // `ldc` (i < 6).
-                unsafe {
-                    let cp = c.add(i * ldc);
-                    let (mut r0, mut r1) = (row[0], row[1]);
-                    if accumulate {
-                        r0 = $add(r0, $load(cp));
-                        r1 = $add(r1, $load(cp.add($lanes)));
+                for (v, &acc_v) in row.iter().enumerate() {
+                    // SAFETY: the caller guarantees `c` has R rows of V x lanes floats at
+                    // stride `ldc` (i < R, v < V).
+                    unsafe {
+                        let cp = c.add(i * ldc + v * $lanes);
+                        let r = if accumulate {
+                            $add(acc_v, $load(cp))
+                        } else {
+                            acc_v
+                        };
+                        $store(cp, r);
                     }
-                    $store(cp, r0);
-                    $store(cp.add($lanes), r1);
                 }
             }
         }
