@@ -76,6 +76,22 @@ fn two_d_views_gather_correctly() {
     }
 }
 
+/// Transposed copies whose source is a cache line or more apart along the output's contiguous
+/// axis (the heuristic unrolls the other axis by 4 and nests it innermost, overlapping its last
+/// tile when 4 does not divide it), with an elementwise op, and a 3-D one (a GEMM's `C` read
+/// back channel-major).
+#[test]
+fn transposed_copies_on_odd_sizes() {
+    for (r, c) in [(16usize, 4usize), (17, 5), (33, 7), (64, 30), (1023, 9)] {
+        let (a, ar) = both(&[r, c], 7);
+        let f = |x: &Tensor| x.permute(&[1, 0]).contiguous() * 2.0 + 1.0;
+        check(&f(&a), &f(&ar), 0.0, &format!("transpose {r}x{c}"));
+    }
+    let (a, ar) = both(&[5, 9, 33], 8);
+    let f = |x: &Tensor| x.permute(&[2, 0, 1]).relu().contiguous();
+    check(&f(&a), &f(&ar), 0.0, "channel-major 5x9x33");
+}
+
 #[test]
 fn matmul_tile_remainders() {
     let shapes = [

@@ -123,6 +123,34 @@ pub fn heuristic(ast: &UOp) -> KernelOpts {
                 lanes,
                 vector: true,
             });
+            // A transposed load: contiguous along another output axis, a cache line or more
+            // apart along the vector axis (a GEMM's `C` read back in a convolution's channel-
+            // major output, `x.T.contiguous()`). In the scheduled order each outer iteration
+            // reads one float per cache line of the whole source, and the next one reads the
+            // same lines again from far down the hierarchy. That axis is unrolled by 4 and
+            // nested innermost: consecutive iterations read the rest of the lines the previous
+            // ones touched while they are in L1 (a tiled transpose; ResNet-50's first
+            // convolution's epilogue, 64 x 12544 floats: 1.4-1.6 -> 0.34-0.38 ms on the Xeon;
+            // see docs/performance.md).
+            if let Some(o) = a.out.iter().find(|o| {
+                **o != r
+                    && size(o) >= w
+                    && a.loads.iter().any(|(idx, _)| {
+                        coeff(idx, o) == Some(1)
+                            && coeff(idx, &r).is_some_and(|s| s.unsigned_abs() >= TRANSPOSED_STRIDE)
+                    })
+            }) {
+                opts.splits.push(Split {
+                    axis: range_id(o),
+                    lanes: vec![w],
+                    vector: false,
+                });
+                let mut order: Vec<usize> =
+                    a.out.iter().filter(|x| *x != o).map(range_id).collect();
+                order.push(range_id(o));
+                opts.order = Some(order);
+                return opts;
+            }
             // A load that depends on the vector axis and another output axis other than
             // linearly (`x[h // 2][w // 2]`: a pooled tensor broadcast back over its windows,
             // as max_pool2d's gradient is computed): that other axis unrolled by 2, so two
@@ -366,6 +394,11 @@ fn memory_order(a: &Analysis) -> Option<Vec<usize>> {
 /// See [`memory_order`].
 // BatchNorm partial sums 2.9 -> 1.6 ms on Zen 2 (see docs/performance.md)
 const MIN_OUTER_ON_REORDER: usize = 64;
+
+/// A load this many elements apart or more along an elementwise kernel's vector axis, and
+/// contiguous along another output axis, is a transposed read (see [`heuristic`]): 16 floats,
+/// a cache line.
+const TRANSPOSED_STRIDE: u64 = 16;
 
 /// Output axes up to this size count as short: an elementwise kernel without a vector axis
 /// unrolls its innermost short axes (see [`heuristic`]).

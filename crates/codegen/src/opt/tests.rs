@@ -147,6 +147,34 @@ fn loads_broadcast_over_windows_unroll_the_row_axis() {
     assert_eq!(splits, vec![(1, true)], "{symbolic}");
 }
 
+/// A transposed read (`out[c][p] = C[p][c]`, C's rows 64 floats apart): `p` as vectors, `c`
+/// unrolled by 4 and nested innermost; a load only 8 apart along `p` (within a cache line) is
+/// not a transposed read.
+#[test]
+fn transposed_loads_unroll_and_nest_the_contiguous_axis_innermost() {
+    let kernel = |row: i64| {
+        let c = UOp::range(64i64, 0, AxisKind::Loop);
+        let p = UOp::range(112i64, 1, AxisKind::Loop);
+        store_sink(&c * 112 + &p, load_f32(1, &p * row + &c))
+    };
+    let ast = kernel(64);
+    let opts = heuristic(&ast);
+    let splits: Vec<(usize, Vec<usize>, bool)> = opts
+        .splits
+        .iter()
+        .map(|s| (s.axis, s.lanes.clone(), s.vector))
+        .collect();
+    assert_eq!(
+        splits,
+        vec![(1, vec![4, 2], true), (0, vec![4], false)],
+        "{opts}"
+    );
+    assert_eq!(opts.order, Some(vec![1, 0]), "{opts}");
+    apply_opts(&ast, &opts).expect("the heuristic's opts apply");
+    let near = heuristic(&kernel(8));
+    assert_eq!((near.splits.len(), &near.order), (1, &None), "{near}");
+}
+
 #[test]
 fn short_rows_unroll_the_row_axis() {
     let kernel = |cols: i64| {
