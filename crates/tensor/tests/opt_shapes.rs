@@ -92,6 +92,23 @@ fn transposed_copies_on_odd_sizes() {
     check(&f(&a), &f(&ar), 0.0, "channel-major 5x9x33");
 }
 
+/// Padded rows read as lane-gated vector loads (one vector load where all four lanes are
+/// inside the row, lane by lane at the borders, nothing in a padding-only vector), with pads
+/// shorter and longer than a vector on either side, and an op applied under the padding.
+#[test]
+fn padded_rows_on_odd_sizes() {
+    for (shape, pads) in [
+        ([2usize, 5, 13], [(0usize, 0usize), (1, 1), (1, 1)]),
+        ([3, 4, 33], [(0, 0), (2, 3), (5, 6)]),
+        ([1, 9, 56], [(0, 0), (1, 1), (1, 1)]),
+        ([2, 3, 7], [(1, 0), (0, 2), (9, 4)]),
+    ] {
+        let (a, ar) = both(&shape, 9);
+        let f = |x: &Tensor| (x * 2.0 + 1.0).relu().pad(&pads, 0.0) - 0.5;
+        check(&f(&a), &f(&ar), 0.0, &format!("pad {shape:?} by {pads:?}"));
+    }
+}
+
 #[test]
 fn matmul_tile_remainders() {
     let shapes = [

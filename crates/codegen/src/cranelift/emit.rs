@@ -262,7 +262,11 @@ impl<'a> Ctx<'a> {
         let addr = self.val(index)?;
         let flags = mem_flags(u.dtype());
         let offset = self.offsets.get(index).copied().unwrap_or(0);
-        let v = if index.src().len() > 2 {
+        let v = if index.src().len() > 2 && index.s(2).dtype().count() > 1 {
+            // A vector load gated lane by lane (a padded row's border: see `opt::expand`).
+            let mask = self.val(index.s(2))?;
+            self.lane_gated_load(ty, flags, addr, offset, mask)
+        } else if index.src().len() > 2 {
             // Gated load: only touch memory when the condition holds.
             let cond = self.val(index.s(2))?;
             let do_load = self.b.create_block();
@@ -287,6 +291,61 @@ impl<'a> Ctx<'a> {
         };
         self.vals.insert(u.clone(), v);
         Ok(())
+    }
+
+    /// A vector load of type `ty` at `addr + offset` whose lanes are gated by `mask` (a lane
+    /// mask, all ones where the lane's element may be read): one vector load when every lane
+    /// is valid, zeros when none is, else each valid lane loaded alone (an invalid lane's
+    /// address may lie outside the buffer, so it is never touched) and the others 0.
+    fn lane_gated_load(
+        &mut self,
+        ty: types::Type,
+        flags: MemFlagsData,
+        addr: Value,
+        offset: i32,
+        mask: Value,
+    ) -> Value {
+        let join = self.b.create_block();
+        let res = self.b.append_block_param(join, ty);
+        let zero = zero_of(&mut self.b, ty);
+        let whole = self.b.create_block();
+        let not_whole = self.b.create_block();
+        let some = self.b.create_block();
+        let all = self.b.ins().vall_true(mask);
+        self.b.ins().brif(all, whole, &[], not_whole, &[]);
+        self.b.switch_to_block(whole);
+        self.b.seal_block(whole);
+        let loaded = self.b.ins().load(ty, flags, addr, offset);
+        self.b.ins().jump(join, &[loaded.into()]);
+        self.b.switch_to_block(not_whole);
+        self.b.seal_block(not_whole);
+        let any = self.b.ins().vany_true(mask);
+        self.b.ins().brif(any, some, &[], join, &[zero.into()]);
+        self.b.switch_to_block(some);
+        self.b.seal_block(some);
+        let lane_ty = ty.lane_type();
+        let mut acc = zero;
+        for k in 0..ty.lane_count() as u8 {
+            let on = self.b.ins().extractlane(mask, k);
+            let on = self.b.ins().icmp_imm_s(IntCC::NotEqual, on, 0);
+            let load_lane = self.b.create_block();
+            let next = self.b.create_block();
+            let merged = self.b.append_block_param(next, ty);
+            self.b.ins().brif(on, load_lane, &[], next, &[acc.into()]);
+            self.b.switch_to_block(load_lane);
+            self.b.seal_block(load_lane);
+            let lane_offset = offset + i32::from(k) * lane_ty.bytes() as i32;
+            let x = self.b.ins().load(lane_ty, flags, addr, lane_offset);
+            let with = self.b.ins().insertlane(acc, x, k);
+            self.b.ins().jump(next, &[with.into()]);
+            self.b.switch_to_block(next);
+            self.b.seal_block(next);
+            acc = merged;
+        }
+        self.b.ins().jump(join, &[acc.into()]);
+        self.b.switch_to_block(join);
+        self.b.seal_block(join);
+        res
     }
 
     fn store(&mut self, u: &UOp) -> Result<(), String> {

@@ -294,6 +294,13 @@ impl Expander {
                     (Val::L(ls), Some(gs)) if contiguous && vector_io(dt) => {
                         Val::V(mk_load(&ls[0], gs, dt.vec(self.w())))
                     }
+                    // A contiguous load gated lane by lane (a padded row, whose border lanes
+                    // read nothing): one vector load with a lane mask, which the backend runs
+                    // as a plain vector load where every lane is valid (the row's interior).
+                    (Val::L(ls), None) if contiguous && vector_io(dt) && !dt.is_bool() => {
+                        let mask = gv.map(|g| self.to_v(g));
+                        Val::V(mk_load(&ls[0], mask.as_ref(), dt.vec(self.w())))
+                    }
                     _ => {
                         let il = self.to_l(iv);
                         let gl = gv.map(|g| self.to_l(g));
