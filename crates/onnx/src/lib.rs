@@ -6,6 +6,8 @@
 //! Modules:
 //! - [`model`]: [`OnnxModel`] — `load`, `inputs`/`outputs` ([`ValueInfo`], [`Dim`]), `run`,
 //!   `run_profiled` ([`NodeTime`]);
+//! - `fuse`: graph rewrites made at load (a `BatchNormalization` folded into the `Conv` it
+//!   reads);
 //! - `replay`: per input signature, the values known before a run computed once and the rest
 //!   captured through a `Jit` and replayed;
 //! - [`node`]: a node as the op functions see it (attributes with defaults, inputs);
@@ -34,6 +36,7 @@
 
 mod control;
 pub mod error;
+mod fuse;
 pub mod model;
 pub mod narrow;
 pub mod node;

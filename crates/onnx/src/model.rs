@@ -106,7 +106,7 @@ impl OnnxModel {
             what: what.to_string(),
             message: e.to_string(),
         })?;
-        let graph = model.graph.ok_or_else(|| OnnxError::Decode {
+        let mut graph = model.graph.ok_or_else(|| OnnxError::Decode {
             what: what.to_string(),
             message: "the model has no graph".into(),
         })?;
@@ -125,6 +125,7 @@ impl OnnxModel {
             }
             initializers.insert(name, to_tensor(t, dir, device)?);
         }
+        crate::fuse::fold_batchnorms(&mut graph, &mut initializers, &initializer_narrow);
         let mut initializer_host = HashMap::new();
         for (name, t) in &initializers {
             let host = HostValues::read(t).map_err(|message| OnnxError::Tensor {
