@@ -42,10 +42,17 @@ use crate::{Schedule, ScheduleItem};
 const MAX_ENTRIES: usize = 256;
 
 static HITS: AtomicUsize = AtomicUsize::new(0);
+static MISSES: AtomicUsize = AtomicUsize::new(0);
 
 /// How many schedules were served from the cache in this process (for tests).
 pub fn schedule_cache_hits() -> usize {
     HITS.load(Ordering::Relaxed)
+}
+
+/// How many graphs were scheduled anew (not found in the cache) in this process, with the
+/// cache on (for tests: a repeated forward pass must schedule nothing new).
+pub fn schedule_cache_misses() -> usize {
+    MISSES.load(Ordering::Relaxed)
 }
 
 pub(crate) fn enabled() -> bool {
@@ -175,6 +182,7 @@ pub(crate) fn cached_schedule(
         }
     }
     // a miss: schedule, recording the buffers created
+    MISSES.fetch_add(1, Ordering::Relaxed);
     let mut created: Vec<(DType, usize, UOp)> = Vec::new();
     let sched = schedule(outputs, &mut |dt, n| {
         let b = new_buffer(dt, n);

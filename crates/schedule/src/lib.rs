@@ -9,7 +9,8 @@
 //! - [`vars`]: bound variables — graphs are scheduled with them unbound (one kernel for every
 //!   value), their values returned with the schedule.
 //! - `cache`: the schedule cache — a graph scheduled before (same structure, same input
-//!   buffers) reuses its kernels and buffer plan ([`schedule_cache_hits`]).
+//!   buffers) reuses its kernels and buffer plan ([`schedule_cache_hits`],
+//!   [`schedule_cache_misses`]).
 //! - this file: [`create_schedule`] — which nodes become buffers (the realize decisions) and the
 //!   kernels that compute them, in dependency order.
 //!
@@ -46,7 +47,7 @@ pub mod rangeify;
 pub mod split;
 pub mod vars;
 
-pub use cache::{graph_key, schedule_cache_hits};
+pub use cache::{graph_key, schedule_cache_hits, schedule_cache_misses};
 
 use std::collections::{HashMap, HashSet};
 

@@ -94,5 +94,5 @@ pub use tinygrad_runtime::{
     default_device, get_device, set_beam, set_beam_cache_dir, thread_run_counts,
     thread_transfer_stats, transfer_stats, with_default_device,
 };
-pub use tinygrad_schedule::schedule_cache_hits;
+pub use tinygrad_schedule::{schedule_cache_hits, schedule_cache_misses};
 pub use tinygrad_uop::{Ops, SInt, UOp};

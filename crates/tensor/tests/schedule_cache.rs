@@ -5,7 +5,7 @@
 
 use std::sync::Mutex;
 
-use tinygrad_tensor::{Axis, Tensor, schedule_cache_hits};
+use tinygrad_tensor::{Axis, Tensor, compile_count, schedule_cache_hits, schedule_cache_misses};
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
@@ -111,4 +111,69 @@ fn a_hit_reads_the_inputs_current_contents() {
         schedule_cache_hits() > before,
         "the repeated graph must hit"
     );
+}
+
+/// A transformer block written the plain way (no `Jit`): layer norm, attention with softmax,
+/// a GELU MLP and residuals. Its second forward pass, on new input data in a new buffer,
+/// schedules nothing new and compiles nothing: every realize is a cache hit (counters, not
+/// timings), and the result is the first pass's function of the new input.
+#[test]
+fn a_repeated_forward_pass_schedules_and_compiles_nothing_new() {
+    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (t, d) = (6usize, 16usize);
+    let weight = |seed: u64, rows: usize, cols: usize| {
+        let v: Vec<f32> = (0..rows * cols)
+            .map(|i| (((i as u64 * 7919 + seed * 131) % 97) as f32 / 97.0 - 0.5) * 0.3)
+            .collect();
+        Tensor::from_slice(&v, &[rows, cols])
+    };
+    let (wq, wk, wv) = (weight(1, d, d), weight(2, d, d), weight(3, d, d));
+    let (w1, w2) = (weight(4, d, 4 * d), weight(5, 4 * d, d));
+    let forward = |x: &Tensor| {
+        let h = x.layernorm(Axis::Some(vec![-1]), 1e-5);
+        let (q, k, v) = (h.matmul(&wq), h.matmul(&wk), h.matmul(&wv));
+        let att = (q.matmul(&k.t()) * (1.0 / (d as f64).sqrt())).softmax(-1);
+        let x = x + att.matmul(&v);
+        let m = x
+            .layernorm(Axis::Some(vec![-1]), 1e-5)
+            .matmul(&w1)
+            .gelu()
+            .matmul(&w2);
+        x + m
+    };
+    let input = |seed: u64| {
+        let x = weight(seed, t, d) * 4.0;
+        x.realize();
+        x
+    };
+    let first = forward(&input(10)).to_vec::<f32>();
+    let (misses, hits, compiled) = (
+        schedule_cache_misses(),
+        schedule_cache_hits(),
+        compile_count(),
+    );
+    let x = input(11);
+    let (misses, hits, compiled) = (
+        misses.max(schedule_cache_misses()),
+        hits.max(schedule_cache_hits()),
+        compiled.max(compile_count()),
+    );
+    let second = forward(&x).to_vec::<f32>();
+    assert_eq!(
+        schedule_cache_misses(),
+        misses,
+        "the second forward scheduled anew"
+    );
+    assert!(
+        schedule_cache_hits() > hits,
+        "the second forward did not use the cache"
+    );
+    assert_eq!(
+        compile_count(),
+        compiled,
+        "the second forward compiled a kernel"
+    );
+    // the same function of another input: the first pass again on that input agrees exactly
+    assert_ne!(first, second);
+    assert_eq!(forward(&x).to_vec::<f32>(), second);
 }

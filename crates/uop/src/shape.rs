@@ -12,6 +12,11 @@ impl UOp {
         if let Some(s) = self.cache().shape.get() {
             return s.clone();
         }
+        // A node built on nodes whose shapes are known (a graph built op by op): no walk.
+        if self.src().iter().all(|s| s.cache().shape.get().is_some()) {
+            let s = compute_shape(self);
+            return self.cache().shape.get_or_init(|| s).clone();
+        }
         // Compute sources' shapes first, iteratively, so deep graphs do not recurse deeply.
         for n in self.toposort_filtered(|n| n.cache().shape.get().is_none()) {
             if n.cache().shape.get().is_none() {

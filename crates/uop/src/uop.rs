@@ -28,6 +28,8 @@ pub struct UOpNode {
     hash: u64,
     /// Whether a `Copy` is this node or among its ancestors (set at construction).
     has_copy: bool,
+    /// Whether a `Buffer` is this node or among its ancestors (set at construction).
+    has_buffer: bool,
     /// Whether this node or an ancestor has symbolic sizes in its argument (set at
     /// construction).
     has_sym: bool,
@@ -175,6 +177,7 @@ impl UOp {
             }
         }
         let has_copy = op == Ops::Copy || src.iter().any(|s| s.0.has_copy);
+        let has_buffer = op == Ops::Buffer || src.iter().any(|s| s.0.has_buffer);
         let has_sym = arg.is_symbolic() || src.iter().any(|s| s.0.has_sym);
         let node = Arc::new(UOpNode {
             op,
@@ -183,6 +186,7 @@ impl UOp {
             arg,
             hash,
             has_copy,
+            has_buffer,
             has_sym,
             cache: NodeCache::default(),
         });
@@ -196,6 +200,13 @@ impl UOp {
     #[inline]
     pub fn has_copy(&self) -> bool {
         self.0.has_copy
+    }
+
+    /// Whether this node or one of its ancestors is a `Buffer` (the graph reads device memory):
+    /// known without walking the graph.
+    #[inline]
+    pub fn has_buffer(&self) -> bool {
+        self.0.has_buffer
     }
 
     /// Whether this node or one of its ancestors has symbolic sizes (a movement op whose

@@ -50,6 +50,42 @@ fn toposort_lists_sources_first_and_shared_nodes_once() {
     assert_eq!(order.last(), Some(&z));
 }
 
+/// The ancestry flags set at construction: a `Buffer` (or `Copy`) anywhere below a node, seen
+/// without walking the graph.
+#[test]
+fn ancestry_flags_follow_the_sources() {
+    #[derive(Debug)]
+    struct Handle;
+    impl tinygrad_uop::Opaque for Handle {
+        fn id(&self) -> u64 {
+            7
+        }
+        fn as_any(&self) -> &dyn std::any::Any {
+            self
+        }
+    }
+    let buf = UOp::new(
+        Ops::Buffer,
+        DType::FLOAT32,
+        vec![],
+        Arg::Buffer(4, std::sync::Arc::new(Handle)),
+    );
+    let c = UOp::cnst(DType::FLOAT32, 2.0f32);
+    assert!(buf.has_buffer() && !buf.has_copy());
+    assert!(!c.has_buffer());
+    let sum = UOp::new(
+        Ops::Add,
+        DType::FLOAT32,
+        vec![buf.clone(), c.clone()],
+        Arg::None,
+    );
+    assert!(sum.has_buffer());
+    let consts = UOp::new(Ops::Mul, DType::FLOAT32, vec![c.clone(), c], Arg::None);
+    assert!(!consts.has_buffer());
+    let copy = UOp::new(Ops::Copy, DType::FLOAT32, vec![sum], Arg::None);
+    assert!(copy.has_copy() && copy.has_buffer());
+}
+
 #[test]
 fn substitute_replaces_everywhere() {
     let x = UOp::variable("sx", 0, 10);

@@ -187,9 +187,8 @@ impl Tensor {
                 );
             }
             run_schedule_with_vars(dev.as_ref(), &sched.items, &sched.var_vals)?;
-            let bound = device_bound_nodes(&resolved);
             for (node, view) in &sched.becomes {
-                if bound.contains(node) {
+                if device_bound(node) {
                     known.insert(node.clone(), view.clone());
                 }
             }
@@ -248,7 +247,7 @@ type Pending<'a> = (&'a Tensor, &'a UOp);
 /// every device (a replicated multi-device tensor's shards are such graphs), and the buffer one
 /// device computed for it must not stand in for it on another.
 fn device_bound(u: &UOp) -> bool {
-    u.has_copy() || u.toposort().iter().any(|n| n.op() == Ops::Buffer)
+    u.has_copy() || u.has_buffer()
 }
 
 /// The bytes of the buffer a realized view (a buffer, or reshapes of one) shows.
@@ -359,16 +358,4 @@ fn substitute_known(u: &UOp, known: &HashMap<UOp, UOp>) -> UOp {
         done.insert(n, new);
     }
     done[u].clone()
-}
-
-/// The nodes of `roots`' graphs that can only be computed on one device (see [`device_bound`]).
-fn device_bound_nodes(roots: &[UOp]) -> std::collections::HashSet<UOp> {
-    let sink = UOp::new(Ops::Sink, DType::VOID, roots.to_vec(), Arg::None);
-    let mut bound = std::collections::HashSet::new();
-    for n in sink.toposort() {
-        if matches!(n.op(), Ops::Buffer | Ops::Copy) || n.src().iter().any(|s| bound.contains(s)) {
-            bound.insert(n);
-        }
-    }
-    bound
 }
