@@ -137,11 +137,91 @@ fn signature(topo: &[UOp], pos: &Positions) -> Vec<NodeSig> {
         .collect()
 }
 
-/// The cache key of a signature.
-fn key_of(sig: &[NodeSig]) -> u64 {
-    use std::hash::{BuildHasher, RandomState};
-    static STATE: OnceLock<RandomState> = OnceLock::new();
-    STATE.get_or_init(RandomState::new).hash_one(sig)
+/// A multiply-rotate streaming hasher (FxHash's step): the key only picks an entry, which is
+/// then compared node by node, so it needs speed, not resistance to chosen inputs.
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl KeyHasher {
+    fn add(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.add(u64::from_le_bytes(c.try_into().expect("8 bytes")));
+        }
+        for &b in chunks.remainder() {
+            self.add(u64::from(b));
+        }
+    }
+    fn write_u8(&mut self, v: u8) {
+        self.add(u64::from(v));
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.add(u64::from(v));
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.add(v);
+    }
+    fn write_usize(&mut self, v: usize) {
+        self.add(v as u64);
+    }
+}
+
+/// The cache key of the graph `topo` (in topological order, positions `pos`): a hash of what
+/// its signature holds, computed without building it.
+fn graph_hash(topo: &[UOp], pos: &Positions) -> u64 {
+    use std::hash::Hash;
+    let mut h = KeyHasher::default();
+    for n in topo {
+        n.op().hash(&mut h);
+        n.dtype().hash(&mut h);
+        match n.arg() {
+            Arg::Opaque(_) => h.write_u8(0),
+            Arg::Buffer(size, b) => {
+                h.write_u8(1);
+                h.write_usize(*size);
+                b.class().hash(&mut h);
+            }
+            a => {
+                h.write_u8(2);
+                a.hash(&mut h);
+            }
+        }
+        h.write_usize(n.src().len());
+        for s in n.src() {
+            h.write_u32(pos[s]);
+        }
+    }
+    h.finish()
+}
+
+/// Whether the graph `topo` (positions `pos`) has the signature `sig`, compared node by node.
+fn matches_signature(sig: &[NodeSig], topo: &[UOp], pos: &Positions) -> bool {
+    sig.len() == topo.len()
+        && sig.iter().zip(topo).all(|(s, n)| {
+            s.op == n.op()
+                && s.dtype == n.dtype()
+                && match (&s.arg, n.arg()) {
+                    (ArgKey::Opaque, Arg::Opaque(_)) => true,
+                    (ArgKey::Buffer(size, class), Arg::Buffer(n_size, b)) => {
+                        size == n_size && *class == b.class()
+                    }
+                    (ArgKey::Value(a), b) => {
+                        !matches!(b, Arg::Opaque(_) | Arg::Buffer(..)) && a == b
+                    }
+                    _ => false,
+                }
+                && s.src.len() == n.src().len()
+                && s.src.iter().zip(n.src()).all(|(&p, src)| pos[src] == p)
+        })
 }
 
 /// A key of the structure of `outputs`' graph as the schedule cache compares it (buffers by
@@ -149,7 +229,7 @@ fn key_of(sig: &[NodeSig]) -> u64 {
 /// (within one process).
 pub fn graph_key(outputs: &[UOp]) -> u64 {
     let (topo, pos) = topo_positions(outputs);
-    key_of(&signature(&topo, &pos))
+    graph_hash(&topo, &pos)
 }
 
 /// The graph of `outputs` in topological order, and each node's position in it.
@@ -172,15 +252,18 @@ pub(crate) fn cached_schedule(
     schedule: impl FnOnce(&[UOp], &mut dyn FnMut(DType, usize) -> UOp) -> Schedule,
 ) -> Schedule {
     let (topo, pos) = topo_positions(outputs);
-    let sig = signature(&topo, &pos);
-    let key = key_of(&sig);
+    let key = graph_hash(&topo, &pos);
     {
         let cache = cache().lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(e) = cache.get(&key).filter(|e| e.sig == sig) {
+        if let Some(e) = cache
+            .get(&key)
+            .filter(|e| matches_signature(&e.sig, &topo, &pos))
+        {
             HITS.fetch_add(1, Ordering::Relaxed);
             return replay(e, &topo, new_buffer);
         }
     }
+    let sig = signature(&topo, &pos);
     // a miss: schedule, recording the buffers created
     MISSES.fetch_add(1, Ordering::Relaxed);
     let mut created: Vec<(DType, usize, UOp)> = Vec::new();
