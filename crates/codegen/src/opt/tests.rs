@@ -54,6 +54,14 @@ fn store_sink(idx: UOp, v: UOp) -> UOp {
     UOp::new(Ops::Sink, DType::VOID, vec![st], Arg::None)
 }
 
+/// Each split of `opts` as (axis, lanes, vector).
+fn split_summary(opts: &KernelOpts) -> Vec<(usize, Vec<usize>, bool)> {
+    opts.splits
+        .iter()
+        .map(|s| (s.axis, s.lanes.clone(), s.vector))
+        .collect()
+}
+
 /// Ranges 0..4 of a 2x2 window kernel: outputs `(i, j)` of sizes `outer`, then the window
 /// `(ky, kx)` of kind `window` (reduced in pooling, output axes in a window-layout gradient).
 fn window_ranges(outer: (i64, i64), window: AxisKind) -> (UOp, UOp, UOp, UOp) {
@@ -159,13 +167,8 @@ fn transposed_loads_unroll_and_nest_the_contiguous_axis_innermost() {
     };
     let ast = kernel(64);
     let opts = heuristic(&ast);
-    let splits: Vec<(usize, Vec<usize>, bool)> = opts
-        .splits
-        .iter()
-        .map(|s| (s.axis, s.lanes.clone(), s.vector))
-        .collect();
     assert_eq!(
-        splits,
+        split_summary(&opts),
         vec![(1, vec![4, 2], true), (0, vec![4], false)],
         "{opts}"
     );
@@ -185,13 +188,8 @@ fn short_rows_unroll_the_row_axis() {
     };
     let short = kernel(8);
     let opts = heuristic(&short);
-    let splits: Vec<(usize, Vec<usize>, bool)> = opts
-        .splits
-        .iter()
-        .map(|s| (s.axis, s.lanes.clone(), s.vector))
-        .collect();
     assert_eq!(
-        splits,
+        split_summary(&opts),
         vec![(1, vec![4, 2], true), (0, vec![4], false)],
         "{opts}"
     );
