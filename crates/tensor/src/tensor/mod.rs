@@ -225,7 +225,13 @@ impl Tensor {
     /// assert_eq!(t.shape(), vec![2, 3]);
     /// ```
     pub fn shape(&self) -> Vec<usize> {
-        self.uop().shape_vec()
+        self.peek_uop(UOp::shape_vec)
+    }
+
+    /// `f` of this handle's graph, read in place: no clone of the graph and no note to an
+    /// open JIT capture (what the shape and dtype queries use: they read no data).
+    fn peek_uop<R>(&self, f: impl FnOnce(&UOp) -> R) -> R {
+        f(&self.inner.uop.read().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// Number of dimensions.
@@ -236,7 +242,7 @@ impl Tensor {
     /// assert_eq!(Tensor::scalar(1.5f32).ndim(), 0);
     /// ```
     pub fn ndim(&self) -> usize {
-        self.shape().len()
+        self.peek_uop(|u| u.shape().map_or_else(|| u.shape_vec().len(), |s| s.len()))
     }
 
     /// Number of elements.
@@ -247,7 +253,10 @@ impl Tensor {
     /// assert_eq!(Tensor::scalar(7i32).numel(), 1);
     /// ```
     pub fn numel(&self) -> usize {
-        self.shape().iter().product()
+        self.peek_uop(|u| {
+            u.shape()
+                .map_or_else(|| u.shape_vec().len(), |s| s.iter().product())
+        })
     }
 
     /// The size of the first dim (Python's `len(t)`, tinygrad's `__len__`).
@@ -362,7 +371,7 @@ impl Tensor {
     /// assert_eq!(Tensor::full(&[2], 1.5).dtype(), DType::FLOAT32);
     /// ```
     pub fn dtype(&self) -> DType {
-        self.uop().dtype()
+        self.peek_uop(UOp::dtype)
     }
 
     /// The device name (`CPU`, `REF`, `CUDA`, `WEBGPU`).
