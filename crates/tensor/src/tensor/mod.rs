@@ -46,6 +46,15 @@ pub(crate) struct Inner {
     pub(crate) created: u64,
 }
 
+/// The shape of a tensor's graph (shared, no copy).
+///
+/// # Panics
+/// If the graph has no shape (never a tensor's: `UOp::shape_vec`'s message).
+fn shape_of(u: &UOp) -> std::sync::Arc<[usize]> {
+    u.shape()
+        .unwrap_or_else(|| panic!("{} has no shape", u.op()))
+}
+
 /// The one `&'static str` for each device name: tensors keep their device by reference, and
 /// a process sees only a handful of device names (each device, each tuple of devices).
 fn intern_device(name: &str) -> &'static str {
@@ -242,7 +251,7 @@ impl Tensor {
     /// assert_eq!(Tensor::scalar(1.5f32).ndim(), 0);
     /// ```
     pub fn ndim(&self) -> usize {
-        self.peek_uop(|u| u.shape().map_or_else(|| u.shape_vec().len(), |s| s.len()))
+        self.peek_uop(|u| shape_of(u).len())
     }
 
     /// Number of elements.
@@ -253,10 +262,7 @@ impl Tensor {
     /// assert_eq!(Tensor::scalar(7i32).numel(), 1);
     /// ```
     pub fn numel(&self) -> usize {
-        self.peek_uop(|u| {
-            u.shape()
-                .map_or_else(|| u.shape_vec().len(), |s| s.iter().product())
-        })
+        self.peek_uop(|u| shape_of(u).iter().product())
     }
 
     /// The size of the first dim (Python's `len(t)`, tinygrad's `__len__`).
