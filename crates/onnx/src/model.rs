@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use indexmap::IndexMap;
 use prost::Message;
+use tinygrad_tensor::nn::integer::Int8Weight;
 use tinygrad_tensor::{DType, Tensor};
 
 use crate::error::{OnnxError, Result};
@@ -69,6 +70,8 @@ pub(crate) struct Core {
     outputs: Vec<ValueInfo>,
     opset: i64,
     device: String,
+    /// `MatMulInteger` weights prepared at load, by the node's first output.
+    int8_weights: Arc<HashMap<String, Int8Weight>>,
 }
 
 impl OnnxModel {
@@ -126,6 +129,11 @@ impl OnnxModel {
             initializers.insert(name, to_tensor(t, dir, device)?);
         }
         crate::fuse::fold_batchnorms(&mut graph, &mut initializers, &initializer_narrow);
+        let int8_weights = Arc::new(crate::ops::quant::prepare_weights(
+            &graph,
+            &initializers,
+            &initializer_narrow,
+        )?);
         let mut initializer_host = HashMap::new();
         for (name, t) in &initializers {
             let host = HostValues::read(t).map_err(|message| OnnxError::Tensor {
@@ -153,6 +161,7 @@ impl OnnxModel {
                 outputs,
                 opset,
                 device: device.to_string(),
+                int8_weights,
             }),
             replays: Mutex::new(Replays::default()),
         })
@@ -308,6 +317,7 @@ impl Core {
                 .keys()
                 .map(|k| (k.clone(), self.initializer_host.get(k).cloned()))
                 .collect(),
+            int8_weights: self.int8_weights.clone(),
             ..Scope::default()
         };
         for (k, (info, t)) in self.inputs.iter().zip(feeds).enumerate() {
@@ -476,6 +486,8 @@ pub(crate) struct Scope {
     /// Values whose shapes may depend on the data (an op read values back to size them, or a
     /// loop's values): their shapes are not known before the run.
     pub ragged: HashSet<String>,
+    /// `MatMulInteger` weights prepared at load, by the node's first output (main graph).
+    pub int8_weights: Arc<HashMap<String, Int8Weight>>,
 }
 
 /// One node's time in [`OnnxModel::run_profiled`].
@@ -720,7 +732,13 @@ fn run_nodes(
         let node = Node::new(p, opset, args, device)
             .with_narrow(tags.clone())
             .with_host(host)
-            .with_known(inputs_known);
+            .with_known(inputs_known)
+            .with_int8_weight(
+                p.output
+                    .first()
+                    .and_then(|o| env.int8_weights.get(o))
+                    .cloned(),
+            );
         let known = env.fold_sink.is_some() && is_known(p, env);
         let out_tag = narrow_outputs(&node, p, &tags)?;
         let outs = match op {

@@ -6,6 +6,7 @@ use std::cell::Cell;
 use std::sync::Arc;
 
 use indexmap::IndexMap;
+use tinygrad_tensor::nn::integer::Int8Weight;
 use tinygrad_tensor::{ConstValue, DType, Tensor};
 
 use crate::error::{OnnxError, Result};
@@ -32,6 +33,8 @@ pub struct Node<'a> {
     read_values: Cell<bool>,
     outputs: usize,
     device: &'a str,
+    /// `MatMulInteger`'s weight prepared at load (its `b` and zero point are initializers).
+    int8_weight: Option<Int8Weight>,
 }
 
 impl<'a> Node<'a> {
@@ -57,6 +60,7 @@ impl<'a> Node<'a> {
             read_values: Cell::new(false),
             outputs: p.output.len(),
             device,
+            int8_weight: None,
         }
     }
 
@@ -78,6 +82,17 @@ impl<'a> Node<'a> {
     pub fn with_known(mut self, known: Vec<bool>) -> Self {
         self.known = known;
         self
+    }
+
+    /// The node with its weight prepared at load (`MatMulInteger`'s `b`).
+    pub fn with_int8_weight(mut self, w: Option<Int8Weight>) -> Self {
+        self.int8_weight = w;
+        self
+    }
+
+    /// The weight prepared at load, if any.
+    pub fn int8_weight(&self) -> Option<&Int8Weight> {
+        self.int8_weight.as_ref()
     }
 
     /// Notes a read of input `i`'s values from the device.

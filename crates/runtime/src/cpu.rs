@@ -192,6 +192,9 @@ impl Device for CpuDevice {
         if let Some(a) = crate::attention::compile(ast) {
             return Some(a);
         }
+        if let Some(i) = crate::int_matmul::compile(ast) {
+            return Some(i);
+        }
         if ast
             .toposort()
             .iter()

@@ -20,6 +20,8 @@
 //! - [`reference`](mod@reference): `REF`, an interpreter of the linear program — the oracle for every backend.
 //! - [`quant`]: the CPU's products with GGUF's quantized weights, read as blocks, and their
 //!   dequantization (AVX-512/AVX2 loops).
+//! - [`int_matmul`]: the CPU's 8-bit integer products accumulated in int32 (ONNX's
+//!   `MatMulInteger`; AVX-512 VNNI/AVX2 tiles over a packed weight).
 //! - [`attention`]: the CPU's native kernel for a decode step's attention over KV cache slots.
 //! - [`row_reduce`]: the CPU's row-reduction path (contiguous `sum`/`max`/`mean` rows in
 //!   AVX-512/AVX2 loops).
@@ -41,6 +43,7 @@ pub mod device;
 pub mod environment;
 pub mod gemm;
 pub mod huge_pages;
+pub mod int_matmul;
 pub mod nccl;
 pub mod quant;
 pub mod realize;

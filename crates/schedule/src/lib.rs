@@ -137,6 +137,13 @@ fn schedule_uncached(outputs: &[UOp], new_buffer: &mut dyn FnMut(DType, usize) -
         if matches!(n.op(), Ops::Contiguous | Ops::Copy) {
             realize.insert(n.clone());
         }
+        // a native kernel reads its inputs from buffers
+        if n.op() == Ops::Native {
+            realize.insert(n.clone());
+            for s in n.src().iter().filter(|s| !is_buffer_view(s)) {
+                realize.insert(s.clone());
+            }
+        }
     }
 
     // 6-layer decoder: scheduling 294 -> 17 ms (see docs/performance.md)
@@ -162,10 +169,14 @@ fn schedule_uncached(outputs: &[UOp], new_buffer: &mut dyn FnMut(DType, usize) -
             let sym = n.sym_shape_vec();
             let shape: Vec<usize> = sym.iter().map(tinygrad_uop::SInt::bound_value).collect();
             let numel: usize = shape.iter().product();
-            if n.op() == Ops::Copy {
+            if matches!(n.op(), Ops::Copy | Ops::Native) {
                 let (kernel, buf) = (items.len(), new_buffer(n.dtype(), numel));
                 if numel > 0 {
-                    items.push(copy_item(n, buf.clone()));
+                    items.push(if n.op() == Ops::Copy {
+                        copy_item(n, buf.clone())
+                    } else {
+                        native_item(n, buf.clone(), &done)
+                    });
                 }
                 becomes.insert(n.clone(), buffer_view(&buf, n.dtype(), &sym));
                 done.insert(n.clone(), buf);
@@ -353,6 +364,30 @@ fn buffer_view(buf: &UOp, dtype: DType, shape: &[tinygrad_uop::SInt]) -> UOp {
         buf.clone()
     } else {
         UOp::new(Ops::Reshape, dtype, vec![buf.clone()], Arg::sizes(shape))
+    }
+}
+
+/// The item of a `Native` node writing `dst`: a `Noop` carrying the node's payload as its AST
+/// (the device compiles it natively), bound to (`dst`, each input's buffer: realized before it
+/// in `done`, or a buffer it views).
+fn native_item(n: &UOp, dst: UOp, done: &HashMap<UOp, UOp>) -> ScheduleItem {
+    let mut bufs = vec![dst];
+    for s in n.src() {
+        let mut b = done.get(s).cloned().unwrap_or_else(|| s.clone());
+        while b.op() == Ops::Reshape {
+            b = b.s(0).clone();
+        }
+        assert!(
+            b.op() == Ops::Buffer,
+            "schedule: an input of a native kernel is not in a buffer (a {} node, shape {:?})",
+            s.op(),
+            s.shape()
+        );
+        bufs.push(b);
+    }
+    ScheduleItem {
+        ast: UOp::new(Ops::Noop, n.dtype(), vec![], n.arg().clone()),
+        bufs,
     }
 }
 

@@ -38,6 +38,11 @@ pub trait Opaque: Any + Send + Sync + fmt::Debug {
     fn class(&self) -> String {
         String::new()
     }
+    /// The shape of a `Native` node carrying this payload (the kernel's output). `None` by
+    /// default: a payload that is not a native kernel's.
+    fn output_shape(&self) -> Option<Vec<usize>> {
+        None
+    }
 }
 
 /// The argument of a UOp. Hash and equality are structural (floats by bits).

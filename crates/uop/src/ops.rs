@@ -20,6 +20,9 @@
 //! - `Pad`/`Shrink`: one `src`; `arg` = `Pairs` ((before, after) padding / (start, end) bounds).
 //! - `Flip`: one `src`; `arg` = `Shape` (axes to flip).
 //! - `ReduceAxis`: one `src`; `arg` = `Reduce(op, axes)`; reduced axes keep size 1.
+//! - `Native`: `src` = inputs; `arg` = `Opaque` payload naming a kernel a device compiles
+//!   natively (`Opaque::output_shape` gives its shape). The scheduler realizes each input
+//!   into a buffer and runs the payload's kernel on (its new output buffer, the inputs).
 //!
 //! Kernel level:
 //! - `DefineGlobal`: no `src`; `arg` = `Int(slot)`; dtype = pointer to the element type.
@@ -63,6 +66,7 @@ pub enum Ops {
     Cast,
     Bitcast,
     Multi,
+    Native,
     // movement
     Reshape,
     Permute,
@@ -142,6 +146,7 @@ impl Ops {
             Cast,
             Bitcast,
             Multi,
+            Native,
             Reshape,
             Permute,
             Expand,

@@ -124,6 +124,9 @@ fn compute_sym_shape(u: &UOp) -> Option<Arc<[SInt]>> {
         | Ops::Copy
         | Ops::Assign
         | Ops::Noop => src(0),
+        Ops::Native => u
+            .shape()
+            .map(|s| s.iter().map(|&d| SInt::Const(d)).collect()),
         _ => u
             .shape()
             .map(|s| s.iter().map(|&d| SInt::Const(d)).collect()),
@@ -188,6 +191,10 @@ fn compute_shape(u: &UOp) -> Option<Arc<[usize]>> {
         | Ops::Copy
         | Ops::Assign
         | Ops::Noop => src_shape(u, 0),
+        Ops::Native => match u.arg() {
+            Arg::Opaque(o) => o.output_shape().map(Arc::from),
+            _ => None,
+        },
         _ => None,
     }
 }

@@ -91,7 +91,7 @@ fn admitted(op: Ops, stage: Stage) -> bool {
     let tensor = op.is_movement()
         || matches!(
             op,
-            Buffer | Contiguous | ContiguousBackward | Detach | Copy | Assign | ReduceAxis
+            Buffer | Contiguous | ContiguousBackward | Detach | Copy | Assign | ReduceAxis | Native
         );
     let kernel = matches!(
         op,
@@ -185,6 +185,10 @@ fn check(u: &UOp, stage: Stage) -> Check {
             nsrc(u, 1, usize::MAX)?;
             same_dtype(u, 0)
         }
+        Native => rule(
+            matches!(u.arg(), Arg::Opaque(o) if o.output_shape().is_some()),
+            || "a native kernel's arg is an opaque payload with an output shape".into(),
+        ),
         Noop => {
             nsrc(u, 0, 1)?;
             if u.src().len() == 1 {

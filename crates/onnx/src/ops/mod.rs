@@ -24,7 +24,7 @@ mod grid;
 mod host;
 mod loss;
 mod nn;
-mod quant;
+pub(crate) mod quant;
 mod reduce;
 mod resize;
 mod rnn;
@@ -351,7 +351,15 @@ fn other_elementwise(n: &Node) -> Result<Option<Tensor>> {
                 "Mul" => a * b,
                 "Div" if a.dtype().is_int() => a.div_mode(b, Some("trunc")),
                 "Div" => a / b,
-                "Pow" => keep_dtype(a.pow(b), a),
+                // a float raised to one known value: a constant exponent (an integer one is a
+                // chain of multiplications, as `Tensor::pow` with a number; GELU's x^3)
+                "Pow" => match n
+                    .host_input(1)
+                    .filter(|h| h.floats.len() == 1 && a.dtype().is_float() && b.ndim() <= a.ndim())
+                {
+                    Some(h) => keep_dtype(a.pow(h.floats[0]), a),
+                    None => keep_dtype(a.pow(b), a),
+                },
                 "Equal" => a.eq(b),
                 "Less" => a.lt(b),
                 "LessOrEqual" => a.le(b),

@@ -2,7 +2,13 @@
 //! scales; integer and float8 quantized types), `DynamicQuantizeLinear`, and `MatMulInteger`
 //! (8-bit products accumulated exactly in int32).
 
+use indexmap::IndexMap;
+use std::collections::HashMap;
+use tinygrad_tensor::nn::integer::{Int8Weight, matmul_integer};
 use tinygrad_tensor::{DType, Tensor};
+
+use crate::error::OnnxError;
+use crate::proto::GraphProto;
 
 use crate::error::Result;
 use crate::narrow::{self, Narrow, RoundMode};
@@ -141,95 +147,87 @@ pub(super) fn run(n: &Node) -> Result<Option<Vec<Tensor>>> {
                 1
             };
             let cols = b.shape()[b.ndim() - 1];
-            let zero_point = |i: usize, t: &Tensor, per: usize, view: &[isize]| match n.opt_input(i)
-            {
-                None => Ok(None),
+            let zero_point = |i: usize, t: &Tensor, per: usize| match n.opt_input(i) {
+                None => Ok(()),
                 Some(z) if z.dtype() != t.dtype() => Err(n.err(format!(
                     "zero point {i} is {}, its input {}",
                     z.dtype(),
                     t.dtype()
                 ))),
-                Some(z) if z.numel() == 1 && z.ndim() <= 1 => {
-                    Ok(Some(z.reshape(&[] as &[isize]).cast(DType::INT32)))
-                }
-                Some(z) if z.ndim() == 1 && z.shape()[0] == per => {
-                    Ok(Some(z.reshape(view).cast(DType::INT32)))
-                }
+                Some(z) if z.numel() == 1 && z.ndim() <= 1 => Ok(()),
+                Some(z) if z.ndim() == 1 && z.shape()[0] == per => Ok(()),
                 Some(z) => Err(n.err(format!(
                     "zero point {i} of shape {:?}: expected a scalar or {per} values",
                     z.shape()
                 ))),
             };
-            let mut a32 = a.cast(DType::INT32);
-            if let Some(z) = zero_point(2, a, rows, &[rows as isize, 1])? {
-                a32 = a32 - z;
-            }
-            let mut b32 = b.cast(DType::INT32);
-            if let Some(z) = zero_point(3, b, cols, &[cols as isize])? {
-                b32 = b32 - z;
-            }
-            let terms = (1 << 24) / (magnitude(n, a, 2) * magnitude(n, b, 3));
-            Ok(Some(vec![integer_matmul(&a32, &b32, terms.max(1))]))
+            zero_point(2, a, rows)?;
+            zero_point(3, b, cols)?;
+            let y = match n.int8_weight() {
+                Some(w) => w.matmul(a, n.opt_input(2)),
+                None => matmul_integer(a, b, n.opt_input(2), n.opt_input(3)),
+            };
+            Ok(Some(vec![y]))
         }
         _ => Ok(None),
     }
 }
 
-/// The largest magnitude of `t - zero point` (input `zp` of `n`) for an 8-bit `t`: from the
-/// zero point's values when they are known before the run, else the type's widest.
-fn magnitude(n: &Node, t: &Tensor, zp: usize) -> usize {
-    let (lo, hi) = if t.dtype() == DType::INT8 {
-        (-128i64, 127i64)
-    } else {
-        (0, 255)
-    };
-    let zps: Vec<i64> = match (n.opt_input(zp), n.host_input(zp)) {
-        (None, _) => vec![0],
-        (Some(_), Some(h)) => h.ints.clone().unwrap_or_default(),
-        (Some(_), None) => vec![lo, hi],
-    };
-    zps.iter()
-        .map(|&z| (hi - z).abs().max((z - lo).abs()))
-        .max()
-        .unwrap_or(hi - lo) as usize
-}
-
-/// `a @ b` for int32 tensors of 8-bit values (zero points removed), exactly: on the float GEMM
-/// path in float32, in runs of `terms` products (whose sums stay below 2^24, exact in float32),
-/// the runs summed in int32 (an int32 matmul is a loop of scalar kernels).
-fn integer_matmul(a: &Tensor, b: &Tensor, terms: usize) -> Tensor {
-    let k = a.shape()[a.ndim() - 1];
-    if a.ndim() < 2 || b.ndim() < 2 {
-        return a.matmul(b);
+/// The `MatMulInteger` weights of `graph` prepared once ([`Int8Weight`]: packed for the CPU's
+/// integer multiply-adds), by each node's first output: those whose `b` is a 2-D 8-bit
+/// initializer and whose `b` zero point is absent or an initializer that fits it. Other nodes
+/// multiply as they run (and report what is wrong with their inputs there).
+pub(crate) fn prepare_weights(
+    graph: &GraphProto,
+    initializers: &IndexMap<String, Tensor>,
+    narrow: &HashMap<String, Narrow>,
+) -> Result<HashMap<String, Int8Weight>> {
+    let mut out = HashMap::new();
+    for p in &graph.node {
+        if p.op_type.as_deref() != Some("MatMulInteger")
+            || p.domain
+                .as_deref()
+                .is_some_and(|d| !d.is_empty() && d != "ai.onnx")
+        {
+            continue;
+        }
+        let init = |i: usize| {
+            p.input
+                .get(i)
+                .filter(|name| !name.is_empty() && !narrow.contains_key(*name))
+                .and_then(|name| initializers.get(name))
+        };
+        let (Some(b), Some(first)) = (init(1), p.output.first()) else {
+            continue;
+        };
+        let zp = init(3);
+        let zp_given = p.input.get(3).is_some_and(|name| !name.is_empty());
+        let int8 = |t: &Tensor| t.dtype() == DType::UINT8 || t.dtype() == DType::INT8;
+        let fits = int8(b)
+            && b.ndim() == 2
+            && match zp {
+                None => !zp_given,
+                Some(z) => {
+                    z.dtype() == b.dtype()
+                        && z.ndim() <= 1
+                        && (z.numel() == 1 || z.numel() == b.shape()[1])
+                }
+            };
+        if !fits {
+            continue;
+        }
+        let w = Int8Weight::new(b, zp).map_err(|e| OnnxError::Node {
+            node: p
+                .name
+                .clone()
+                .filter(|n| !n.is_empty())
+                .unwrap_or_else(|| first.clone()),
+            op: "MatMulInteger".into(),
+            message: format!("preparing its weight: {e}"),
+        })?;
+        out.insert(first.clone(), w);
     }
-    let (af, bf) = (a.cast(DType::FLOAT32), b.cast(DType::FLOAT32));
-    if k <= terms {
-        return af.matmul(&bf).cast(DType::INT32);
-    }
-    // [.., M, K] -> [.., C, M, T] and [.., K, N] -> [.., C, T, N], K padded with zeros
-    let chunks = k.div_ceil(terms);
-    let terms = k.div_ceil(chunks);
-    let padded = chunks * terms;
-    let (ar, br) = (a.ndim(), b.ndim());
-    let mut pad_a = vec![(0, 0); ar];
-    pad_a[ar - 1] = (0, padded - k);
-    let mut pad_b = vec![(0, 0); br];
-    pad_b[br - 2] = (0, padded - k);
-    let (af, bf) = (af.pad(&pad_a, 0.0), bf.pad(&pad_b, 0.0));
-    let m = a.shape()[ar - 2];
-    let mut shape_a: Vec<isize> = a.shape()[..ar - 2].iter().map(|&d| d as isize).collect();
-    shape_a.extend([m as isize, chunks as isize, terms as isize]);
-    let mut order: Vec<isize> = (0..ar as isize - 2).collect();
-    order.extend([ar as isize - 1, ar as isize - 2, ar as isize]);
-    let ac = af.reshape(&shape_a).permute(&order);
-    let n = b.shape()[br - 1];
-    let mut shape_b: Vec<isize> = b.shape()[..br - 2].iter().map(|&d| d as isize).collect();
-    shape_b.extend([chunks as isize, terms as isize, n as isize]);
-    let bc = bf.reshape(&shape_b);
-    // [.., C, M, N]: each exact; summed over the chunks in int32
-    let partial = ac.matmul(&bc).cast(DType::INT32);
-    let c_axis = partial.ndim() as isize - 3;
-    partial.sum(c_axis)
+    Ok(out)
 }
 
 fn int_range(dt: DType) -> Option<(f64, f64)> {

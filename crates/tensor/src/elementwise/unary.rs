@@ -1,7 +1,7 @@
 //! Unary math: `neg`, `reciprocal`, `sqrt`/`rsqrt`, `exp`/`log` (and base 2), `sin`/`cos`/`tan`,
 //! rounding, `abs`, `sign`, `relu`, `sigmoid`, `tanh`.
 
-use tinygrad_dtype::least_upper_float;
+use tinygrad_dtype::{DType, least_upper_float};
 use tinygrad_uop::{Ops, custom_gradient};
 
 use crate::Tensor;
@@ -214,6 +214,11 @@ impl Tensor {
     pub fn round(&self) -> Tensor {
         if !self.dtype().is_float() {
             return self.clone();
+        }
+        // one instruction where every backend has it (roundss, cvt.rni, WGSL round); the
+        // narrower floats keep the decomposition
+        if self.dtype() == DType::FLOAT32 || self.dtype() == DType::FLOAT64 {
+            return self.alu(Ops::Round, &[]);
         }
         let t = self + 0.5;
         let f = t.floor();

@@ -1,7 +1,8 @@
 //! Neural networks, as tinygrad's `tinygrad.nn`: layers ([`layers`]), optimizers ([`optim`]),
 //! weight files ([`state`], [`gguf`], [`torch`]), weights kept as GGUF's quantized blocks
-//! ([`quant`]), a decode step's attention over KV cache slots in one native kernel
-//! ([`attention`]) and weight initialization ([`init`]).
+//! ([`quant`]), 8-bit integer products accumulated in int32 ([`integer`]), a decode step's
+//! attention over KV cache slots in one native kernel ([`attention`]) and weight initialization
+//! ([`init`]).
 //!
 //! Models are plain structs of layers. Two traits connect them to the rest:
 //! - [`Module`]: `forward(&self, x) -> Tensor` (tinygrad's `__call__`); closures are modules too,
@@ -45,6 +46,7 @@
 pub mod attention;
 pub mod gguf;
 pub mod init;
+pub mod integer;
 pub mod layers;
 pub mod optim;
 pub mod quant;
