@@ -372,6 +372,10 @@ def gen_conv_transpose():
         ("stride_tuple", (1, 1, 3, 4), (1, 2, 3, 2), False, 1, [2, 3], 1, [1, 0], 0),
         ("pad_flat4", (1, 2, 4, 3), (2, 1, 3, 3), False, 1, 2, 1, [0, 1, 1, 0], 0),
         ("conv1d_stride3", (2, 2, 5), (2, 3, 3), True, 1, 3, 1, 0, 0),
+        # stride = kernel: windows tiling the output (one GEMM and a reshuffle)
+        ("stride_eq_kernel", (2, 3, 5, 6), (3, 4, 2, 2), True, 1, 2, 1, 0, 0),
+        ("stride_eq_kernel_pad_op", (1, 2, 4, 3), (2, 3, 2, 3), False, 1, [2, 3], 1,
+         [1, 0, 0, 2], 1),
     ]
     for name, xs, ws, has_b, groups, stride, dil, pad, op in specs:
         def make(xs=xs, ws=ws, has_b=has_b, groups=groups):

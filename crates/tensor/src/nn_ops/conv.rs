@@ -376,6 +376,13 @@ impl Tensor {
             .into()
             .resolve(nd, "conv_transpose2d", "output_padding", false);
         let pads = padding.into().resolve(nd, "conv_transpose2d", &xs);
+        if groups == 1
+            && (0..nd).all(|j| s[j] == hw[j] && (d[j] == 1 || hw[j] == 1) && hw[j] > 0)
+            && pads.iter().all(|&(b, a)| b >= 0 && a >= 0)
+            && (0..nd).all(|j| (pads[j].0 + pads[j].1) < (xs[2 + j] * s[j]) as isize)
+        {
+            return self.conv_transpose_tiles(weight, bias, &pads, &op);
+        }
         // (cin, cout/g, *hw) -> (g, cin/g, cout/g, *hw) -> (g, cout/g, cin/g, *hw), flipped
         let flip_axes: Vec<isize> = (3..3 + nd as isize).collect();
         let w = weight
@@ -420,6 +427,68 @@ impl Tensor {
             );
         }
         x.conv2d(&w, bias, groups, 1, d, Padding::Pairs(new_pads))
+    }
+}
+
+impl Tensor {
+    /// [`Tensor::conv_transpose2d`] whose stride equals its kernel (dilation 1, one group): the
+    /// windows tile the output without overlap, so each input pixel times the weight is its own
+    /// `kernel` block of the output: one GEMM `(bs * pixels, cin) @ (cin, cout * kernel)`,
+    /// its blocks moved into place, then the padding cut (and the output padding added).
+    /// The spread-out form multiplies `prod(kernel)` times as many zeros.
+    fn conv_transpose_tiles(
+        &self,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        pads: &[(isize, isize)],
+        output_padding: &[usize],
+    ) -> Tensor {
+        let (xs, ws) = (self.shape(), weight.shape());
+        let nd = xs.len() - 2;
+        let (bs, cin, cout) = (xs[0], xs[1], ws[1]);
+        let sp = &xs[2..];
+        let k = &ws[2..];
+        // (bs, cin, *sp) -> (bs, *sp, cin) -> (bs * pixels, cin)
+        let mut to_last: Vec<isize> = vec![0];
+        to_last.extend(2..2 + nd as isize);
+        to_last.push(1);
+        let pixels: usize = sp.iter().product();
+        let x = self
+            .permute(&to_last)
+            .reshape(&[(bs * pixels) as isize, cin as isize]);
+        let kn: usize = k.iter().product();
+        let w = weight.reshape(&[cin as isize, (cout * kn) as isize]);
+        // (bs, *sp, cout, *k) -> (bs, cout, sp0, k0, sp1, k1, ...) -> (bs, cout, sp0*k0, ...)
+        let mut shape: Vec<isize> = vec![bs as isize];
+        shape.extend(sp.iter().map(|&v| v as isize));
+        shape.push(cout as isize);
+        shape.extend(k.iter().map(|&v| v as isize));
+        let mut order: Vec<isize> = vec![0, 1 + nd as isize];
+        for j in 0..nd as isize {
+            order.extend([1 + j, 2 + nd as isize + j]);
+        }
+        let mut full: Vec<isize> = vec![bs as isize, cout as isize];
+        full.extend((0..nd).map(|j| (sp[j] * k[j]) as isize));
+        let y = x.matmul(&w).reshape(&shape).permute(&order).reshape(&full);
+        // the padding cuts the full output; the output padding takes it back at the end
+        // (values there when the cut was larger, zeros past the full output)
+        let end = |j: usize| sp[j] * k[j] + output_padding[j] - pads[j].1 as usize;
+        let mut keep: Vec<(usize, usize)> = vec![(0, bs), (0, cout)];
+        keep.extend((0..nd).map(|j| (pads[j].0 as usize, end(j).min(sp[j] * k[j]))));
+        let mut y = y.shrink(&keep);
+        if (0..nd).any(|j| end(j) > sp[j] * k[j]) {
+            let mut extra = vec![(0, 0); 2];
+            extra.extend((0..nd).map(|j| (0, end(j).saturating_sub(sp[j] * k[j]))));
+            y = y.pad(&extra, 0);
+        }
+        match bias {
+            None => y,
+            Some(b) => {
+                let mut bshape = vec![1, cout];
+                bshape.extend(std::iter::repeat_n(1, nd));
+                y + b.reshape_exact(&bshape)
+            }
+        }
     }
 }
 
