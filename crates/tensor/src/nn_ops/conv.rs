@@ -469,7 +469,13 @@ impl Tensor {
         }
         let mut full: Vec<isize> = vec![bs as isize, cout as isize];
         full.extend((0..nd).map(|j| (sp[j] * k[j]) as isize));
-        let y = x.matmul(&w).reshape(&shape).permute(&order).reshape(&full);
+        // (the product realized in its own layout: a GEMM; the move is a copy after it)
+        let y = x
+            .matmul(&w)
+            .contiguous()
+            .reshape(&shape)
+            .permute(&order)
+            .reshape(&full);
         // the padding cuts the full output; the output padding takes it back at the end
         // (values there when the cut was larger, zeros past the full output)
         let end = |j: usize| sp[j] * k[j] + output_padding[j] - pads[j].1 as usize;
