@@ -346,6 +346,11 @@ def gen_conv():
         ("conv1d", (2, 3, 10), (4, 3, 3), True, 1, 2, 1, 1),
         ("conv1d_dil", (1, 2, 9), (2, 2, 2), False, 1, 1, 3, [0, 2]),
         ("conv3d", (1, 2, 4, 5, 4), (3, 2, 2, 3, 2), True, 1, [1, 2, 1], 1, 1),
+        # depthwise convolutions of the CPU's native kernel: rows longer than its 16-wide
+        # runs, stride 2, dilation, uneven padding
+        ("depthwise_5x5_s2", (2, 3, 11, 37), (3, 1, 5, 5), True, 3, 2, 1, 2),
+        ("depthwise_3x3_dil2", (1, 4, 9, 21), (4, 1, 3, 3), True, 4, 1, 2, [2, 1, 0, 3]),
+        ("depthwise_3x3_s1", (1, 5, 18, 18), (5, 1, 3, 3), False, 5, 1, 1, 1),
     ]
     for name, xs, ws, has_b, groups, stride, dil, pad in specs:
         def make(xs=xs, ws=ws, has_b=has_b):

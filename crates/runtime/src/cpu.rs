@@ -195,6 +195,9 @@ impl Device for CpuDevice {
         if let Some(i) = crate::int_matmul::compile(ast) {
             return Some(i);
         }
+        if let Some(d) = crate::depthwise::compile(ast) {
+            return Some(d);
+        }
         if ast
             .toposort()
             .iter()

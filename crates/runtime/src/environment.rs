@@ -89,6 +89,10 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "0: a decode step's attention over KV cache slots through the IR, not one native kernel",
     ),
     (
+        "CPU_DEPTHWISE",
+        "0: depthwise 2-D convolutions through the IR, not one native kernel",
+    ),
+    (
         "CPU_INT8",
         "0: 8-bit integer products (ONNX's MatMulInteger) through float32 GEMMs, not native loops",
     ),

@@ -22,6 +22,7 @@
 //!   dequantization (AVX-512/AVX2 loops).
 //! - [`int_matmul`]: the CPU's 8-bit integer products accumulated in int32 (ONNX's
 //!   `MatMulInteger`; AVX-512 VNNI/AVX2 tiles over a packed weight).
+//! - [`depthwise`]: the CPU's native kernel for depthwise 2-D convolutions.
 //! - [`attention`]: the CPU's native kernel for a decode step's attention over KV cache slots.
 //! - [`row_reduce`]: the CPU's row-reduction path (contiguous `sum`/`max`/`mean` rows in
 //!   AVX-512/AVX2 loops).
@@ -39,6 +40,7 @@ pub mod buffer_pool;
 pub mod capture;
 pub mod cpu;
 pub mod cuda;
+pub mod depthwise;
 pub mod device;
 pub mod environment;
 pub mod gemm;

@@ -76,6 +76,9 @@ impl Tensor {
                  elements"
             );
         }
+        if let Some(y) = self.depthwise_native(weight, bias, groups, &s, &d, &pads) {
+            return y;
+        }
         let overlapping = (0..nd).any(|j| hw[j] > s[j] || d[j] != 1);
         if overlapping && self.dtype().is_float() && Tensor::is_grad_enabled() {
             return self.conv2d_input_gradient_as_conv(weight, bias, groups, &s, &d, &pads);
@@ -243,7 +246,7 @@ impl Tensor {
 
     /// The convolution as tinygrad builds it (arguments already checked): a [`Tensor::pool`]
     /// view of the padded input, broadcast against the weight and summed.
-    fn conv2d_view(
+    pub(super) fn conv2d_view(
         &self,
         weight: &Tensor,
         bias: Option<&Tensor>,

@@ -20,6 +20,7 @@
 //! - `pool`: sliding windows (`pool`), average/max pooling, `max_unpool2d`, `unfold`.
 //! - `interpolate`: `interpolate` (linear and nearest resampling).
 //! - `conv`: `conv2d` and `conv_transpose2d`, with their gradients and row bands.
+//! - `depthwise`: depthwise `conv2d` on the CPU's native kernel, with the IR's gradient.
 //! - `activation`: activations and other elementwise functionals (`gelu`, `erf`, `isnan`,
 //!   `lerp`, ...).
 //! - `norm`: `layernorm`, `batchnorm`, `normalize`.
@@ -31,6 +32,7 @@
 mod activation;
 mod attention;
 mod conv;
+mod depthwise;
 mod interpolate;
 mod loss;
 mod norm;
