@@ -351,7 +351,11 @@ impl Padded {
                 // even input columns go to index j / 2 + pad / 2 of phase pad % 2, odd ones to
                 // j / 2 + (pad + 1) / 2 of the other phase
                 let (p0, p1) = dst.split_at_mut(self.width);
-                let (even, odd) = if s.pad.1.is_multiple_of(2) { (p0, p1) } else { (p1, p0) };
+                let (even, odd) = if s.pad.1.is_multiple_of(2) {
+                    (p0, p1)
+                } else {
+                    (p1, p0)
+                };
                 let (eb, ob) = (s.pad.1 / 2, s.pad.1.div_ceil(2));
                 let pairs = (s.w / 2)
                     .min(self.width.saturating_sub(eb))
