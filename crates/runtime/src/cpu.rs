@@ -198,6 +198,9 @@ impl Device for CpuDevice {
         if let Some(d) = crate::depthwise::compile(ast) {
             return Some(d);
         }
+        if let Some(p) = crate::pad::compile(ast) {
+            return Some(p);
+        }
         if ast
             .toposort()
             .iter()

@@ -97,6 +97,10 @@ pub const VARIABLES: &[(&str, &str)] = &[
         "0: 8-bit integer products (ONNX's MatMulInteger) through float32 GEMMs, not native loops",
     ),
     (
+        "CPU_PAD",
+        "0: a large convolution's padded input computed in the IR, not padded by a native copy",
+    ),
+    (
         "CPU_QUANT",
         "0: GGUF quantized products and dequantization through the IR, not native loops",
     ),

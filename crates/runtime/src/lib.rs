@@ -23,6 +23,7 @@
 //! - [`int_matmul`]: the CPU's 8-bit integer products accumulated in int32 (ONNX's
 //!   `MatMulInteger`; AVX-512 VNNI/AVX2 tiles over a packed weight).
 //! - [`depthwise`]: the CPU's native kernel for depthwise 2-D convolutions.
+//! - [`pad`]: the CPU's native kernel zero-padding planes (a convolution's input).
 //! - [`attention`]: the CPU's native kernel for a decode step's attention over KV cache slots.
 //! - [`row_reduce`]: the CPU's row-reduction path (contiguous `sum`/`max`/`mean` rows in
 //!   AVX-512/AVX2 loops).
@@ -47,6 +48,7 @@ pub mod gemm;
 pub mod huge_pages;
 pub mod int_matmul;
 pub mod nccl;
+pub mod pad;
 pub mod quant;
 pub mod realize;
 pub mod reference;

@@ -276,15 +276,17 @@ impl Tensor {
             .product();
         let out_elems = xs[0] * ws[0] * out_spatial;
         let flops = 2.0 * out_elems as f64 * ws[1..].iter().product::<usize>() as f64;
-        let x = self.pad_spatial(pads, 0);
         let computed = !is_moved_buffer(&self.uop());
         let x = if overlapping
             && ((flops >= REALIZE_CONV_INPUT_FLOPS && (padded || computed))
                 || (flops >= REALIZE_COMPUTED_CONV_INPUT_FLOPS && computed && groups == 1))
         {
-            x.contiguous()
+            match self.padded_natively(pads) {
+                Some(p) => p,
+                None => self.pad_spatial(pads, 0).contiguous(),
+            }
         } else {
-            x
+            self.pad_spatial(pads, 0)
         };
         // (bs, groups*cin, *oyx, *hw)
         let x = x.pool_impl(&hw, s, d, "conv2d");

@@ -21,6 +21,7 @@
 //! - `interpolate`: `interpolate` (linear and nearest resampling).
 //! - `conv`: `conv2d` and `conv_transpose2d`, with their gradients and row bands.
 //! - `depthwise`: depthwise `conv2d` on the CPU's native kernel, with the IR's gradient.
+//! - `pad_native`: a large convolution's padded input through the CPU's native copy.
 //! - `activation`: activations and other elementwise functionals (`gelu`, `erf`, `isnan`,
 //!   `lerp`, ...).
 //! - `norm`: `layernorm`, `batchnorm`, `normalize`.
@@ -37,6 +38,7 @@ mod interpolate;
 mod loss;
 mod norm;
 mod one_hot;
+mod pad_native;
 mod pool;
 mod random;
 

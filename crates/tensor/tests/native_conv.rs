@@ -1,7 +1,8 @@
-//! Depthwise convolutions (`groups` = channels, float32) take the CPU's native kernel
-//! (`tinygrad_runtime::depthwise`; the golden `conv2d_depthwise_*` cases in `nn_ops.rs` check
-//! its values against numpy): here its gradients, which come from the IR formulation, equal
-//! REF's (where the IR computes everything), and a `Jit` replays it on new inputs.
+//! The CPU's native convolution kernels: depthwise convolutions (`groups` = channels, float32:
+//! `tinygrad_runtime::depthwise`; the golden `conv2d_depthwise_*` cases in `nn_ops.rs` check
+//! its values against numpy) and the zero padding of a large convolution's input
+//! (`tinygrad_runtime::pad`). Here their values and gradients (the IR formulation's, and the
+//! padding's adjoint) equal REF's, where the IR computes everything, and a `Jit` replays them.
 
 use tinygrad_tensor::{Axis, Jit, Tensor};
 
@@ -45,6 +46,41 @@ fn gradients_equal_the_irs() {
         for (i, (u, v)) in a.iter().zip(b).enumerate() {
             assert!(
                 (u - v).abs() <= 1e-5 * (1.0 + v.abs()),
+                "{what}[{i}]: CPU {u} vs REF {v}"
+            );
+        }
+    }
+}
+
+/// A convolution large enough to realize its padded input (>= 2^22 flops): the native
+/// padding, then the GEMM path; values and gradients as REF computes them.
+#[test]
+fn a_large_padded_convolution_equals_refs_with_gradients() {
+    let run = |dev: &str| -> Vec<Vec<f32>> {
+        let x0 = Tensor::from_slice(&values(16 * 40 * 36, 6), &[1, 16, 40, 36]).to(dev);
+        let x = x0.requires_grad(true);
+        let k = Tensor::from_slice(&values(16 * 16 * 9, 7), &[16, 16, 3, 3])
+            .to(dev)
+            .requires_grad(true);
+        // a computed input (relu), padded by (1, 2) rows and (2, 1) columns
+        let y = x.relu().conv2d(&k, None, 1, 1, 1, [2, 1, 1, 2]);
+        let r = Tensor::from_slice(&values(y.numel(), 8), &y.shape()).to(dev);
+        (&y * &r).sum(Axis::All).backward();
+        vec![
+            y.to_vec::<f32>(),
+            x.grad().expect("x's gradient").to_vec::<f32>(),
+            k.grad().expect("the weight's gradient").to_vec::<f32>(),
+        ]
+    };
+    let (cpu, reference) = (run("CPU"), run("REF"));
+    for (what, (a, b)) in ["value", "x grad", "weight grad"]
+        .iter()
+        .zip(cpu.iter().zip(&reference))
+    {
+        assert_eq!(a.len(), b.len(), "{what}");
+        for (i, (u, v)) in a.iter().zip(b).enumerate() {
+            assert!(
+                (u - v).abs() <= 1e-4 * (1.0 + v.abs()),
                 "{what}[{i}]: CPU {u} vs REF {v}"
             );
         }
