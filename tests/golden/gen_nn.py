@@ -351,6 +351,10 @@ def gen_conv():
         ("depthwise_5x5_s2", (2, 3, 11, 37), (3, 1, 5, 5), True, 3, 2, 1, 2),
         ("depthwise_3x3_dil2", (1, 4, 9, 21), (4, 1, 3, 3), True, 4, 1, 2, [2, 1, 0, 3]),
         ("depthwise_3x3_s1", (1, 5, 18, 18), (5, 1, 3, 3), False, 5, 1, 1, 1),
+        # few output positions (a product of the realized windows)
+        ("few_positions_1d", (1, 32, 6), (16, 32, 3), True, 1, 1, 1, 1),
+        ("few_positions_2d_s2", (1, 8, 3, 4), (32, 8, 3, 3), True, 1, 2, 1, 1),
+        ("few_positions_dil", (2, 24, 5), (20, 24, 2), False, 1, 3, 2, [0, 1]),
     ]
     for name, xs, ws, has_b, groups, stride, dil, pad in specs:
         def make(xs=xs, ws=ws, has_b=has_b):

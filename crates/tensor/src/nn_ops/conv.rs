@@ -277,6 +277,13 @@ impl Tensor {
         let out_elems = xs[0] * ws[0] * out_spatial;
         let flops = 2.0 * out_elems as f64 * ws[1..].iter().product::<usize>() as f64;
         let computed = !is_moved_buffer(&self.uop());
+        if groups == 1
+            && xs[0] * out_spatial < SMALL_CONV_POSITIONS
+            && flops >= SMALL_CONV_MIN_FLOPS
+            && self.dtype().is_float()
+        {
+            return self.conv2d_windows_matmul(weight, bias, s, d, pads);
+        }
         let x = if overlapping
             && ((flops >= REALIZE_CONV_INPUT_FLOPS && (padded || computed))
                 || (flops >= REALIZE_COMPUTED_CONV_INPUT_FLOPS && computed && groups == 1))
@@ -492,6 +499,64 @@ impl Tensor {
             extra.extend((0..nd).map(|j| (0, end(j).saturating_sub(sp[j] * k[j]))));
             y = y.pad(&extra, 0);
         }
+        match bias {
+            None => y,
+            Some(b) => {
+                let mut bshape = vec![1, cout];
+                bshape.extend(std::iter::repeat_n(1, nd));
+                y + b.reshape_exact(&bshape)
+            }
+        }
+    }
+}
+
+/// Output positions (batch x spatial) below which a convolution is a product of its realized
+/// windows: the GEMM path starts at this many rows (`tinygrad_runtime::gemm::MIN_SIDE`), and
+/// below it the fused form's reduction over (channels, taps) has no axis contiguous in both
+/// the input and the weight, so it runs unvectorized.
+const SMALL_CONV_POSITIONS: usize = 8;
+
+/// The smallest convolution (in flops) taken as a product of its windows (below, one fused
+/// kernel costs less than two).
+const SMALL_CONV_MIN_FLOPS: f64 = (1u64 << 14) as f64;
+
+impl Tensor {
+    /// [`Tensor::conv2d`] (one group) with few output positions: the windows realized as
+    /// `(positions, cin * kernel)` rows (small: a few positions), then a product with the
+    /// weight as `(cout, cin * kernel)`, whose reduction is contiguous in both operands.
+    fn conv2d_windows_matmul(
+        &self,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        s: &[usize],
+        d: &[usize],
+        pads: &[(isize, isize)],
+    ) -> Tensor {
+        let (xs, ws) = (self.shape(), weight.shape());
+        let nd = ws.len() - 2;
+        let (bs, cout, cin) = (xs[0], ws[0], ws[1]);
+        let hw = &ws[2..];
+        // (bs, cin, *oyx, *hw) -> (bs, *oyx, cin, *hw) -> (positions, cin * taps)
+        let win = self.pad_spatial(pads, 0).pool_impl(hw, s, d, "conv2d");
+        let oyx = win.shape()[2..2 + nd].to_vec();
+        let mut order: Vec<isize> = vec![0];
+        order.extend((2..2 + nd as isize).collect::<Vec<_>>());
+        order.push(1);
+        order.extend((2 + nd as isize..2 + 2 * nd as isize).collect::<Vec<_>>());
+        let positions = bs * oyx.iter().product::<usize>();
+        let taps: usize = hw.iter().product();
+        let rows = win
+            .permute(&order)
+            .reshape(&[positions as isize, (cin * taps) as isize])
+            .contiguous();
+        let w = weight.reshape(&[cout as isize, (cin * taps) as isize]);
+        // (positions, cout) -> (bs, *oyx, cout) -> (bs, cout, *oyx)
+        let mut shape: Vec<isize> = vec![bs as isize];
+        shape.extend(oyx.iter().map(|&v| v as isize));
+        shape.push(cout as isize);
+        let mut back: Vec<isize> = vec![0, 1 + nd as isize];
+        back.extend(1..1 + nd as isize);
+        let y = rows.matmul(&w.t()).reshape(&shape).permute(&back);
         match bias {
             None => y,
             Some(b) => {
