@@ -117,16 +117,13 @@ pub fn slot_attention_ast(
 
 /// The attention an AST built by [`slot_attention_ast`] describes.
 pub fn slot_attention_of(ast: &UOp) -> Option<SlotAttention> {
-    match (ast.op(), ast.arg()) {
-        (Ops::Noop, Arg::Opaque(o)) => o.as_any().downcast_ref::<SlotAttention>().copied(),
-        _ => None,
-    }
+    crate::native::payload_of(ast)
 }
 
 /// Whether the native kernel may run (`CPU_ATTENTION` not `0`; off, callers take the IR).
 pub fn enabled() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| std::env::var("CPU_ATTENTION").map_or(true, |v| v != "0"))
+    crate::native::switch_on("CPU_ATTENTION", &ON)
 }
 
 /// The vector width the loops are compiled for.

@@ -128,13 +128,8 @@ pub fn depthwise_ast(conv: DepthwiseConv) -> UOp {
     // ids with the top four bits set (the int8 kernels' start 101, the slot attentions' 11
     // then a count far below 2^60)
     static IDS: OnceLock<Mutex<HashMap<DepthwiseConv, u64>>> = OnceLock::new();
-    let mut ids = IDS
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
     let key = DepthwiseConv { id: 0, ..conv };
-    let next = (7u64 << 61) | (1u64 << 60) | ids.len() as u64;
-    let id = *ids.entry(key).or_insert(next);
+    let id = crate::native::payload_id(&IDS, key, 0b1111u64 << 60);
     UOp::new(
         Ops::Noop,
         DType::FLOAT32,
@@ -160,16 +155,13 @@ pub fn depthwise_node(ast: &UOp, inputs: Vec<UOp>) -> UOp {
 
 /// The convolution an AST built by [`depthwise_ast`] describes.
 pub fn depthwise_of(ast: &UOp) -> Option<DepthwiseConv> {
-    match (ast.op(), ast.arg()) {
-        (Ops::Noop, Arg::Opaque(o)) => o.as_any().downcast_ref::<DepthwiseConv>().copied(),
-        _ => None,
-    }
+    crate::native::payload_of(ast)
 }
 
 /// Whether the native kernel may run (`CPU_DEPTHWISE` not `0`; off, convolutions take the IR).
 pub fn enabled() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| std::env::var("CPU_DEPTHWISE").map_or(true, |v| v != "0"))
+    crate::native::switch_on("CPU_DEPTHWISE", &ON)
 }
 
 /// The vector width the loops are compiled for.

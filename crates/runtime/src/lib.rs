@@ -24,6 +24,7 @@
 //!   `MatMulInteger`; AVX-512 VNNI/AVX2 tiles over a packed weight).
 //! - [`depthwise`]: the CPU's native kernel for depthwise 2-D convolutions.
 //! - [`pad`]: the CPU's native kernel zero-padding planes (a convolution's input).
+//! - `native`: what those native kernels share (payload look-up, ids, switches).
 //! - [`attention`]: the CPU's native kernel for a decode step's attention over KV cache slots.
 //! - [`row_reduce`]: the CPU's row-reduction path (contiguous `sum`/`max`/`mean` rows in
 //!   AVX-512/AVX2 loops).
@@ -47,6 +48,7 @@ pub mod environment;
 pub mod gemm;
 pub mod huge_pages;
 pub mod int_matmul;
+mod native;
 pub mod nccl;
 pub mod pad;
 pub mod quant;

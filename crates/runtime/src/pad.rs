@@ -80,13 +80,8 @@ pub fn pad_ast(pad: PadPlanes) -> UOp {
     // ids with the top five bits 11101 (the depthwise convolutions' start 1111, the int8
     // kernels' 101, the slot attentions' 11 then a count far below 2^59)
     static IDS: OnceLock<Mutex<HashMap<PadPlanes, u64>>> = OnceLock::new();
-    let mut ids = IDS
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
     let key = PadPlanes { id: 0, ..pad };
-    let next = (0b11101u64 << 59) | ids.len() as u64;
-    let id = *ids.entry(key).or_insert(next);
+    let id = crate::native::payload_id(&IDS, key, 0b11101u64 << 59);
     UOp::new(
         Ops::Noop,
         DType::FLOAT32,
@@ -110,16 +105,13 @@ pub fn pad_node(ast: &UOp, input: UOp) -> UOp {
 
 /// The padding an AST built by [`pad_ast`] describes.
 pub fn pad_of(ast: &UOp) -> Option<PadPlanes> {
-    match (ast.op(), ast.arg()) {
-        (Ops::Noop, Arg::Opaque(o)) => o.as_any().downcast_ref::<PadPlanes>().copied(),
-        _ => None,
-    }
+    crate::native::payload_of(ast)
 }
 
 /// Whether the native kernel may run (`CPU_PAD` not `0`; off, convolutions pad in the IR).
 pub fn enabled() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| std::env::var("CPU_PAD").map_or(true, |v| v != "0"))
+    crate::native::switch_on("CPU_PAD", &ON)
 }
 
 /// The CPU kernel of a padding's AST (`None` for any other AST).

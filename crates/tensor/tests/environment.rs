@@ -1,7 +1,7 @@
 //! `environment::VARIABLES` lists every environment variable the library reads: each name read
-//! under `crates/*/src` (`std::env::var`/`var_os`, the collectives' `env_usize`, the Jit's
-//! `flag`) has an entry, and every entry is read somewhere — the `--help` of the examples and `xtask`
-//! prints this list, so it must not fall behind the code.
+//! under `crates/*/src` (`std::env::var`/`var_os`, the collectives' `env_usize`, the Jit's `flag`,
+//! the native kernels' `switch_on`) has an entry, and every entry is read somewhere — the `--help`
+//! of the examples and `xtask` prints this list, so it must not fall behind the code.
 
 mod common;
 
@@ -12,10 +12,16 @@ use std::path::{Path, PathBuf};
 
 use tinygrad_tensor::environment::{VARIABLES, help};
 
-/// The upper-case names passed as string literals to `var(` or `env_usize(` in `text`.
+/// The upper-case names passed as string literals to `var(`, `env_usize(` and the like in `text`.
 fn names_read(text: &str) -> Vec<String> {
     let mut out = Vec::new();
-    for call in ["var(\"", "var_os(\"", "env_usize(\"", "flag(\""] {
+    for call in [
+        "var(\"",
+        "var_os(\"",
+        "env_usize(\"",
+        "flag(\"",
+        "switch_on(\"",
+    ] {
         for (at, _) in text.match_indices(call) {
             let rest = &text[at + call.len()..];
             let name: String = rest

@@ -137,7 +137,7 @@ pub fn native_layout() -> Layout {
 /// Whether the native integer products may run (`CPU_INT8` not `0`; off, callers take the IR).
 pub fn enabled() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| std::env::var("CPU_INT8").map_or(true, |v| v != "0"))
+    crate::native::switch_on("CPU_INT8", &ON)
 }
 
 /// A tensor's zero point: none (0), one for all, or one per row of `a` / column of `b`.
@@ -254,12 +254,7 @@ fn payload_id(p: Payload) -> u64 {
     // ids with the top three bits 101 (the quantized products' have 10 and then a 0 below
     // their count's bits, the slot attentions' 11)
     static IDS: OnceLock<Mutex<HashMap<Payload, u64>>> = OnceLock::new();
-    let mut ids = IDS
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|e| e.into_inner());
-    let next = (5u64 << 61) | ids.len() as u64;
-    *ids.entry(p).or_insert(next)
+    crate::native::payload_id(&IDS, p, 5u64 << 61)
 }
 
 fn opaque_ast(payload: Arc<dyn tinygrad_uop::Opaque>, dtype: DType) -> UOp {

@@ -214,10 +214,7 @@ fn quant_ast(ty: QuantType, m: usize, n: usize, k: usize) -> UOp {
 
 /// The product an AST built by [`quant_matmul_ast`] describes.
 pub fn quant_matmul_of(ast: &UOp) -> Option<QuantMatmul> {
-    match (ast.op(), ast.arg()) {
-        (Ops::Noop, Arg::Opaque(o)) => o.as_any().downcast_ref::<QuantMatmul>().copied(),
-        _ => None,
-    }
+    crate::native::payload_of(ast)
 }
 
 /// Rows of `x` up to which a product takes the native loops on a CPU (a decode step's token,
@@ -246,7 +243,7 @@ pub fn native_rows(ty: QuantType) -> usize {
 /// takes the IR route on the CPU too).
 pub fn enabled() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
-    *ON.get_or_init(|| std::env::var("CPU_QUANT").map_or(true, |v| v != "0"))
+    crate::native::switch_on("CPU_QUANT", &ON)
 }
 
 /// The vector loops a CPU runs.
