@@ -14,6 +14,7 @@ impl Tensor {
     /// before and after) and realized-to-be through the native kernel, or `None` where it does
     /// not apply (another rank, dtype or device, negative or no padding, `CPU_PAD=0`). Its
     /// gradient is the upstream gradient without the padding.
+    // YOLOv8n 320 37.4 -> 35.6 ms on the Xeon (see docs/performance.md)
     pub(super) fn padded_natively(&self, pads: &[(isize, isize)]) -> Option<Tensor> {
         let xs = self.shape();
         if xs.len() != 4
